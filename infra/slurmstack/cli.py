@@ -1,0 +1,118 @@
+"""The ``slurmstack`` command line.
+
+Exit codes: 0 ok; 1 invalid definition (every finding printed as ``path: message``);
+2 usage error. ``validate``, ``schema`` and ``render`` never import pulumi; ``plan`` and
+``diagram`` import it only when they run.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from slurmstack.findings import Finding, Level
+
+app = typer.Typer(
+    name="slurmstack",
+    help="An AI training cluster on AWS as code: validate, render and plan a cluster definition.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+DefinitionFile = Annotated[
+    Path,
+    typer.Argument(
+        exists=True, dir_okay=False, readable=True, help="Cluster definition (YAML or JSON)."
+    ),
+]
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+def _print_findings(findings: list[Finding]) -> None:
+    for finding in findings:
+        stream = sys.stderr if finding.level is Level.ERROR else sys.stdout
+        print(finding.line(), file=stream)
+
+
+def _validated_or_exit(file: Path):  # type: ignore[no-untyped-def]
+    from slurmstack.validate import validate_file
+
+    result = validate_file(file)
+    if not result.ok:
+        _print_findings(result.findings)
+        errors = sum(1 for f in result.findings if f.level is Level.ERROR)
+        print(f"{file}: invalid ({errors} error{'s' if errors != 1 else ''})", file=sys.stderr)
+        raise typer.Exit(EXIT_INVALID)
+    return result
+
+
+def summary_line(spec) -> str:  # type: ignore[no-untyped-def]
+    """'llm-train: 18 nodes in 2 pools, 144 GPUs (128 H100, 16 L40S), head m7i.4xlarge'."""
+    from slurmstack.plan import build_plan
+
+    plan = build_plan(spec)
+    by_model: Counter[str] = Counter()
+    for pool in plan.pools:
+        acc = pool.facts.accelerator
+        if acc is not None:
+            by_model[acc.model] += acc.count * pool.count
+    gpus = sum(by_model.values())
+    models = ", ".join(f"{n} {m}" for m, n in sorted(by_model.items()))
+    pools = len(plan.pools)
+    text = (
+        f"{plan.name}: {plan.max_node_count} nodes in {pools} pool{'s' if pools != 1 else ''}, "
+        f"{gpus} accelerators"
+    )
+    if models:
+        text += f" ({models})"
+    return text + f", head node {plan.head.instance_type}, region {plan.region}"
+
+
+@app.command()
+def validate(file: DefinitionFile) -> None:
+    """Check a definition; print every finding as `path: message`."""
+    result = _validated_or_exit(file)
+    _print_findings(result.findings)  # warnings only, at this point
+    print(f"valid: {summary_line(result.spec)}")
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the definition (for editors and yaml-language-server)."""
+    from slurmstack.schema import definition_schema
+
+    print(json.dumps(definition_schema(), indent=2))
+
+
+@app.command()
+def render(
+    file: DefinitionFile,
+    out: Annotated[Path, typer.Option("--out", help="Directory to write the files into.")],
+) -> None:
+    """Write every file a node would receive, laid out by where it lands."""
+    from slurmstack.plan import build_plan
+    from slurmstack.render import render_cluster
+
+    result = _validated_or_exit(file)
+    _print_findings(result.findings)
+    rendered = render_cluster(build_plan(result.spec))
+    for rel, text in sorted(rendered.items()):
+        target = out / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    print(f"wrote {len(rendered)} files to {out}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""Read a definition (YAML/JSON file or stack-config object) into a ClusterSpec.
+
+Every failure becomes a Finding with a path, never an exception: malformed YAML, an empty
+file, a wrong type or an unknown key each produce one clear line.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from slurmstack.findings import Finding, format_path
+from slurmstack.spec import ClusterSpec
+
+
+@dataclass
+class Loaded:
+    """A spec when the definition parsed and matched the models, and what was found."""
+
+    spec: ClusterSpec | None
+    findings: list[Finding] = field(default_factory=list)
+
+
+def parse_text(text: str, source: str) -> tuple[Any, list[Finding]]:
+    """Parse YAML (a superset of JSON) text; a syntax error becomes one finding."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        problem = exc.problem or "malformed YAML"
+        return None, [Finding(where, f"malformed YAML: {problem}", rule="yaml-syntax")]
+    except yaml.YAMLError as exc:
+        return None, [Finding(source, f"malformed YAML: {exc}", rule="yaml-syntax")]
+    except (ValueError, RecursionError) as exc:  # e.g. bad escapes, absurd nesting
+        return None, [Finding(source, f"cannot read definition: {exc}", rule="yaml-syntax")]
+    return data, []
+
+
+def load_file(path: Path) -> Loaded:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return Loaded(None, [Finding(str(path), f"cannot read file: {exc.strerror}", rule="file")])
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return Loaded(None, [Finding(str(path), "file is not UTF-8 text", rule="file")])
+    if path.suffix == ".json":
+        try:
+            data = json.loads(text) if text.strip() else None
+        except json.JSONDecodeError as exc:
+            return Loaded(
+                None,
+                [Finding(f"{path}:{exc.lineno}:{exc.colno}", f"malformed JSON: {exc.msg}", rule="json-syntax")],
+            )
+    else:
+        data, findings = parse_text(text, str(path))
+        if findings:
+            return Loaded(None, findings)
+    return load_object(data, source=str(path))
+
+
+def load_object(data: Any, source: str = "<definition>") -> Loaded:
+    """Validate a parsed object (a file's content or the slurmstack:cluster config value)."""
+    if data is None:
+        return Loaded(
+            None,
+            [Finding(source, "definition is empty; expected a mapping with name, region, ...", rule="empty")],
+        )
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        return Loaded(
+            None,
+            [Finding(source, f"definition must be a mapping of keys to values, not a {kind}", rule="type")],
+        )
+    try:
+        spec = ClusterSpec.model_validate(data)
+    except ValidationError as exc:
+        return Loaded(None, _findings_from_errors(list(exc.errors())))
+    except (RecursionError, OverflowError, ValueError) as exc:
+        return Loaded(None, [Finding(source, f"cannot validate definition: {exc}", rule="type")])
+    return Loaded(spec, [])
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model class that owns the mapping at ``loc`` (for listing allowed keys)."""
+    model: Any = ClusterSpec
+    for part in loc:
+        if isinstance(part, int) or model is None:
+            continue
+        fields = getattr(model, "model_fields", {})
+        if part not in fields:
+            return None
+        model = _inner_model(fields[part].annotation)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _inner_model(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _shorten(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+_UNION_TAGS = {"bool", "str", "int", "float", "none", "is-instance[IPv4Network]", "json-or-python[json=str,python=is-instance[IPv4Network]]"}
+
+
+def _is_union_tag(part: Any) -> bool:
+    return isinstance(part, str) and (
+        part in _UNION_TAGS or part.startswith(("literal[", "function-", "lax-or-strict", "json-or-python"))
+    )
+
+
+def _findings_from_errors(errs: list[Any]) -> list[Finding]:
+    """One finding per path: a union field fails once per branch, so merge those."""
+    by_path: dict[str, list[Any]] = {}
+    locs: dict[str, tuple[Any, ...]] = {}
+    for err in errs:
+        loc = tuple(p for p in err["loc"] if not _is_union_tag(p))
+        path = format_path(loc)
+        by_path.setdefault(path, []).append(err)
+        locs[path] = loc
+    out: list[Finding] = []
+    for path, group in by_path.items():
+        if len(group) == 1:
+            out.append(_finding_from_error(locs[path], group[0]))
+            continue
+        expected = "; or ".join(dict.fromkeys(_expectation(e) for e in group))
+        got = f" (got {_shorten(group[0]['input'])})" if "input" in group[0] else ""
+        out.append(Finding(path, f"expected {expected}{got}", rule="type"))
+    return out
+
+
+def _expectation(err: Any) -> str:
+    msg: str = err["msg"]
+    for lead in ("Input should be ", "Value error, "):
+        if msg.startswith(lead):
+            return msg[len(lead):]
+    return msg
+
+
+def _finding_from_error(loc: tuple[Any, ...], err: Any) -> Finding:
+    path = format_path(loc)
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        parent = _model_at(loc[:-1])
+        key = str(loc[-1])
+        allowed = sorted(parent.model_fields) if parent else []
+        close = difflib.get_close_matches(key, allowed, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        allowed_text = ", ".join(allowed)
+        return Finding(path, f"unknown key; {hint}allowed keys here: {allowed_text}", rule="unknown-key")
+    if kind == "missing":
+        return Finding(path, "required key is missing", rule="missing")
+    message = err["msg"]
+    if "input" in err and kind not in {"model_type", "dict_type", "list_type"}:
+        message = f"{message} (got {_shorten(err['input'])})"
+    return Finding(path, message, rule=kind)

@@ -1,0 +1,310 @@
+"""The cluster definition: one Pydantic class per concept, the schema is the object.
+
+These models hold structure, types and ranges. Rules that need the instance catalog or
+span several fields live in ``slurmstack.checks``. Every field is described; the JSON
+Schema (``slurmstack schema``) and the README's configuration reference come from here.
+"""
+
+from __future__ import annotations
+
+import enum
+from ipaddress import IPv4Network
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from slurmstack.catalog import InstanceFacts
+
+# Cluster and pool names end up in AWS resource names, Slurm partition/nodeset names and
+# host names, so they follow the strictest of those: DNS-label characters, lowercase.
+NAME_PATTERN = r"^[a-z]([a-z0-9-]*[a-z0-9])?$"
+MOUNT_PATTERN = r"^/[A-Za-z0-9._/-]*$"
+AMI_PATTERN = r"^ami-[0-9a-f]{8,17}$"
+
+ClusterName = Annotated[
+    str,
+    StringConstraints(pattern=NAME_PATTERN, min_length=1, max_length=24),
+]
+PoolName = Annotated[
+    str,
+    StringConstraints(pattern=NAME_PATTERN, min_length=1, max_length=20),
+]
+MountPath = Annotated[str, StringConstraints(pattern=MOUNT_PATTERN, max_length=200)]
+AmiId = Annotated[str, StringConstraints(pattern=AMI_PATTERN)]
+Auto = Literal["auto"]
+
+
+class Model(BaseModel):
+    """Base for every definition model: immutable, unknown keys refused."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+
+
+class NetworkSpec(Model):
+    """Where the cluster lives: a new VPC, or an existing VPC and its subnets."""
+
+    vpc_cidr: IPv4Network | None = Field(
+        default=IPv4Network("10.42.0.0/16"),
+        description="CIDR of a new VPC (a /16 to /24). Ignored when vpc_id is given.",
+    )
+    compute_subnet_prefix: int | None = Field(
+        default=None,
+        ge=16,
+        le=28,
+        description=(
+            "Prefix length of the private compute subnet carved from vpc_cidr. Default: half "
+            "of the VPC. Every worker interface (EFA layouts use one per network card) takes "
+            "an address from it."
+        ),
+    )
+    vpc_id: str | None = Field(
+        default=None,
+        pattern=r"^vpc-[0-9a-f]{8,17}$",
+        description="Existing VPC to use instead of creating one.",
+    )
+    compute_subnet_id: str | None = Field(
+        default=None,
+        pattern=r"^subnet-[0-9a-f]{8,17}$",
+        description="Existing private subnet (in availability_zone) for head node, workers, storage.",
+    )
+    compute_subnet_cidr: IPv4Network | None = Field(
+        default=None,
+        description="CIDR of compute_subnet_id, so slurmstack can check it has room for every node.",
+    )
+    public_subnet_id: str | None = Field(
+        default=None,
+        pattern=r"^subnet-[0-9a-f]{8,17}$",
+        description="Existing public subnet (optional; only needed when ssh_cidrs is not empty).",
+    )
+    ssh_cidrs: list[IPv4Network] = Field(
+        default_factory=list,
+        description=(
+            "CIDRs allowed to reach the head node on port 22. Empty (the default) means no "
+            "SSH ingress at all: use SSM Session Manager."
+        ),
+    )
+
+
+class RootVolume(Model):
+    """Root EBS volume of an instance (always gp3 and encrypted)."""
+
+    size_gib: int = Field(default=200, ge=30, le=16384, description="Root volume size in GiB.")
+    iops: int = Field(default=3000, ge=3000, le=16000, description="gp3 IOPS.")
+    throughput_mibps: int = Field(default=250, ge=125, le=1000, description="gp3 throughput, MiB/s.")
+
+
+class HeadNodeSpec(Model):
+    """The Slurm controller: slurmctld, the state volume and the login shell."""
+
+    instance_type: str = Field(description="EC2 instance type of the head node, e.g. m7i.4xlarge.")
+    ami: AmiId | None = Field(
+        default=None, description="Pinned AMI id. Default: Ubuntu 24.04 from its public SSM parameter."
+    )
+    root_volume: RootVolume = Field(default_factory=RootVolume, description="Root volume.")
+    state_volume_gib: int = Field(
+        default=100,
+        ge=10,
+        le=16384,
+        description="Separate encrypted gp3 volume for Slurm state (survives head node replacement).",
+    )
+    instance_facts: InstanceFacts | None = Field(
+        default=None,
+        description="Facts for an instance type the catalog lacks (see the catalog record).",
+    )
+
+
+class CapacityType(enum.StrEnum):
+    ON_DEMAND = "on_demand"
+    SPOT = "spot"
+    CAPACITY_BLOCK = "capacity_block"
+    CAPACITY_RESERVATION = "capacity_reservation"
+
+
+class CapacitySpec(Model):
+    """How a pool's instances are bought."""
+
+    type: CapacityType = Field(
+        default=CapacityType.ON_DEMAND,
+        description=(
+            "on_demand; spot; capacity_block (EC2 Capacity Blocks for ML, needs reservation_id); "
+            "capacity_reservation (an On-Demand Capacity Reservation, needs reservation_id)."
+        ),
+    )
+    reservation_id: str | None = Field(
+        default=None,
+        pattern=r"^cr-[0-9a-f]{8,17}$",
+        description="Capacity reservation id (cr-...) for capacity_block and capacity_reservation.",
+    )
+    max_spot_price: float | None = Field(
+        default=None, gt=0, description="Spot only: the most to pay per instance-hour (USD)."
+    )
+
+
+class PoolSpec(Model):
+    """A worker pool: one instance type, one Slurm partition, one Auto Scaling group."""
+
+    name: PoolName = Field(description="Pool name; also its Slurm partition and node feature.")
+    instance_type: str = Field(description="EC2 instance type, e.g. p5.48xlarge.")
+    count: int = Field(ge=0, le=5000, description="Number of nodes the pool keeps running.")
+    capacity: CapacitySpec = Field(default_factory=CapacitySpec, description="Purchase option.")
+    efa: bool | Auto = Field(
+        default="auto",
+        description="EFA interfaces: auto (on wherever the type supports EFA), true, or false.",
+    )
+    placement_group: bool | Auto = Field(
+        default="auto",
+        description=(
+            "Cluster placement group: auto (when EFA is on and capacity is not a capacity "
+            "block, whose instances are already co-located), true, or false."
+        ),
+    )
+    local_scratch: MountPath | None = Field(
+        default=None,
+        description="Mount point of a RAID0 array over the instance NVMe disks, e.g. /scratch.",
+    )
+    ami: AmiId | None = Field(
+        default=None,
+        description="Pinned AMI id. Default: the AWS Deep Learning Base GPU AMI (Ubuntu 24.04).",
+    )
+    root_volume: RootVolume = Field(default_factory=RootVolume, description="Root volume.")
+    instance_facts: InstanceFacts | None = Field(
+        default=None,
+        description="Facts for an instance type the catalog lacks (see the catalog record).",
+    )
+
+
+class LustreDeployment(enum.StrEnum):
+    SCRATCH_1 = "SCRATCH_1"
+    SCRATCH_2 = "SCRATCH_2"
+    PERSISTENT_1 = "PERSISTENT_1"
+    PERSISTENT_2 = "PERSISTENT_2"
+
+
+class LustreStorageType(enum.StrEnum):
+    SSD = "SSD"
+    HDD = "HDD"
+
+
+class LustreSpec(Model):
+    """FSx for Lustre: the shared, hot tier mounted on every node."""
+
+    capacity_gib: int = Field(ge=1200, le=2_000_000, description="Storage capacity in GiB.")
+    deployment: LustreDeployment = Field(
+        default=LustreDeployment.PERSISTENT_2, description="FSx for Lustre deployment type."
+    )
+    storage_type: LustreStorageType = Field(
+        default=LustreStorageType.SSD, description="SSD, or HDD (PERSISTENT_1 only)."
+    )
+    throughput_per_tib: int | None = Field(
+        default=None,
+        description="Per-unit storage throughput, MB/s/TiB (persistent types only).",
+    )
+    mount: MountPath = Field(default="/fsx", description="Mount point on every node.")
+    s3_import_export: str | None = Field(
+        default=None,
+        max_length=900,
+        description=(
+            "Prefix in the cluster bucket linked by a data repository association "
+            "(import on access, export on change). None: no association."
+        ),
+    )
+    compression: Literal["LZ4", "NONE"] = Field(default="LZ4", description="Data compression.")
+    efa: bool | Auto = Field(
+        default="auto",
+        description="EFA-enabled file system: auto (when AWS allows it for this configuration).",
+    )
+    metadata_iops: int | None = Field(
+        default=None,
+        ge=1500,
+        le=192000,
+        description="PERSISTENT_2 only: provisioned metadata IOPS (default: automatic mode).",
+    )
+
+
+class HomeSpec(Model):
+    """Shared /home."""
+
+    type: Literal["efs"] = Field(default="efs", description="efs: Amazon EFS, elastic throughput.")
+    mount: MountPath = Field(default="/home", description="Mount point on every node.")
+
+
+class BucketSpec(Model):
+    """The cluster's S3 bucket: durable datasets and checkpoints."""
+
+    versioning: bool = Field(default=True, description="Keep object versions.")
+    noncurrent_version_days: int = Field(
+        default=30,
+        ge=1,
+        le=3650,
+        description="Expire non-current object versions (old checkpoints) after this many days.",
+    )
+
+
+class StorageSpec(Model):
+    """Storage tiers beyond each node's local NVMe scratch."""
+
+    lustre: LustreSpec | None = Field(default=None, description="FSx for Lustre; none if absent.")
+    home: HomeSpec | None = Field(
+        default_factory=HomeSpec, description="Shared /home on EFS; null for node-local /home."
+    )
+    bucket: BucketSpec = Field(default_factory=BucketSpec, description="The cluster bucket.")
+    protect: bool = Field(
+        default=True,
+        description=(
+            "Protect stateful resources (bucket, file systems, Slurm state volume) from "
+            "deletion. Set false for throw-away clusters."
+        ),
+    )
+
+
+SettingValue = str | int | float | bool
+
+
+class SlurmSpec(Model):
+    """Slurm options."""
+
+    default_partition: str | None = Field(
+        default=None, description="Partition (pool name) jobs go to by default. Default: first pool."
+    )
+    settings: dict[str, SettingValue] = Field(
+        default_factory=dict,
+        description="Extra slurm.conf keys, appended last. Keys slurmstack manages are refused.",
+    )
+
+
+class NcclSpec(Model):
+    """NCCL and libfabric environment overrides."""
+
+    env: dict[str, SettingValue] = Field(
+        default_factory=dict,
+        description="Per-cluster overrides of the rendered NCCL/libfabric environment (set last).",
+    )
+
+
+class CostSpec(Model):
+    """Price overrides for `slurmstack plan` (negotiated rates, other regions)."""
+
+    instance_hourly_usd: dict[str, Annotated[float, Field(gt=0)]] = Field(
+        default_factory=dict,
+        description="Hourly price per instance type, replacing the catalog's on-demand list price.",
+    )
+
+
+class ClusterSpec(Model):
+    """A slurmstack cluster definition (the object under the stack config key slurmstack:cluster)."""
+
+    name: ClusterName = Field(description="Cluster name: lowercase letters, digits and '-'.")
+    region: str = Field(description="AWS region, e.g. us-east-1.")
+    availability_zone: str = Field(
+        description="The one AZ for nodes, placement groups and Lustre, e.g. us-east-1a."
+    )
+    network: NetworkSpec = Field(default_factory=NetworkSpec, description="Networking.")
+    head_node: HeadNodeSpec = Field(description="The Slurm head node.")
+    pools: list[PoolSpec] = Field(min_length=1, max_length=64, description="Worker pools.")
+    storage: StorageSpec = Field(default_factory=StorageSpec, description="Storage tiers.")
+    slurm: SlurmSpec = Field(default_factory=SlurmSpec, description="Slurm options.")
+    nccl: NcclSpec = Field(default_factory=NcclSpec, description="NCCL/libfabric overrides.")
+    cost: CostSpec = Field(default_factory=CostSpec, description="Price overrides for plan.")
+    tags: dict[str, str] = Field(
+        default_factory=dict, description="Tags added to every AWS resource."
+    )
