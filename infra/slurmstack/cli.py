@@ -7,6 +7,7 @@ Exit codes: 0 ok; 1 invalid definition (every finding printed as ``path: message
 
 from __future__ import annotations
 
+import enum
 import json
 import sys
 from collections import Counter
@@ -108,6 +109,27 @@ def render(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
     print(f"wrote {len(rendered)} files to {out}")
+
+
+class DiagramFormat(enum.StrEnum):
+    mermaid = "mermaid"
+    dot = "dot"
+
+
+@app.command()
+def diagram(
+    file: DefinitionFile,
+    format: Annotated[
+        DiagramFormat, typer.Option("--format", help="mermaid (renders on GitHub) or dot (Graphviz).")
+    ] = DiagramFormat.mermaid,
+) -> None:
+    """Print a diagram of head node, pools, storage tiers and network."""
+    from slurmstack.plan import build_plan
+    from slurmstack.report import diagram as diagrams
+
+    result = _validated_or_exit(file)
+    plan = build_plan(result.spec)
+    print(diagrams.mermaid(plan) if format is DiagramFormat.mermaid else diagrams.dot(plan), end="")
 
 
 def main() -> None:

@@ -1,0 +1,60 @@
+"""Diagrams name every pool with its type, count and fabric, and every storage tier."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from slurmstack.loader import load_file
+from slurmstack.plan import build_plan
+from slurmstack.report.diagram import dot, mermaid
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+
+
+def _plan(path: Path):  # type: ignore[no-untyped-def]
+    loaded = load_file(path)
+    assert loaded.spec is not None
+    return build_plan(loaded.spec)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_mermaid_names_every_pool_and_tier(example: Path) -> None:
+    plan = _plan(example)
+    text = mermaid(plan)
+    assert text.startswith("flowchart LR\n")
+    for pool in plan.pools:
+        assert f"{pool.count} × {pool.instance_type}" in text
+        assert ("EFA × " if pool.efa else "no EFA") in text
+    if plan.lustre:
+        assert f"FSx for Lustre {plan.lustre.spec.mount}" in text
+    if plan.spec.storage.home:
+        assert "EFS /home" in text
+    # Every edge names ids that are declared as nodes.
+    declared = set(re.findall(r"^\s+(\w+)\[", text, re.M))
+    for src, dst in re.findall(r"^\s+(\w+) <?-->\|[^|]*\| (\w+)$", text, re.M):
+        assert src in declared and dst in declared, (src, dst)
+    # subgraph/end balance
+    assert text.count("subgraph ") == text.count("\n  end") + text.count("\n    end")
+
+
+def test_p5_diagram_shows_capacity_block_without_placement_group() -> None:
+    text = mermaid(_plan(EXAMPLES[[p.stem for p in EXAMPLES].index("p5-training")]))
+    line = next(line for line in text.splitlines() if "pool_train[" in line)
+    assert "128 × H100" in line
+    assert "EFA × 32" in line
+    assert "capacity block" in line
+    assert "placement group" not in line
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_dot_is_well_formed(example: Path) -> None:
+    text = dot(_plan(example))
+    assert text.startswith("digraph ")
+    assert text.count("{") == text.count("}")
+    if shutil.which("dot"):
+        subprocess.run(["dot", "-Tsvg"], input=text.encode(), check=True, capture_output=True)
