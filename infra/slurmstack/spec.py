@@ -288,6 +288,9 @@ class CostSpec(Model):
         default_factory=dict,
         description="Hourly price per instance type, replacing the catalog's on-demand list price.",
     )
+    lustre_usd_per_gib_month: float | None = Field(
+        default=None, gt=0, description="FSx for Lustre price per GiB-month, replacing the built-in one."
+    )
 
 
 class ClusterSpec(Model):

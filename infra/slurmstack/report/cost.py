@@ -1,0 +1,215 @@
+"""What a planned cluster costs at full size, line by line, each price with its source.
+
+Instance prices come from the catalog (on-demand list price, with its region and date) or
+from the definition's ``cost.instance_hourly_usd``. Spot and Capacity Block pools are shown
+at the on-demand list price and say so: spot is usually far cheaper but varies by the hour;
+a Capacity Block's price is set when it is bought. Usage-billed services (S3 and EFS
+storage, NAT data, Lustre-S3 transfers) are listed with their unit price and left out of
+the totals, since the definition does not say how much data there will be.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from slurmstack.catalog import load_catalog
+from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.spec import CapacityType, LustreDeployment, RootVolume
+
+PRICES_FILE = Path(__file__).with_name("service_prices.json")
+
+
+@dataclass(frozen=True)
+class CostLine:
+    item: str
+    category: str  # compute, network, storage, security
+    hourly_usd: float | None  # None: no price known (see note)
+    basis: str  # how the figure was computed
+    source: str  # citation of the unit price
+    note: str = ""
+
+    @property
+    def monthly_usd(self) -> float | None:
+        return None if self.hourly_usd is None else self.hourly_usd * hours_per_month()
+
+
+@dataclass(frozen=True)
+class UsagePrice:
+    item: str
+    unit_price: str
+    source: str
+
+
+@dataclass(frozen=True)
+class CostReport:
+    lines: tuple[CostLine, ...]
+    usage_billed: tuple[UsagePrice, ...]
+
+    @property
+    def hourly_usd(self) -> float:
+        return sum(line.hourly_usd or 0.0 for line in self.lines)
+
+    @property
+    def monthly_usd(self) -> float:
+        return self.hourly_usd * hours_per_month()
+
+    @property
+    def unpriced(self) -> tuple[str, ...]:
+        return tuple(line.item for line in self.lines if line.hourly_usd is None)
+
+
+@lru_cache(maxsize=1)
+def service_prices() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(PRICES_FILE.read_text())
+    return data
+
+
+def hours_per_month() -> int:
+    return int(service_prices()["hours_per_month"])
+
+
+def _price(key: str) -> tuple[float, str]:
+    prices = service_prices()
+    entry = prices[key]
+    return float(entry["value"]), prices["sources"][entry["source"]]
+
+
+def _instance_price(
+    instance_type: str, plan: ClusterPlan, facts_price: Any
+) -> tuple[float | None, str, str]:
+    """(USD per instance-hour, source, note) for one instance type."""
+    override = plan.spec.cost.instance_hourly_usd.get(instance_type)
+    if override is not None:
+        return override, "definition: cost.instance_hourly_usd", "price set by the definition"
+    if facts_price is None:
+        return None, "none", "no on-demand list price (sold only as Capacity Blocks?); set cost.instance_hourly_usd"
+    catalog = load_catalog()
+    source = catalog.sources.get(facts_price.source, facts_price.source)
+    note = ""
+    if facts_price.region != plan.region:
+        note = f"{facts_price.region} list price; {plan.region} may differ"
+    return facts_price.usd_per_hour, f"{source} (read {facts_price.date})", note
+
+
+_CAPACITY_NOTES = {
+    CapacityType.ON_DEMAND: "on-demand",
+    CapacityType.CAPACITY_RESERVATION: "capacity reservation: billed at the on-demand rate while reserved",
+    CapacityType.SPOT: "spot: shown at the on-demand list price, an upper bound; the spot price varies",
+    CapacityType.CAPACITY_BLOCK: (
+        "capacity block: paid up front at the price set when bought; shown at the on-demand list price"
+    ),
+}
+
+
+def _gp3_hourly(volume: RootVolume | None, size_gib: int) -> float:
+    gb, _ = _price("gp3_usd_per_gb_month")
+    iops, _ = _price("gp3_usd_per_iops_month_above_3000")
+    tput, _ = _price("gp3_usd_per_mibps_month_above_125")
+    monthly = size_gib * gb
+    if volume is not None:
+        monthly += max(volume.iops - 3000, 0) * iops + max(volume.throughput_mibps - 125, 0) * tput
+    return monthly / hours_per_month()
+
+
+def _pool_lines(pool: PoolPlan, plan: ClusterPlan) -> list[CostLine]:
+    price, source, note = _instance_price(pool.instance_type, plan, pool.facts.price)
+    if pool.capacity.type is CapacityType.SPOT and pool.capacity.max_spot_price and price:
+        price = min(price, pool.capacity.max_spot_price)
+        note = "spot: shown at max_spot_price, the most it can cost"
+    capacity_note = _CAPACITY_NOTES[pool.capacity.type] if price is not None else ""
+    notes = "; ".join(n for n in (capacity_note, note) if n)
+    lines = [
+        CostLine(
+            item=f"pool {pool.name}: {pool.count} × {pool.instance_type}",
+            category="compute",
+            hourly_usd=None if price is None else price * pool.count,
+            basis=f"{pool.count} × ${price:,.4f}/h" if price is not None else "unpriced",
+            source=source,
+            note=notes,
+        )
+    ]
+    _, ebs_source = _price("gp3_usd_per_gb_month")
+    lines.append(
+        CostLine(
+            item=f"pool {pool.name}: root volumes",
+            category="storage",
+            hourly_usd=_gp3_hourly(pool.root_volume, pool.root_volume.size_gib) * pool.count,
+            basis=f"{pool.count} × {pool.root_volume.size_gib} GiB gp3",
+            source=ebs_source,
+        )
+    )
+    return lines
+
+
+def _lustre_line(plan: ClusterPlan) -> CostLine | None:
+    if plan.lustre is None:
+        return None
+    spec = plan.lustre.spec
+    table = service_prices()["lustre_usd_per_gib_month"]
+    source = service_prices()["sources"][table["source"]]
+    tier = "" if spec.deployment in (LustreDeployment.SCRATCH_1, LustreDeployment.SCRATCH_2) else str(
+        plan.lustre.per_unit_storage_throughput
+    )
+    per_gib = plan.spec.cost.lustre_usd_per_gib_month or table.get(spec.deployment.value, {}).get(tier)
+    if plan.spec.cost.lustre_usd_per_gib_month:
+        source = "definition: cost.lustre_usd_per_gib_month"
+    label = f"{spec.deployment.value}" + (f"-{tier}" if tier else "")
+    if per_gib is None:
+        return CostLine(f"FSx for Lustre {label}", "storage", None, "unpriced", source, "no price for this tier")
+    return CostLine(
+        item=f"FSx for Lustre {label}",
+        category="storage",
+        hourly_usd=spec.capacity_gib * per_gib / hours_per_month(),
+        basis=f"{spec.capacity_gib:,} GiB × ${per_gib}/GiB-month",
+        source=source,
+    )
+
+
+def cost_report(plan: ClusterPlan) -> CostReport:
+    lines: list[CostLine] = []
+    head = plan.head
+    price, source, note = _instance_price(head.instance_type, plan, head.facts.price)
+    lines.append(
+        CostLine(f"head node: {head.instance_type}", "compute", price, "1 × on-demand", source, note)
+    )
+    _, ebs_source = _price("gp3_usd_per_gb_month")
+    lines.append(
+        CostLine(
+            "head node: root and Slurm state volumes",
+            "storage",
+            _gp3_hourly(head.root_volume, head.root_volume.size_gib)
+            + _gp3_hourly(None, head.state_volume_gib),
+            f"{head.root_volume.size_gib} + {head.state_volume_gib} GiB gp3",
+            ebs_source,
+        )
+    )
+    for pool in plan.pools:
+        lines.extend(_pool_lines(pool, plan))
+    if plan.spec.network.vpc_id is None:
+        nat, nat_source = _price("nat_gateway_usd_per_hour")
+        ip, _ = _price("public_ipv4_usd_per_hour")
+        lines.append(
+            CostLine("NAT gateway and its public IPv4 address", "network", nat + ip, "1 × hourly", nat_source)
+        )
+    lustre = _lustre_line(plan)
+    if lustre is not None:
+        lines.append(lustre)
+    secret, secret_source = _price("secret_usd_per_month")
+    lines.append(
+        CostLine("munge key secret", "security", secret / hours_per_month(), "1 secret", secret_source)
+    )
+    prices = service_prices()
+    usage = [
+        UsagePrice("S3 bucket storage", f"${prices['s3_usd_per_gb_month']['value']}/GB-month", prices["sources"]["s3-pricing"]),
+        UsagePrice("NAT gateway data processed", f"${prices['nat_gateway_usd_per_gb']['value']}/GB", prices["sources"]["vpc-pricing"]),
+    ]
+    if plan.spec.storage.home is not None:
+        usage.insert(
+            0,
+            UsagePrice("EFS /home storage", f"${prices['efs_usd_per_gb_month']['value']}/GB-month", prices["sources"]["efs-pricing"]),
+        )
+    return CostReport(tuple(lines), tuple(usage))
