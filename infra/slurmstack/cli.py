@@ -12,7 +12,7 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 
@@ -36,10 +36,11 @@ DefinitionFile = Annotated[
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 
-def _print_findings(findings: list[Finding]) -> None:
+def _print_findings(findings: list[Finding], stream: TextIO | None = None) -> None:
+    """Errors to stderr; warnings to ``stream`` (stdout unless the command's stdout is data)."""
     for finding in findings:
-        stream = sys.stderr if finding.level is Level.ERROR else sys.stdout
-        print(finding.line(), file=stream)
+        out = sys.stderr if finding.level is Level.ERROR else (stream or sys.stdout)
+        print(finding.line(), file=out)
 
 
 def _validated_or_exit(file: Path):  # type: ignore[no-untyped-def]
@@ -47,7 +48,7 @@ def _validated_or_exit(file: Path):  # type: ignore[no-untyped-def]
 
     result = validate_file(file)
     if not result.ok:
-        _print_findings(result.findings)
+        _print_findings(result.findings, sys.stderr)
         errors = sum(1 for f in result.findings if f.level is Level.ERROR)
         print(f"{file}: invalid ({errors} error{'s' if errors != 1 else ''})", file=sys.stderr)
         raise typer.Exit(EXIT_INVALID)
@@ -102,13 +103,43 @@ def render(
     from slurmstack.render import render_cluster
 
     result = _validated_or_exit(file)
-    _print_findings(result.findings)
+    _print_findings(result.findings, sys.stderr)
     rendered = render_cluster(build_plan(result.spec))
     for rel, text in sorted(rendered.items()):
         target = out / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
     print(f"wrote {len(rendered)} files to {out}")
+
+
+@app.command()
+def plan(
+    file: DefinitionFile,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Run the Pulumi program offline: resources, capacity, storage, cost, time to ready."""
+    import yaml
+
+    from slurmstack.offline.engine import run_definition
+    from slurmstack.plan import build_plan
+    from slurmstack.report.plan_report import build_report
+
+    result = _validated_or_exit(file)
+    definition = yaml.safe_load(file.read_text())
+    run = run_definition(definition)
+    if not run.ok:
+        for line in run.error_lines():
+            print(line, file=sys.stderr)
+        raise typer.Exit(EXIT_INVALID)
+    document = build_report(build_plan(result.spec), run, result.findings).to_dict()
+    if as_json:
+        print(json.dumps(document, indent=2))
+        return
+    from rich.console import Console
+
+    from slurmstack.report.console import print_plan
+
+    print_plan(document, Console())
 
 
 class DiagramFormat(enum.StrEnum):

@@ -7,7 +7,9 @@ file, a wrong type or an unknown key each produce one clear line.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,18 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from slurmstack.findings import Finding, format_path
-from slurmstack.spec import ClusterSpec
+from slurmstack.spec import AMI_PATTERN, MOUNT_PATTERN, NAME_PATTERN, ClusterSpec
+
+# What each pattern in the models means, in words a user can act on.
+PATTERN_HELP = {
+    NAME_PATTERN: "lowercase letters, digits and '-', starting with a letter and not ending "
+    "with '-'",
+    MOUNT_PATTERN: "an absolute path: '/' then letters, digits, '.', '_', '-' and '/'",
+    AMI_PATTERN: "an AMI id: 'ami-' and 8 to 17 lowercase hex digits",
+    r"^vpc-[0-9a-f]{8,17}$": "a VPC id: 'vpc-' and 8 to 17 lowercase hex digits",
+    r"^subnet-[0-9a-f]{8,17}$": "a subnet id: 'subnet-' and 8 to 17 lowercase hex digits",
+    r"^cr-[0-9a-f]{8,17}$": "a capacity reservation id: 'cr-' and 8 to 17 lowercase hex digits",
+}
 
 
 @dataclass
@@ -58,7 +71,17 @@ def load_file(path: Path) -> Loaded:
         except json.JSONDecodeError as exc:
             return Loaded(
                 None,
-                [Finding(f"{path}:{exc.lineno}:{exc.colno}", f"malformed JSON: {exc.msg}", rule="json-syntax")],
+                [
+                    Finding(
+                        f"{path}:{exc.lineno}:{exc.colno}",
+                        f"malformed JSON: {exc.msg}",
+                        rule="json-syntax",
+                    )
+                ],
+            )
+        except (ValueError, RecursionError) as exc:  # e.g. a 5000-digit number, deep nesting
+            return Loaded(
+                None, [Finding(str(path), f"cannot read definition: {exc}", rule="json-syntax")]
             )
     else:
         data, findings = parse_text(text, str(path))
@@ -72,13 +95,25 @@ def load_object(data: Any, source: str = "<definition>") -> Loaded:
     if data is None:
         return Loaded(
             None,
-            [Finding(source, "definition is empty; expected a mapping with name, region, ...", rule="empty")],
+            [
+                Finding(
+                    source,
+                    "definition is empty; expected a mapping with name, region, ...",
+                    rule="empty",
+                )
+            ],
         )
     if not isinstance(data, dict):
         kind = type(data).__name__
         return Loaded(
             None,
-            [Finding(source, f"definition must be a mapping of keys to values, not a {kind}", rule="type")],
+            [
+                Finding(
+                    source,
+                    f"definition must be a mapping of keys to values, not a {kind}",
+                    rule="type",
+                )
+            ],
         )
     try:
         spec = ClusterSpec.model_validate(data)
@@ -117,12 +152,21 @@ def _shorten(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-_UNION_TAGS = {"bool", "str", "int", "float", "none", "is-instance[IPv4Network]", "json-or-python[json=str,python=is-instance[IPv4Network]]"}
+_UNION_TAGS = {
+    "bool",
+    "str",
+    "int",
+    "float",
+    "none",
+    "is-instance[IPv4Network]",
+    "json-or-python[json=str,python=is-instance[IPv4Network]]",
+}
 
 
 def _is_union_tag(part: Any) -> bool:
     return isinstance(part, str) and (
-        part in _UNION_TAGS or part.startswith(("literal[", "function-", "lax-or-strict", "json-or-python"))
+        part in _UNION_TAGS
+        or part.startswith(("literal[", "function-", "lax-or-strict", "json-or-python"))
     )
 
 
@@ -150,7 +194,7 @@ def _expectation(err: Any) -> str:
     msg: str = err["msg"]
     for lead in ("Input should be ", "Value error, "):
         if msg.startswith(lead):
-            return msg[len(lead):]
+            return msg[len(lead) :]
     return msg
 
 
@@ -164,10 +208,64 @@ def _finding_from_error(loc: tuple[Any, ...], err: Any) -> Finding:
         close = difflib.get_close_matches(key, allowed, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         allowed_text = ", ".join(allowed)
-        return Finding(path, f"unknown key; {hint}allowed keys here: {allowed_text}", rule="unknown-key")
+        return Finding(
+            path,
+            f"unknown key {key!r}; {hint}allowed keys here: {allowed_text}",
+            rule="unknown-key",
+        )
     if kind == "missing":
         return Finding(path, "required key is missing", rule="missing")
+    friendly = _friendly(kind, err)
+    if friendly is not None:
+        return Finding(path, friendly, rule=kind)
     message = err["msg"]
-    if "input" in err and kind not in {"model_type", "dict_type", "list_type"}:
+    if kind == "value_error":
+        message = message.removeprefix("Value error, ")
+    if "(got " in message:
+        pass
+    elif "input" in err and kind not in {"model_type", "dict_type", "list_type"}:
         message = f"{message} (got {_shorten(err['input'])})"
+    elif kind in {"model_type", "dict_type", "list_type"} and "input" in err:
+        message = f"{message} (got {_kind(err['input'])} {_shorten(err['input'])})"
     return Finding(path, message, rule=kind)
+
+
+def _kind(value: Any) -> str:
+    names = {str: "text", int: "a number", float: "a number", bool: "a boolean"}
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
+def _friendly(kind: str, err: Any) -> str | None:
+    """A message naming the value and the fix, for the errors users meet most."""
+    value = err.get("input")
+    ctx = err.get("ctx") or {}
+    if kind == "string_pattern_mismatch" and isinstance(value, str):
+        pattern = str(ctx.get("pattern", ""))
+        help_text = PATTERN_HELP.get(pattern)
+        if help_text is None:
+            return None
+        hint = ""
+        if pattern == NAME_PATTERN:
+            fixed = "-".join(re.split(r"[^a-z0-9]+", value.lower())).strip("-")
+            if fixed and fixed[0].isalpha() and fixed != value:
+                hint = f" (did you mean {fixed!r}?)"
+        return f"{_shorten(value)} is not valid here: use {help_text}{hint}"
+    if kind == "enum" and isinstance(value, str):
+        expected = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
+        folded = {e.lower().replace("-", "_"): e for e in expected}
+        close = folded.get(value.lower().replace("-", "_").replace(" ", "_"))
+        if close is None:
+            near = difflib.get_close_matches(value.lower(), list(folded), n=1)
+            close = folded[near[0]] if near else None
+        close_list = [close] if close else []
+        hint = f"; did you mean {close_list[0]!r}?" if close_list else ""
+        return f"{_shorten(value)} is not one of {', '.join(expected)}{hint}"
+    if kind == "ip_v4_network" and isinstance(value, str):
+        try:
+            network = ipaddress.ip_network(value.strip(), strict=False)
+        except ValueError:
+            return f"{_shorten(value)} is not an IPv4 CIDR such as 10.42.0.0/16"
+        if network.version != 4:
+            return f"{_shorten(value)} is an IPv6 network; slurmstack takes IPv4 CIDRs"
+        return f"{value!r} has host bits set; did you mean {str(network)!r}?"
+    return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import ipaddress
+import math
 from dataclasses import dataclass
 
 from slurmstack.catalog import Catalog, InstanceFacts, load_catalog
@@ -30,6 +31,28 @@ from slurmstack.spec import (
 # a node whose RealMemory exceeds what it finds, so the headroom is at least 2 GiB and 5%.
 MEMORY_HEADROOM_FRACTION = 0.05
 MEMORY_HEADROOM_MIN_MIB = 2048
+
+# Dynamic node names are <pool>-<n>, n = the low 16 bits of the node's private IPv4 address.
+NODE_INDEX_MAX = 0xFFFF
+
+# Slurm's ports; the stack's security groups open exactly these (slurmstack.stack.common
+# holds the same numbers, and a test keeps the two equal).
+SLURMCTLD_PORT = 6817
+SLURMD_PORT = 6818
+SRUN_PORT_RANGE = (60001, 63000)
+
+# MaxNodeCount headroom. A replacement instance usually gets a new private address, so it
+# registers as a new dynamic node while the DOWN record of the instance it replaces lives on
+# until the head node's reaper deletes it: during an instance refresh of a whole pool every
+# node briefly exists twice. The count is rounded up to a multiple of MAX_NODE_COUNT_STEP
+# because MaxNodeCount only takes effect when slurmctld restarts: small resizes keep it.
+MAX_NODE_COUNT_FACTOR = 2
+MAX_NODE_COUNT_STEP = 64
+
+# Where the head node mounts its Slurm state volume, and the state directory on it (a
+# subdirectory, so the file system's root and lost+found stay apart from Slurm's files).
+STATE_VOLUME_MOUNT = "/var/spool/slurmctld"
+STATE_SAVE_LOCATION = f"{STATE_VOLUME_MOUNT}/state"
 
 # Public SSM parameters that resolve to the current images (see DESIGN.md "Images").
 DLAMI_GPU_SSM_PARAMETER = (
@@ -55,6 +78,10 @@ class DeployParameter(enum.StrEnum):
     LUSTRE_MOUNT_NAME = "lustre/mount-name"
     EFS_ID = "efs/id"
     CONFIG_MANIFEST = "config/manifest"
+    # The head node's Slurm state volume id (vol-...). On Nitro the volume shows up as an NVMe
+    # disk whose serial is the id without its dash, which is how the head bootstrap finds it
+    # (it falls back to the EBS device name /dev/sdf that the NVMe controller reports).
+    STATE_VOLUME_ID = "head/state-volume-id"
 
 
 class PlanError(ValueError):
@@ -86,8 +113,14 @@ class GpuPlan:
     kind: str  # gpu or neuron
 
     @property
+    def gres_name(self) -> str:
+        """Slurm GRES name: ``gpu`` for NVIDIA GPUs, ``neuron`` for Trainium/Inferentia
+        devices (a generic GRES: no CUDA_VISIBLE_DEVICES, but the same device binding)."""
+        return self.kind
+
+    @property
     def gres(self) -> str:
-        return f"gpu:{self.gres_type}:{self.count}"
+        return f"{self.gres_name}:{self.gres_type}:{self.count}"
 
 
 class MountKind(enum.StrEnum):
@@ -101,6 +134,54 @@ class MountPlan:
     path: str
     kind: MountKind
     shared: bool
+
+
+class EnvTarget(enum.StrEnum):
+    """Where a variable of the pool's NCCL/libfabric environment is written."""
+
+    NCCL_CONF = "nccl.conf"  # /etc/nccl.conf: NCCL reads it at init, whatever launched the process
+    PROCESS = "process"  # profile script and Slurm TaskProlog: the process environment
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    """One variable of a pool's NCCL/libfabric environment, with why it is set."""
+
+    name: str
+    value: str
+    reason: str
+    target: EnvTarget
+    prepend: bool = False  # a search path put in front of the inherited value
+
+
+class FabricProfile(enum.StrEnum):
+    """What the pool's network and accelerators ask of NCCL/libfabric."""
+
+    EFA_GPUDIRECT = "efa-gpudirect"  # EFA with GPUDirect RDMA: p4d, p4de, p5, p5e, p5en, p6
+    EFA_GPU = "efa-gpu"  # EFA without RDMA reads: g5, g6, g6e
+    EFA_NEURON = "efa-neuron"  # Trainium over EFA: trn1, trn1n, trn2
+    EFA_CPU = "efa-cpu"  # MPI over EFA: hpc7a, c7i.48xlarge, ...
+    NONE = "none"  # no EFA: nothing fabric-specific is set
+
+
+# Where the AWS Deep Learning AMIs (Ubuntu) install the EFA software and the aws-ofi-nccl
+# plugin. The plugin's directory is lib/<multiarch triplet> on Ubuntu and lib elsewhere;
+# both go on the search path so the same file works on either layout.
+EFA_LIB_DIR = "/opt/amazon/efa/lib"
+OFI_NCCL_LIB_DIRS = ("/opt/amazon/ofi-nccl/lib/{triplet}", "/opt/amazon/ofi-nccl/lib")
+# The aws-ofi-nccl tuner has measured regions only for these platforms (doc/tuner.md:
+# "It supports P5/P5e, P5en, P6, and P6-B300"); elsewhere it defers to NCCL's own tuner.
+OFI_TUNER_FAMILIES = frozenset({"p5", "p5e", "p5en", "p6-b200", "p6-b300", "p6e-gb200"})
+OFI_TUNER_LIBRARY = "libnccl-ofi-tuner.so"
+
+SOURCE_OFI_CHEATSHEET = "aws-ofi-nccl doc/efa-env-var.md (EFA cheatsheet)"
+SOURCE_FI_EFA = "libfabric fi_efa(7), FI_EFA_USE_DEVICE_RDMA"
+SOURCE_OFI_NAME = "aws-ofi-nccl src/nccl_ofi_interface_nvidia.cpp, nvidia_plugin_name_fixup"
+SOURCE_NCCL_TUNER = "NCCL src/plugin/tuner.cc: NCCL_TUNER_PLUGIN is dlopen()ed as given first"
+SOURCE_NEURON_EFA = (
+    "AWS Neuron docs, 'How to prepare trn1.32xlarge for multi-node execution' "
+    "(setup-trn1-multi-node-execution)"
+)
 
 
 @dataclass(frozen=True)
@@ -124,6 +205,11 @@ class PoolPlan:
     ami: str | None
     ami_ssm_parameter: str
     root_volume: RootVolume
+    family: str  # instance family, e.g. p5, g6e, hpc7a
+    fabric: FabricProfile
+    env: tuple[EnvVar, ...]  # NCCL/libfabric environment, the definition's overrides last
+    mounts: tuple[MountPlan, ...]  # every mount of a node of this pool (shared, then local)
+    container_root: str  # enroot's data/cache live here (local NVMe when the pool has it)
 
     @property
     def partition(self) -> str:
@@ -132,6 +218,62 @@ class PoolPlan:
     @property
     def nodeset(self) -> str:
         return f"{self.name}_nodes"
+
+    @property
+    def node_name_pattern(self) -> str:
+        """Every Slurm node name this pool can produce, as a Slurm hostlist.
+
+        Nodes register themselves (``slurmd -Z``), so names are not known in advance. A node
+        is named ``<pool>-<n>`` with n the low 16 bits of its private IPv4 address: unique
+        within the compute subnet (an AWS subnet is at most a /16), stable for the instance's
+        life, and within one hostlist range per pool, which is how gres.conf gives a pool's
+        nodes their device files and no other node any.
+        """
+        return f"{self.name}-[0-{NODE_INDEX_MAX}]"
+
+    @property
+    def dynamic_node_conf(self) -> str:
+        """The ``slurmd --conf`` value a node of this pool registers with."""
+        parts = [f"Feature={self.feature}"]
+        if self.gpu is not None:
+            parts.append(f"Gres={self.gpu.gres}")
+        parts += [
+            f"RealMemory={self.real_memory_mib}",
+            f"CPUs={self.cpus}",
+            f"Sockets={self.sockets}",
+            f"CoresPerSocket={self.cores_per_socket}",
+            f"ThreadsPerCore={self.threads_per_core}",
+        ]
+        return " ".join(parts)
+
+    @property
+    def def_mem_per_cpu_mib(self) -> int:
+        """Memory a job gets per allocated CPU unless it asks (DefMemPerCPU). Without it a
+        CR_Core_Memory job is given the whole node's memory and blocks every other job."""
+        return max(self.real_memory_mib // self.cpus, 1)
+
+    @property
+    def expected_gpus(self) -> int:
+        return self.gpu.count if self.gpu is not None and self.gpu.kind == "gpu" else 0
+
+    @property
+    def expected_neuron_devices(self) -> int:
+        return self.gpu.count if self.gpu is not None and self.gpu.kind == "neuron" else 0
+
+    @property
+    def expected_efa_devices(self) -> int:
+        """EFA devices under /sys/class/infiniband: one per EFA or efa-only interface."""
+        return sum(1 for i in self.interfaces if i.interface_type is not InterfaceType.INTERFACE)
+
+    @property
+    def local_scratch_mount(self) -> MountPlan | None:
+        for mount in self.mounts:
+            if mount.kind is MountKind.NVME_RAID0:
+                return mount
+        return None
+
+    def env_for(self, target: EnvTarget) -> tuple[EnvVar, ...]:
+        return tuple(v for v in self.env if v.target is target)
 
     @property
     def feature(self) -> str:
@@ -191,6 +333,31 @@ class ClusterPlan:
         return sum(p.gpus for p in self.pools)
 
     @property
+    def slurm_max_node_count(self) -> int:
+        """MaxNodeCount: every pool at full size, twice (see MAX_NODE_COUNT_FACTOR), rounded
+        up to a multiple of MAX_NODE_COUNT_STEP."""
+        wanted = max(self.max_node_count * MAX_NODE_COUNT_FACTOR, 1)
+        return math.ceil(wanted / MAX_NODE_COUNT_STEP) * MAX_NODE_COUNT_STEP
+
+    @property
+    def gres_types(self) -> tuple[str, ...]:
+        """GresTypes: gpu always (so a pool of GPUs can be added by reconfiguring), plus the
+        other accelerator kinds the pools have."""
+        kinds = {p.gpu.gres_name for p in self.pools if p.gpu is not None} | {"gpu"}
+        return tuple(sorted(kinds))
+
+    @property
+    def slurm_settings(self) -> tuple[tuple[str, str], ...]:
+        """The definition's extra slurm.conf keys, in the order written (appended last)."""
+        out: list[tuple[str, str]] = []
+        for key, value in self.spec.slurm.settings.items():
+            if isinstance(value, bool):
+                out.append((key, "YES" if value else "NO"))
+            else:
+                out.append((key, str(value)))
+        return tuple(out)
+
+    @property
     def parameter_prefix(self) -> str:
         """SSM parameter path holding deploy-time values nodes read at boot."""
         return f"/slurmstack/{self.name}"
@@ -200,7 +367,8 @@ class ClusterPlan:
         return f"slurmstack/{self.name}/munge-key"
 
     def parameter(self, key: DeployParameter) -> str:
-        """Full SSM parameter name of a deploy-time value, e.g. /slurmstack/llm-train/head/address."""
+        """Full SSM parameter name of a deploy-time value, e.g.
+        /slurmstack/llm-train/head/address."""
         return f"{self.parameter_prefix}/{key.value}"
 
     def pool(self, name: str) -> PoolPlan:
@@ -208,6 +376,129 @@ class ClusterPlan:
             if pool.name == name:
                 return pool
         raise KeyError(name)
+
+
+def _setting_text(value: str | int | float | bool) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def fabric_profile(facts: InstanceFacts, efa: bool) -> FabricProfile:
+    if not efa:
+        return FabricProfile.NONE
+    acc = facts.accelerator
+    if acc is None:
+        return FabricProfile.EFA_CPU
+    if acc.kind == "neuron":
+        return FabricProfile.EFA_NEURON
+    return FabricProfile.EFA_GPUDIRECT if facts.gpudirect_rdma else FabricProfile.EFA_GPU
+
+
+def _library_path(profile: FabricProfile, facts: InstanceFacts) -> EnvVar | None:
+    triplet = "aarch64-linux-gnu" if facts.architecture.value == "arm64" else "x86_64-linux-gnu"
+    if profile in (FabricProfile.EFA_GPUDIRECT, FabricProfile.EFA_GPU):
+        dirs = [d.format(triplet=triplet) for d in OFI_NCCL_LIB_DIRS] + [EFA_LIB_DIR]
+        reason = (
+            "aws-ofi-nccl (libnccl-net.so, libnccl-ofi-tuner.so) and libfabric as the Deep "
+            "Learning AMI installs them; NCCL finds its net plugin on the library path"
+        )
+    elif profile is FabricProfile.EFA_NEURON:
+        dirs = [EFA_LIB_DIR]
+        reason = "libfabric of the EFA installer, which the Neuron runtime loads"
+    else:
+        return None
+    return EnvVar("LD_LIBRARY_PATH", ":".join(dirs), reason, EnvTarget.PROCESS, prepend=True)
+
+
+def fabric_env(family: str, facts: InstanceFacts, efa: bool) -> tuple[EnvVar, ...]:
+    """The NCCL/libfabric environment a pool's nodes get, each value with its reason.
+
+    Deliberately absent (see the EFA cheatsheet in aws-ofi-nccl, doc/efa-env-var.md):
+    NCCL_PROTO=simple (only for aws-ofi-nccl <= 1.5.0), RDMAV_FORK_SAFE ("Do not use"),
+    NCCL_MIN_NCHANNELS and NCCL_BUFFSIZE ("leave it out to use the default"), and on GPU
+    pools FI_EFA_FORK_SAFE (the plugin sets it itself).
+    """
+    profile = fabric_profile(facts, efa)
+    out: list[EnvVar] = []
+    proc, conf = EnvTarget.PROCESS, EnvTarget.NCCL_CONF
+    if profile is FabricProfile.NONE:
+        return ()
+    out.append(
+        EnvVar(
+            "FI_PROVIDER",
+            "efa",
+            "use only libfabric's EFA provider, so a broken EFA device fails the job instead "
+            "of falling back to TCP (required by aws-ofi-nccl up to 1.5.0, harmless after; "
+            f"{SOURCE_OFI_CHEATSHEET})",
+            proc,
+        )
+    )
+    if profile in (FabricProfile.EFA_GPUDIRECT, FabricProfile.EFA_NEURON):
+        out.append(
+            EnvVar(
+                "FI_EFA_USE_DEVICE_RDMA",
+                "1",
+                "GPUDirect RDMA over EFA. libfabric 1.18 and later turn it on by default where "
+                "the device supports RDMA (the cheatsheet: not needed with libfabric 1.18+ and "
+                "aws-ofi-nccl 1.7+, not harmful on p4/p5); set so a device without RDMA aborts "
+                f"the job rather than emulating RMA ({SOURCE_FI_EFA}), and for older stacks "
+                "where p4d needed it",
+                proc,
+            )
+        )
+    if profile is FabricProfile.EFA_NEURON:
+        out.append(
+            EnvVar(
+                "FI_EFA_FORK_SAFE",
+                "1",
+                "the Neuron runtime drives libfabric itself and forks workers; the Neuron "
+                f"multi-node setup exports it ({SOURCE_NEURON_EFA})",
+                proc,
+            )
+        )
+    path = _library_path(profile, facts)
+    if path is not None:
+        out.append(path)
+    if profile in (FabricProfile.EFA_GPUDIRECT, FabricProfile.EFA_GPU):
+        out.append(
+            EnvVar(
+                "NCCL_NET",
+                "AWS Libfabric",
+                "fail instead of silently using NCCL's socket transport when the aws-ofi-nccl "
+                "plugin does not load; every plugin version answers to this name "
+                f"({SOURCE_OFI_NAME})",
+                conf,
+            )
+        )
+    if family in OFI_TUNER_FAMILIES:
+        out.append(
+            EnvVar(
+                "NCCL_TUNER_PLUGIN",
+                OFI_TUNER_LIBRARY,
+                "the aws-ofi-nccl tuner picks algorithm and protocol per message size from "
+                "measurements on this platform (aws-ofi-nccl doc/tuner.md); found through the "
+                f"library path ({SOURCE_NCCL_TUNER})",
+                conf,
+            )
+        )
+    return tuple(out)
+
+
+def with_overrides(
+    env: tuple[EnvVar, ...], overrides: dict[str, str | int | float | bool]
+) -> tuple[EnvVar, ...]:
+    """The definition's nccl.env replaces a variable of the same name and comes last."""
+    for name, value in overrides.items():
+        if "\n" in str(value) or "=" in name:
+            raise PlanError(f"nccl.env.{name}: not a valid environment variable")
+    kept = [v for v in env if v.name not in overrides]
+    for name in sorted(overrides):
+        target = EnvTarget.NCCL_CONF if name.startswith("NCCL_") else EnvTarget.PROCESS
+        kept.append(
+            EnvVar(name, _setting_text(overrides[name]), "set by the definition (nccl.env)", target)
+        )
+    return tuple(kept)
 
 
 def efa_interfaces(facts: InstanceFacts, efa: bool) -> tuple[NetworkInterfacePlan, ...]:
@@ -261,12 +552,26 @@ def resolve_placement_group(pool: PoolSpec, efa: bool) -> bool:
     return bool(pool.placement_group)
 
 
-def _pool_plan(pool: PoolSpec, catalog: Catalog) -> PoolPlan:
+def _pool_plan(
+    pool: PoolSpec,
+    catalog: Catalog,
+    shared_mounts: tuple[MountPlan, ...],
+    nccl_overrides: dict[str, str | int | float | bool],
+) -> PoolPlan:
     facts = resolve_facts(pool.instance_type, pool.instance_facts, catalog)
     if facts is None:
         raise PlanError(f"no facts for instance type {pool.instance_type!r}")
     efa = resolve_efa(pool, facts)
     sockets = facts.sockets
+    family = pool.instance_type.split(".", 1)[0]
+    mounts = shared_mounts
+    if pool.local_scratch is not None and facts.nvme is not None:
+        mounts += (MountPlan(pool.local_scratch, MountKind.NVME_RAID0, shared=False),)
+    scratch = pool.local_scratch if facts.nvme is not None else None
+    env = fabric_env(family, facts, efa)
+    if env or facts.accelerator is not None:
+        # Overrides apply where NCCL/libfabric run: accelerator and EFA pools.
+        env = with_overrides(env, nccl_overrides)
     return PoolPlan(
         name=pool.name,
         instance_type=pool.instance_type,
@@ -283,12 +588,21 @@ def _pool_plan(pool: PoolSpec, catalog: Catalog) -> PoolPlan:
         cores_per_socket=max(facts.cores // sockets, 1),
         threads_per_core=facts.threads_per_core,
         # Multi-node training jobs on the fabric want whole nodes: a second job on the
-        # same node would share its GPUs' NVLink and EFA bandwidth.
-        exclusive=efa and facts.accelerator is not None,
+        # same node would share its accelerators' NVLink and EFA bandwidth. Pools whose EFA
+        # has no RDMA (g5, g6, g6e) serve inference and development: they stay shareable.
+        exclusive=fabric_profile(facts, efa)
+        in (FabricProfile.EFA_GPUDIRECT, FabricProfile.EFA_NEURON),
         local_scratch=pool.local_scratch,
         ami=pool.ami,
         ami_ssm_parameter=_default_image(facts),
         root_volume=pool.root_volume,
+        family=family,
+        fabric=fabric_profile(facts, efa),
+        env=env,
+        mounts=mounts,
+        # Container images are large and node-local: enroot unpacks them on the NVMe RAID
+        # when there is one, else on the root volume.
+        container_root=f"{scratch}/enroot" if scratch else "/var/lib/enroot",
     )
 
 
@@ -312,7 +626,9 @@ def _lustre_plan(spec: ClusterSpec, catalog: Catalog) -> LustrePlan | None:
 
 def _subnets(
     spec: ClusterSpec,
-) -> tuple[ipaddress.IPv4Network | None, ipaddress.IPv4Network | None, ipaddress.IPv4Network | None]:
+) -> tuple[
+    ipaddress.IPv4Network | None, ipaddress.IPv4Network | None, ipaddress.IPv4Network | None
+]:
     """(vpc, public, compute) CIDRs. A new VPC is split: compute gets the first half (or
     the requested prefix), public gets a /24-or-smaller slice at the end."""
     net = spec.network
@@ -322,7 +638,9 @@ def _subnets(
     if vpc is None:
         return None, None, None
     compute_prefix = net.compute_subnet_prefix or min(vpc.prefixlen + 1, 28)
-    compute = next(vpc.subnets(new_prefix=compute_prefix)) if compute_prefix >= vpc.prefixlen else None
+    compute = (
+        next(vpc.subnets(new_prefix=compute_prefix)) if compute_prefix >= vpc.prefixlen else None
+    )
     public_prefix = max(vpc.prefixlen + 2, 24) if vpc.prefixlen <= 26 else 28
     public = list(vpc.subnets(new_prefix=min(public_prefix, 28)))[-1]
     return vpc, public, compute
@@ -333,7 +651,18 @@ def build_plan(spec: ClusterSpec, catalog: Catalog | None = None) -> ClusterPlan
     head_facts = resolve_facts(spec.head_node.instance_type, spec.head_node.instance_facts, catalog)
     if head_facts is None:
         raise PlanError(f"no facts for instance type {spec.head_node.instance_type!r}")
-    pools = tuple(_pool_plan(p, catalog) for p in spec.pools)
+    lustre = _lustre_plan(spec, catalog)
+    mounts: list[MountPlan] = []
+    if spec.storage.home is not None:
+        mounts.append(MountPlan(spec.storage.home.mount, MountKind.EFS, shared=True))
+    if lustre is not None:
+        mounts.append(MountPlan(lustre.spec.mount, MountKind.LUSTRE, shared=True))
+    overrides = dict(spec.nccl.env)
+    for pool in spec.pools:
+        if pool.name == "head":
+            # "head" names the head node's role in the config store and the render layout.
+            raise PlanError("pools: 'head' is reserved for the head node; rename the pool")
+    pools = tuple(_pool_plan(p, catalog, tuple(mounts), overrides) for p in spec.pools)
     head = HeadPlan(
         instance_type=spec.head_node.instance_type,
         facts=head_facts,
@@ -342,12 +671,6 @@ def build_plan(spec: ClusterSpec, catalog: Catalog | None = None) -> ClusterPlan
         root_volume=spec.head_node.root_volume,
         state_volume_gib=spec.head_node.state_volume_gib,
     )
-    lustre = _lustre_plan(spec, catalog)
-    mounts: list[MountPlan] = []
-    if spec.storage.home is not None:
-        mounts.append(MountPlan(spec.storage.home.mount, MountKind.EFS, shared=True))
-    if lustre is not None:
-        mounts.append(MountPlan(lustre.spec.mount, MountKind.LUSTRE, shared=True))
     vpc, public, compute = _subnets(spec)
     return ClusterPlan(
         name=spec.name,

@@ -1,4 +1,4 @@
-"""Render the plan into files with Jinja2 (StrictUndefined). INTERFACE STUB: being implemented.
+"""Render the plan into the files nodes receive, with Jinja2 (StrictUndefined).
 
 Public API (kept stable for the stack):
 - render_cluster(plan) -> dict[str, str]: every file a node receives, keyed by a relative path
@@ -8,13 +8,67 @@ Public API (kept stable for the stack):
   (identical to the corresponding render_cluster entry). Carries only stable identifiers.
 - config_store(plan) -> ConfigStore: the files nodes pull at boot from the cluster's config
   store, keyed by content hash, and the manifest (role -> node path -> store key).
+
+Every file except the cloud-init documents travels through the config store; the cloud-init
+document only installs the node agent (``slurmstack/node/agent.py``), which pulls the rest.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
+import shlex
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
-from slurmstack.plan import ClusterPlan
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from slurmstack.plan import (
+    SLURMCTLD_PORT,
+    SLURMD_PORT,
+    SRUN_PORT_RANGE,
+    STATE_SAVE_LOCATION,
+    STATE_VOLUME_MOUNT,
+    ClusterPlan,
+    DeployParameter,
+    EnvTarget,
+    FabricProfile,
+    MountKind,
+    PoolPlan,
+)
+
+HEAD_ROLE = "head"
+CLOUD_INIT = "cloud-init.yaml"
+# EC2 refuses user data above 16 KB (before base64).
+USER_DATA_LIMIT = 16 * 1024
+
+# Where files land on the nodes.
+AGENT_PATH = "/usr/local/bin/slurmstack-node"
+NODE_CONFIG_PATH = "/etc/slurmstack/node.json"
+TASK_PROLOG_PATH = "/etc/slurmstack/task-prolog.sh"
+SLURM_DIR = "/etc/slurm"
+SLURMD_UNIT_PATH = "/etc/systemd/system/slurmstack-slurmd.service"
+SLURMCTLD_DROPIN_PATH = "/etc/systemd/system/slurmctld.service.d/slurmstack.conf"
+NCCL_CONF_PATH = "/etc/nccl.conf"
+FABRIC_PROFILE_PATH = "/etc/profile.d/slurmstack-fabric.sh"
+ENROOT_CONF_PATH = "/etc/enroot/enroot.conf"
+
+# The head node's Slurm state volume: the stack attaches it under this device name (on
+# Nitro it appears as an NVMe disk whose controller reports that name).
+STATE_VOLUME_DEVICE = "/dev/sdf"
+# Where `make install` of pyxis puts its SPANK plugin.
+PYXIS_PLUGIN = "/usr/local/lib/slurm/spank_pyxis.so"
+
+NODE_DIR = Path(__file__).resolve().parent / "node"
+
+
+@dataclass(frozen=True)
+class Ports:
+    slurmctld: int = SLURMCTLD_PORT
+    slurmd: int = SLURMD_PORT
+    srun: tuple[int, int] = SRUN_PORT_RANGE
 
 
 @dataclass(frozen=True)
@@ -23,16 +77,281 @@ class ConfigStore:
     manifest: dict[str, dict[str, str]]  # role -> absolute node path -> store key
 
     def manifest_json(self) -> str:
-        raise NotImplementedError
+        """Deterministic and compact: it is the value of an SSM parameter."""
+        return json.dumps(self.manifest, sort_keys=True, separators=(",", ":"))
 
 
-def render_cluster(plan: ClusterPlan) -> dict[str, str]:
-    raise NotImplementedError
+def templates_dir() -> Path:
+    """The repository's templates/, else the copy installed inside the package."""
+    repo = Path(__file__).resolve().parents[2] / "templates"
+    if repo.is_dir():
+        return repo
+    return Path(__file__).resolve().parent / "templates"
+
+
+def _nccl_comment(text: str) -> str:
+    # NCCL's nccl.conf reader sets an environment variable for every line that holds an
+    # equals sign, comments included, so comments are written without one.
+    return text.replace(">=", "at least ").replace("<=", "at most ").replace("=", " is ")
+
+
+def _dq_escape(text: str) -> str:
+    """Safe inside a double-quoted shell string."""
+    return re.sub(r'([\\"$`])', r"\\\1", text)
+
+
+@cache
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(templates_dir())),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["shell_quote"] = shlex.quote
+    env.filters["nccl_comment"] = _nccl_comment
+    env.filters["dq_escape"] = _dq_escape
+    return env
+
+
+def _render(template: str, **context: object) -> str:
+    return _environment().get_template(template).render(**context)
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def store_key(text: str) -> str:
+    return f"config/{sha256(text)}"
+
+
+def agent_source() -> str:
+    return (NODE_DIR / "agent.py").read_text()
+
+
+def bootstrap_source() -> str:
+    return (NODE_DIR / "bootstrap.py").read_text()
+
+
+def roles(plan: ClusterPlan) -> tuple[str, ...]:
+    return (HEAD_ROLE, *(p.name for p in plan.pools))
+
+
+# --- files per role -------------------------------------------------------------------
+
+
+def slurm_conf(plan: ClusterPlan) -> str:
+    return _render(
+        "slurm/slurm.conf.j2",
+        plan=plan,
+        head_host=f"{plan.name}-head",
+        ports=Ports(),
+        state_save_location=STATE_SAVE_LOCATION,
+    )
+
+
+def gres_conf(plan: ClusterPlan) -> str:
+    return _render("slurm/gres.conf.j2", plan=plan)
+
+
+def cgroup_conf(plan: ClusterPlan) -> str:
+    return _render("slurm/cgroup.conf.j2", plan=plan)
+
+
+def plugstack_conf(plan: ClusterPlan) -> str:
+    return _render("slurm/plugstack.conf.j2", plan=plan, pyxis_plugin=PYXIS_PLUGIN)
+
+
+def _node_config(plan: ClusterPlan, pool: PoolPlan | None) -> str:
+    """What the node agent needs to know about its role (node.json)."""
+    mounts = pool.mounts if pool is not None else plan.mounts
+    data: dict[str, object] = {
+        "generated_by": "slurmstack",
+        "cluster": plan.name,
+        "region": plan.region,
+        "role": HEAD_ROLE if pool is None else pool.name,
+        "parameter_prefix": plan.parameter_prefix,
+        "munge_secret": plan.munge_secret_name,
+        "mounts": [
+            {"kind": m.kind.value, "path": m.path}
+            for m in mounts
+            if m.kind is not MountKind.NVME_RAID0
+        ],
+    }
+    if pool is None:
+        data["state_volume"] = {
+            "device_name": STATE_VOLUME_DEVICE,
+            "mount": STATE_VOLUME_MOUNT,
+            "state_dir": STATE_SAVE_LOCATION,
+        }
+    else:
+        scratch = pool.local_scratch_mount
+        data["node_name_prefix"] = f"{pool.name}-"
+        data["scratch"] = {"mount": scratch.path} if scratch is not None else None
+        data["health"] = {
+            "gpus": pool.expected_gpus,
+            "neuron_devices": pool.expected_neuron_devices,
+            "efa_devices": pool.expected_efa_devices,
+        }
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def head_files(plan: ClusterPlan) -> dict[str, str]:
+    """Absolute node path -> text, for the head node (cloud-init document excluded)."""
+    return {
+        f"{SLURM_DIR}/slurm.conf": slurm_conf(plan),
+        f"{SLURM_DIR}/gres.conf": gres_conf(plan),
+        f"{SLURM_DIR}/cgroup.conf": cgroup_conf(plan),
+        f"{SLURM_DIR}/plugstack.conf": plugstack_conf(plan),
+        SLURMCTLD_DROPIN_PATH: _render(
+            "systemd/slurmctld-dropin.conf.j2", plan=plan, state_volume_mount=STATE_VOLUME_MOUNT
+        ),
+        NODE_CONFIG_PATH: _node_config(plan, None),
+        AGENT_PATH: agent_source(),
+    }
+
+
+def pool_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
+    """Absolute node path -> text, for a node of ``pool`` (cloud-init document excluded)."""
+    files = {
+        SLURMD_UNIT_PATH: _render(
+            "systemd/slurmstack-slurmd.service.j2", plan=plan, pool=pool, ports=Ports()
+        ),
+        TASK_PROLOG_PATH: _render(
+            "slurm/task-prolog.sh.j2", pool=pool, env=pool.env_for(EnvTarget.PROCESS)
+        ),
+        ENROOT_CONF_PATH: _render("enroot/enroot.conf.j2", pool=pool),
+        NODE_CONFIG_PATH: _node_config(plan, pool),
+        AGENT_PATH: agent_source(),
+    }
+    if pool.gpu is not None or pool.env_for(EnvTarget.NCCL_CONF):
+        files[NCCL_CONF_PATH] = _render(
+            "nccl/nccl.conf.j2", pool=pool, env=pool.env_for(EnvTarget.NCCL_CONF)
+        )
+    if pool.env_for(EnvTarget.PROCESS):
+        files[FABRIC_PROFILE_PATH] = _render(
+            "nccl/fabric.sh.j2", pool=pool, env=pool.env_for(EnvTarget.PROCESS)
+        )
+    return dict(sorted(files.items()))
+
+
+def role_files(plan: ClusterPlan, role: str) -> dict[str, str]:
+    if role == HEAD_ROLE:
+        return head_files(plan)
+    return pool_files(plan, _pool(plan, role))
+
+
+# --- cloud-init -----------------------------------------------------------------------
+
+
+def _bootstrap_env(plan: ClusterPlan, role: str) -> str:
+    lines = [
+        f"SLURMSTACK_CLUSTER={plan.name}",
+        f"SLURMSTACK_REGION={plan.region}",
+        f"SLURMSTACK_ROLE={role}",
+        f"SLURMSTACK_PARAMETER_PREFIX={plan.parameter_prefix}",
+        f"SLURMSTACK_MUNGE_SECRET={plan.munge_secret_name}",
+        f"SLURMSTACK_MANIFEST_PARAMETER={plan.parameter(DeployParameter.CONFIG_MANIFEST)}",
+        f"SLURMSTACK_BUCKET_PARAMETER={plan.parameter(DeployParameter.BUCKET)}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+COMMON_PACKAGES = ("munge", "slurm-client", "python3-boto3", "nvme-cli", "nfs-common")
+# Debian/Ubuntu's mpi/pmix plugin dlopen()s the unversioned libpmix.so, which only the
+# -dev package installs; without it MpiDefault=pmix fails to load.
+PMIX_PACKAGES = ("libpmix-dev",)
+# EFA userspace for pools on the plain Ubuntu image (the Deep Learning AMIs bring the EFA
+# installer's own): verbs provider and libfabric with its EFA provider.
+EFA_CPU_PACKAGES = ("rdma-core", "ibverbs-providers", "libfabric1")
+
+
+def head_packages(plan: ClusterPlan) -> tuple[str, ...]:
+    return ("slurmctld", *COMMON_PACKAGES, *PMIX_PACKAGES)
+
+
+def pool_packages(pool: PoolPlan) -> tuple[str, ...]:
+    packages = ["slurmd", *COMMON_PACKAGES, *PMIX_PACKAGES]
+    if pool.local_scratch_mount is not None:
+        packages.append("mdadm")
+    if pool.fabric is FabricProfile.EFA_CPU:
+        packages += EFA_CPU_PACKAGES
+    return tuple(packages)
 
 
 def user_data(plan: ClusterPlan, role: str) -> str:
-    raise NotImplementedError
+    """The cloud-init document of ``role`` ("head" or a pool name)."""
+    common = {
+        "plan": plan,
+        "bootstrap_env": _bootstrap_env(plan, role),
+        "bootstrap_script": bootstrap_source(),
+    }
+    if role == HEAD_ROLE:
+        text = _render(
+            "cloud-init/head.yaml.j2",
+            packages=head_packages(plan),
+            state_volume_device=STATE_VOLUME_DEVICE,
+            state_volume_mount=STATE_VOLUME_MOUNT,
+            **common,
+        )
+    else:
+        pool = _pool(plan, role)
+        text = _render("cloud-init/pool.yaml.j2", pool=pool, packages=pool_packages(pool), **common)
+    if len(text.encode()) > USER_DATA_LIMIT:
+        raise ValueError(f"user data of {role} is {len(text.encode())} bytes, over EC2's 16 KB")
+    return text
+
+
+# --- the whole cluster ----------------------------------------------------------------
+
+
+def _pool(plan: ClusterPlan, name: str) -> PoolPlan:
+    try:
+        return plan.pool(name)
+    except KeyError:
+        expected = list(roles(plan)[1:])
+        raise KeyError(f"no role {name!r}: expected 'head' or one of {expected}") from None
+
+
+def _prefix(role: str) -> str:
+    return HEAD_ROLE if role == HEAD_ROLE else f"pools/{role}"
+
+
+def render_cluster(plan: ClusterPlan) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for role in roles(plan):
+        prefix = _prefix(role)
+        out[f"{prefix}/{CLOUD_INIT}"] = user_data(plan, role)
+        for path, text in role_files(plan, role).items():
+            out[prefix + path] = text
+    return dict(sorted(out.items()))
 
 
 def config_store(plan: ClusterPlan) -> ConfigStore:
-    raise NotImplementedError
+    objects: dict[str, str] = {}
+    manifest: dict[str, dict[str, str]] = {}
+    for role in roles(plan):
+        entries: dict[str, str] = {}
+        for path, text in role_files(plan, role).items():
+            key = store_key(text)
+            objects[key] = text
+            entries[path] = key
+        manifest[role] = dict(sorted(entries.items()))
+    return ConfigStore(objects=dict(sorted(objects.items())), manifest=manifest)
+
+
+_KEY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*=")
+
+
+def slurm_conf_keys(text: str) -> list[str]:
+    """The keys a slurm.conf text sets, in order (NodeSet and PartitionName lines count
+    once per line, by their first key)."""
+    keys: list[str] = []
+    for line in text.splitlines():
+        match = _KEY.match(line.split("#", 1)[0])
+        if match:
+            keys.append(match.group(1))
+    return keys

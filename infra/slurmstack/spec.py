@@ -11,7 +11,7 @@ import enum
 from ipaddress import IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 from slurmstack.catalog import InstanceFacts
 
@@ -30,6 +30,17 @@ PoolName = Annotated[
     StringConstraints(pattern=NAME_PATTERN, min_length=1, max_length=20),
 ]
 MountPath = Annotated[str, StringConstraints(pattern=MOUNT_PATTERN, max_length=200)]
+
+
+def _cidr_text(value: object) -> object:
+    """CIDRs are written as text: pydantic alone would read the number 5 (or true) as
+    0.0.0.5/32 and let a typo through as a host route."""
+    if value is None or isinstance(value, str | IPv4Network):
+        return value
+    raise ValueError(f"expected a CIDR written as text, such as 10.42.0.0/16 (got {value!r})")
+
+
+Cidr = Annotated[IPv4Network, BeforeValidator(_cidr_text)]
 AmiId = Annotated[str, StringConstraints(pattern=AMI_PATTERN)]
 Auto = Literal["auto"]
 
@@ -43,7 +54,7 @@ class Model(BaseModel):
 class NetworkSpec(Model):
     """Where the cluster lives: a new VPC, or an existing VPC and its subnets."""
 
-    vpc_cidr: IPv4Network | None = Field(
+    vpc_cidr: Cidr | None = Field(
         default=IPv4Network("10.42.0.0/16"),
         description="CIDR of a new VPC (a /16 to /24). Ignored when vpc_id is given.",
     )
@@ -65,18 +76,22 @@ class NetworkSpec(Model):
     compute_subnet_id: str | None = Field(
         default=None,
         pattern=r"^subnet-[0-9a-f]{8,17}$",
-        description="Existing private subnet (in availability_zone) for head node, workers, storage.",
+        description=(
+            "Existing private subnet (in availability_zone) for head node, workers, storage."
+        ),
     )
-    compute_subnet_cidr: IPv4Network | None = Field(
+    compute_subnet_cidr: Cidr | None = Field(
         default=None,
-        description="CIDR of compute_subnet_id, so slurmstack can check it has room for every node.",
+        description=(
+            "CIDR of compute_subnet_id, so slurmstack can check it has room for every node."
+        ),
     )
     public_subnet_id: str | None = Field(
         default=None,
         pattern=r"^subnet-[0-9a-f]{8,17}$",
         description="Existing public subnet (optional; only needed when ssh_cidrs is not empty).",
     )
-    ssh_cidrs: list[IPv4Network] = Field(
+    ssh_cidrs: list[Cidr] = Field(
         default_factory=list,
         description=(
             "CIDRs allowed to reach the head node on port 22. Empty (the default) means no "
@@ -90,7 +105,9 @@ class RootVolume(Model):
 
     size_gib: int = Field(default=200, ge=30, le=16384, description="Root volume size in GiB.")
     iops: int = Field(default=3000, ge=3000, le=16000, description="gp3 IOPS.")
-    throughput_mibps: int = Field(default=250, ge=125, le=1000, description="gp3 throughput, MiB/s.")
+    throughput_mibps: int = Field(
+        default=250, ge=125, le=1000, description="gp3 throughput, MiB/s."
+    )
 
 
 class HeadNodeSpec(Model):
@@ -98,14 +115,17 @@ class HeadNodeSpec(Model):
 
     instance_type: str = Field(description="EC2 instance type of the head node, e.g. m7i.4xlarge.")
     ami: AmiId | None = Field(
-        default=None, description="Pinned AMI id. Default: Ubuntu 24.04 from its public SSM parameter."
+        default=None,
+        description="Pinned AMI id. Default: Ubuntu 24.04 from its public SSM parameter.",
     )
     root_volume: RootVolume = Field(default_factory=RootVolume, description="Root volume.")
     state_volume_gib: int = Field(
         default=100,
         ge=10,
         le=16384,
-        description="Separate encrypted gp3 volume for Slurm state (survives head node replacement).",
+        description=(
+            "Separate encrypted gp3 volume for Slurm state (survives head node replacement)."
+        ),
     )
     instance_facts: InstanceFacts | None = Field(
         default=None,
@@ -264,7 +284,8 @@ class SlurmSpec(Model):
     """Slurm options."""
 
     default_partition: str | None = Field(
-        default=None, description="Partition (pool name) jobs go to by default. Default: first pool."
+        default=None,
+        description="Partition (pool name) jobs go to by default. Default: first pool.",
     )
     settings: dict[str, SettingValue] = Field(
         default_factory=dict,
@@ -289,12 +310,14 @@ class CostSpec(Model):
         description="Hourly price per instance type, replacing the catalog's on-demand list price.",
     )
     lustre_usd_per_gib_month: float | None = Field(
-        default=None, gt=0, description="FSx for Lustre price per GiB-month, replacing the built-in one."
+        default=None,
+        gt=0,
+        description="FSx for Lustre price per GiB-month, replacing the built-in one.",
     )
 
 
 class ClusterSpec(Model):
-    """A slurmstack cluster definition (the object under the stack config key slurmstack:cluster)."""
+    """A slurmstack cluster definition (the object under the stack config key slurmstack:cluster)."""  # noqa: E501
 
     name: ClusterName = Field(description="Cluster name: lowercase letters, digits and '-'.")
     region: str = Field(description="AWS region, e.g. us-east-1.")

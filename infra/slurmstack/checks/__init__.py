@@ -1,6 +1,10 @@
 """Rules that need the catalog or span several fields. Each rule is a small named function
 that yields findings with a path; all rules run and every finding is collected.
-(Skeleton: the rule modules are filled in by the checks work.)"""
+
+Rules live in one module per resource family (names, region, instances, capacity, network,
+storage, slurm, nccl, tags). The rule id is the function name with dashes for underscores;
+the comment above each rule says why it exists.
+"""
 
 from __future__ import annotations
 
@@ -20,15 +24,50 @@ def rule(func: Rule) -> Rule:
     return func
 
 
+def rule_id(func: Rule) -> str:
+    return func.__name__.replace("_", "-")
+
+
 def run_checks(spec: ClusterSpec, catalog: Catalog | None = None) -> list[Finding]:
     catalog = catalog or load_catalog()
     findings: list[Finding] = []
     for check in RULES:
-        rule_id = check.__name__.replace("_", "-")
+        name = rule_id(check)
         for finding in check(spec, catalog):
-            findings.append(finding if finding.rule else _with_rule(finding, rule_id))
+            findings.append(finding if finding.rule else _with_rule(finding, name))
     return sorted(set(findings), key=lambda f: (f.level.value, f.path, f.message))
 
 
-def _with_rule(finding: Finding, rule_id: str) -> Finding:
-    return Finding(finding.path, finding.message, finding.level, rule_id)
+def _with_rule(finding: Finding, name: str) -> Finding:
+    return Finding(finding.path, finding.message, finding.level, name)
+
+
+# The rule modules register themselves on import; keep this list in resource-family order.
+from slurmstack.checks import (  # noqa: E402
+    capacity,
+    instances,
+    names,
+    nccl,
+    network,
+    region,
+    slurm,
+    storage,
+    tags,
+)
+
+__all__ = [
+    "RULES",
+    "Rule",
+    "capacity",
+    "instances",
+    "names",
+    "nccl",
+    "network",
+    "region",
+    "rule",
+    "rule_id",
+    "run_checks",
+    "slurm",
+    "storage",
+    "tags",
+]

@@ -1,0 +1,64 @@
+"""Region and Availability Zone, checked against the catalog's list of Regions and zones."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from slurmstack.catalog import Catalog
+from slurmstack.checks import rule
+from slurmstack.checks.common import error, suggestion
+from slurmstack.findings import Finding
+from slurmstack.spec import ClusterSpec
+
+
+def _region_of_zone(zone: str, catalog: Catalog) -> str | None:
+    for name, region in catalog.regions.items():
+        if zone in region.zones:
+            return name
+    return None
+
+
+# why: every regional lookup (AMI parameters, prices, Lustre EFA) needs a Region slurmstack knows.
+@rule
+def region_unknown(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    if spec.region not in catalog.regions:
+        known = sorted(catalog.regions)
+        yield error(
+            "region",
+            f"unknown region {spec.region!r}{suggestion(spec.region, known, catalog)}; "
+            f"slurmstack knows {', '.join(known)}",
+        )
+
+
+# why: a subnet or placement group in a zone of another Region fails at deploy time.
+@rule
+def availability_zone_region(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    zone = spec.availability_zone
+    owner = _region_of_zone(zone, catalog)
+    if owner is not None and owner != spec.region:
+        yield error(
+            "availability_zone",
+            f"availability zone {zone!r} is in region {owner!r}, not in {spec.region!r}; "
+            f"pick a zone of {spec.region} or set region: {owner}",
+        )
+    elif owner is None and not zone.startswith(spec.region):
+        yield error(
+            "availability_zone",
+            f"availability zone {zone!r} does not belong to region {spec.region!r} "
+            f"(zones of a region are named after it, e.g. {spec.region}a)",
+        )
+
+
+# why: a zone the Region does not offer (typo, or not offered to new accounts) fails at deploy time.
+@rule
+def availability_zone_unknown(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    region = catalog.regions.get(spec.region)
+    zone = spec.availability_zone
+    if region is None or zone in region.zones or not zone.startswith(spec.region):
+        return  # an unknown region or a zone of another region has its own rule
+    zones = list(region.zones)
+    yield error(
+        "availability_zone",
+        f"unknown availability zone {zone!r} in {spec.region}"
+        f"{suggestion(zone, zones, catalog)}; the region offers {', '.join(zones)}",
+    )

@@ -1,0 +1,599 @@
+#!/usr/bin/python3
+"""slurmstack-node: the agent that configures a slurmstack node at boot.
+
+One self-contained file (Python 3 standard library and boto3), installed from the cluster's
+config store by the bootstrap in the node's cloud-init document. Subcommands:
+
+  sync-config   read the manifest parameter, download this role's files from the config
+                store, check their sha256, write them atomically; print what changed
+  params        wait for the deploy-time SSM parameters this role needs, write node.env,
+                name the node (<pool>-<n>, n = low 16 bits of its private address)
+  munge-key     write /etc/munge/munge.key (0400, munge) from Secrets Manager
+  health        expected GPUs, Neuron and EFA devices present? If not, mark the instance
+                Unhealthy in its Auto Scaling group and exit non-zero (slurmd never starts)
+  scratch       RAID0 over the instance-store NVMe disks, mounted at the pool's scratch path
+  mounts        EFS and FSx for Lustre, retried until they answer
+  state-volume  (head) the Slurm state EBS volume: find, format once, mount
+
+Every filesystem path goes through --root (default /), so tests run on fake device trees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import ipaddress
+import json
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+# SSM parameter keys under the cluster's prefix (slurmstack.plan.DeployParameter).
+PARAM_HEAD_ADDRESS = "head/address"
+PARAM_BUCKET = "bucket/name"
+PARAM_LUSTRE_DNS = "lustre/dns-name"
+PARAM_LUSTRE_MOUNT_NAME = "lustre/mount-name"
+PARAM_EFS_ID = "efs/id"
+PARAM_CONFIG_MANIFEST = "config/manifest"
+PARAM_STATE_VOLUME_ID = "head/state-volume-id"
+
+BOOTSTRAP_ENV = "/etc/slurmstack/bootstrap.env"
+NODE_CONFIG = "/etc/slurmstack/node.json"
+NODE_ENV = "/etc/slurmstack/node.env"
+MUNGE_KEY = "/etc/munge/munge.key"
+HEAD_ROLE = "head"
+INSTANCE_STORE_MODEL = "Amazon EC2 NVMe Instance Storage"
+EBS_MODEL = "Amazon Elastic Block Store"
+SCRATCH_MD = "/dev/md/slurmstack-scratch"
+# Amazon EFS User Guide, "Mounting on Amazon EC2 Linux instances using the NFS client".
+EFS_OPTIONS = "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport"
+LUSTRE_OPTIONS = "noatime,flock"
+# FSx for Lustre client for Ubuntu, from the FSx client repository (FSx User Guide,
+# "Installing the Lustre client").
+FSX_KEY_URL = (
+    "https://fsx-lustre-client-repo-public-keys.s3.amazonaws.com/fsx-ubuntu-public-key.asc"
+)
+FSX_REPO = "https://fsx-lustre-client-repo.s3.amazonaws.com/ubuntu"
+FSX_KEYRING = "/usr/share/keyrings/fsx-ubuntu-public-key.gpg"
+IMDS = "http://169.254.169.254/latest"
+# Keys of slurm.conf that scontrol reconfigure does not apply: slurmctld must restart.
+RESTART_KEYS = ("MaxNodeCount", "SlurmctldPort", "SlurmdPort", "SlurmctldParameters")
+HOSTS_BEGIN = "# slurmstack begin"
+HOSTS_END = "# slurmstack end"
+
+
+class AgentError(Exception):
+    """A step failed; the message says which and why."""
+
+
+def log(message: str) -> None:
+    print(f"slurmstack-node: {message}", file=sys.stderr, flush=True)
+
+
+def run_command(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, check=check, text=True, capture_output=True)
+
+
+def imds_get(path: str) -> str:
+    """IMDSv2: a session token first (the stack requires tokens), then the value."""
+    token_req = urllib.request.Request(
+        f"{IMDS}/api/token",
+        method="PUT",
+        headers={"X-aws-ec2-metadata-token-ttl-seconds": "300"},
+    )
+    with urllib.request.urlopen(token_req, timeout=5) as response:
+        token = response.read().decode()
+    req = urllib.request.Request(
+        f"{IMDS}/meta-data/{path}", headers={"X-aws-ec2-metadata-token": token}
+    )
+    with urllib.request.urlopen(req, timeout=5) as response:
+        return str(response.read().decode())
+
+
+def node_name(prefix: str, address: str) -> str:
+    """<pool>-<n>, n = the low 16 bits of the private IPv4 address (unique in a subnet,
+    which AWS limits to a /16)."""
+    return f"{prefix}{int(ipaddress.IPv4Address(address)) & 0xFFFF}"
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    env: dict[str, str] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if "=" in line and not line.lstrip().startswith("#"):
+                key, value = line.split("=", 1)
+                env[key.strip()] = value.strip()
+    return env
+
+
+def write_atomic(path: Path, data: bytes, mode: int, owner: tuple[int, int] | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.slurmstack-new")
+    with open(temporary, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.chmod(temporary, mode)
+    if owner is not None:
+        os.chown(temporary, *owner)
+    os.replace(temporary, path)
+
+
+def file_mode(node_path: str) -> int:
+    executable = node_path.startswith("/usr/local/bin/") or node_path.endswith(".sh")
+    return 0o755 if executable else 0o644
+
+
+class Node:
+    """The node as the agent sees it. Everything external is injectable for tests."""
+
+    def __init__(
+        self,
+        root: str | Path = "/",
+        session: object | None = None,
+        imds: object = imds_get,
+        run: object = run_command,
+        sleep: object = time.sleep,
+        owner: object | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self._session = session
+        self.imds = imds
+        self.run = run
+        self.sleep = sleep
+        # (uid, gid) lookup by user name; tests pass their own.
+        self.owner = owner or (lambda name: (pwd.getpwnam(name).pw_uid, pwd.getpwnam(name).pw_gid))
+
+    # --- context ------------------------------------------------------------------------
+
+    def path(self, node_path: str) -> Path:
+        return self.root / node_path.lstrip("/")
+
+    def bootstrap_env(self) -> dict[str, str]:
+        env = read_env_file(self.path(BOOTSTRAP_ENV))
+        if not env:
+            raise AgentError(f"{BOOTSTRAP_ENV} is missing (written by cloud-init)")
+        return env
+
+    def config(self) -> dict[str, Any]:
+        path = self.path(NODE_CONFIG)
+        if not path.exists():
+            raise AgentError(f"{NODE_CONFIG} is missing: run `slurmstack-node sync-config` first")
+        data: dict[str, Any] = json.loads(path.read_text())
+        return data
+
+    def node_env(self) -> dict[str, str]:
+        return read_env_file(self.path(NODE_ENV))
+
+    @property
+    def role(self) -> str:
+        return self.bootstrap_env()["SLURMSTACK_ROLE"]
+
+    def client(self, service: str):  # type: ignore[no-untyped-def]
+        if self._session is None:
+            import boto3
+
+            self._session = boto3.session.Session()
+        region = self.bootstrap_env()["SLURMSTACK_REGION"]
+        return self._session.client(service, region_name=region)  # type: ignore[attr-defined]
+
+    def parameter_name(self, key: str) -> str:
+        return f"{self.bootstrap_env()['SLURMSTACK_PARAMETER_PREFIX']}/{key}"
+
+    def get_parameter(self, key: str) -> str | None:
+        ssm = self.client("ssm")
+        try:
+            return str(ssm.get_parameter(Name=self.parameter_name(key))["Parameter"]["Value"])
+        except ssm.exceptions.ParameterNotFound:
+            return None
+
+    def wait_parameter(self, key: str, timeout: float = 3600.0, poll: float = 10.0) -> str:
+        """Deploy-time values appear when the stack has created what they name (a file
+        system can take a quarter of an hour): wait for them."""
+        waited = 0.0
+        while True:
+            value = self.get_parameter(key)
+            if value is not None:
+                return value
+            if waited >= timeout:
+                raise AgentError(f"parameter {self.parameter_name(key)} did not appear")
+            log(f"waiting for {self.parameter_name(key)}")
+            self.sleep(poll)  # type: ignore[operator]
+            waited += poll
+
+    def sh(self, *cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.run(list(cmd), check=check)  # type: ignore[operator,no-any-return]
+
+    # --- sync-config --------------------------------------------------------------------
+
+    def sync_config(self, timeout: float = 3600.0, poll: float = 10.0) -> list[str]:
+        """Bring this role's files up to date with the manifest; return the changed paths."""
+        role = self.role
+        manifest = json.loads(self.wait_parameter(PARAM_CONFIG_MANIFEST, timeout, poll))
+        if role not in manifest:
+            raise AgentError(f"the manifest has no entry for role {role!r}")
+        bucket = self.wait_parameter(PARAM_BUCKET, timeout, poll)
+        s3 = self.client("s3")
+        changed: list[str] = []
+        old_slurm_conf = self._read("/etc/slurm/slurm.conf")
+        for node_path, key in sorted(manifest[role].items()):
+            digest = key.rsplit("/", 1)[-1]
+            target = self.path(node_path)
+            if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() == digest:
+                continue
+            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+            if hashlib.sha256(body).hexdigest() != digest:
+                raise AgentError(f"s3://{bucket}/{key} does not match its sha256")
+            write_atomic(target, body, file_mode(node_path))
+            changed.append(node_path)
+        if any(p.startswith("/etc/systemd/") for p in changed):
+            self.sh("systemctl", "daemon-reload", check=False)
+        if role == HEAD_ROLE and "/etc/slurm/slurm.conf" in changed and old_slurm_conf:
+            new = self._read("/etc/slurm/slurm.conf") or ""
+            if _restart_keys(old_slurm_conf) != _restart_keys(new):
+                active = self.sh("systemctl", "is-active", "--quiet", "slurmctld", check=False)
+                if active.returncode == 0:
+                    log("a key that reconfigure cannot apply changed: restarting slurmctld")
+                    self.sh("systemctl", "restart", "slurmctld")
+        return changed
+
+    def _read(self, node_path: str) -> str | None:
+        path = self.path(node_path)
+        return path.read_text() if path.exists() else None
+
+    # --- params -------------------------------------------------------------------------
+
+    def params(self, timeout: float = 3600.0, poll: float = 10.0) -> dict[str, str]:
+        config = self.config()
+        role = str(config["role"])
+        cluster = str(config["cluster"])
+        env: dict[str, str] = {}
+        address = self.imds("local-ipv4")  # type: ignore[operator]
+        env["SLURMSTACK_INSTANCE_ID"] = self.imds("instance-id")  # type: ignore[operator]
+        env["SLURMSTACK_ADDRESS"] = address
+        kinds = {m["kind"] for m in config.get("mounts", [])}
+        if role == HEAD_ROLE:
+            name = f"{cluster}-head"
+            hosts = [f"{address} {name}"]
+        else:
+            name = node_name(str(config["node_name_prefix"]), address)
+            head = self.wait_parameter(PARAM_HEAD_ADDRESS, timeout, poll)
+            env["SLURMSTACK_HEAD_ADDRESS"] = head
+            hosts = [f"{head} {cluster}-head", f"{address} {name}"]
+        env["SLURMSTACK_NODE_NAME"] = name
+        if "efs" in kinds:
+            env["SLURMSTACK_EFS_ID"] = self.wait_parameter(PARAM_EFS_ID, timeout, poll)
+        if "lustre" in kinds:
+            env["SLURMSTACK_LUSTRE_DNS"] = self.wait_parameter(PARAM_LUSTRE_DNS, timeout, poll)
+            env["SLURMSTACK_LUSTRE_MOUNT_NAME"] = self.wait_parameter(
+                PARAM_LUSTRE_MOUNT_NAME, timeout, poll
+            )
+        text = "".join(f"{k}={v}\n" for k, v in sorted(env.items()))
+        write_atomic(self.path(NODE_ENV), text.encode(), 0o644)
+        self._write_hosts(hosts)
+        # slurmctld only starts on the host SlurmctldHost names; nodes carry their Slurm name.
+        self.sh("hostnamectl", "set-hostname", name, check=False)
+        return env
+
+    def _write_hosts(self, lines: list[str]) -> None:
+        path = self.path("/etc/hosts")
+        current = path.read_text() if path.exists() else ""
+        kept, skipping = [], False
+        for line in current.splitlines():
+            if line == HOSTS_BEGIN:
+                skipping = True
+            elif line == HOSTS_END:
+                skipping = False
+            elif not skipping:
+                kept.append(line)
+        block = [HOSTS_BEGIN, *lines, HOSTS_END]
+        write_atomic(path, ("\n".join(kept + block) + "\n").encode(), 0o644)
+
+    # --- munge-key ----------------------------------------------------------------------
+
+    def munge_key(self) -> Path:
+        secret = self.bootstrap_env()["SLURMSTACK_MUNGE_SECRET"]
+        value = self.client("secretsmanager").get_secret_value(SecretId=secret)
+        key = value.get("SecretBinary")
+        if key is None:
+            raise AgentError(f"secret {secret} holds no binary key")
+        if len(key) < 32:
+            raise AgentError(f"secret {secret} is {len(key)} bytes; munge needs at least 32")
+        path = self.path(MUNGE_KEY)
+        write_atomic(path, bytes(key), 0o400, owner=self.owner("munge"))  # type: ignore[operator]
+        return path
+
+    # --- health -------------------------------------------------------------------------
+
+    def health_problems(self) -> list[str]:
+        expected = dict(self.config().get("health") or {})
+        problems: list[str] = []
+        dev = self.path("/dev")
+        gpus = _count(dev, r"nvidia\d+")
+        if gpus != expected.get("gpus", 0):
+            problems.append(f"{gpus} GPU device files (/dev/nvidia*), expected {expected['gpus']}")
+        elif gpus and shutil.which("nvidia-smi"):
+            listed = self.sh(
+                "nvidia-smi", "--query-gpu=index", "--format=csv,noheader", check=False
+            )
+            seen = len(listed.stdout.split()) if listed.returncode == 0 else 0
+            if seen != gpus:
+                problems.append(f"nvidia-smi lists {seen} GPUs, expected {gpus}")
+        neuron = _count(dev, r"neuron\d+")
+        if neuron != expected.get("neuron_devices", 0):
+            problems.append(f"{neuron} Neuron devices, expected {expected['neuron_devices']}")
+        infiniband = self.path("/sys/class/infiniband")
+        efa = len(list(infiniband.iterdir())) if infiniband.is_dir() else 0
+        if efa != expected.get("efa_devices", 0):
+            problems.append(
+                f"{efa} EFA devices (/sys/class/infiniband), expected {expected['efa_devices']}"
+            )
+        return problems
+
+    def health(self) -> list[str]:
+        """Problems found; when there are any the instance is marked Unhealthy so its Auto
+        Scaling group replaces it."""
+        problems = self.health_problems()
+        if problems:
+            instance = self.node_env().get("SLURMSTACK_INSTANCE_ID") or self.imds("instance-id")  # type: ignore[operator]
+            for problem in problems:
+                log(f"health check failed: {problem}")
+            self.client("autoscaling").set_instance_health(
+                InstanceId=instance, HealthStatus="Unhealthy", ShouldRespectGracePeriod=False
+            )
+            log(f"marked {instance} Unhealthy in its Auto Scaling group")
+        return problems
+
+    # --- scratch ------------------------------------------------------------------------
+
+    def instance_store_disks(self) -> list[str]:
+        block = self.path("/sys/block")
+        disks = []
+        for entry in sorted(block.iterdir()) if block.is_dir() else []:
+            model = entry / "device" / "model"
+            if model.exists() and model.read_text().strip() == INSTANCE_STORE_MODEL:
+                disks.append(entry.name)
+        return disks
+
+    def scratch(self) -> str | None:
+        config = self.config()
+        scratch = config.get("scratch")
+        if not scratch:
+            return None
+        mount = str(scratch["mount"])
+        if self._mounted(mount):
+            return mount
+        disks = self.instance_store_disks()
+        if not disks:
+            log("no instance-store NVMe disks: no scratch array")
+            return None
+        busy = [d for d in disks if any((self.path("/sys/block") / d / "holders").glob("*"))]
+        if busy:
+            # The image already assembled the disks (the Deep Learning AMI mounts them at
+            # /opt/dlami/nvme): reuse that file system rather than destroy it.
+            holder = next((self.path("/sys/block") / busy[0] / "holders").iterdir()).name
+            source = self._mount_point_of(f"/dev/{holder}")
+            if source is None:
+                raise AgentError(f"instance-store disks {busy} are in use but not mounted")
+            self._mkdir(mount)
+            self.sh("mount", "--bind", source, mount)
+            return mount
+        devices = [f"/dev/{d}" for d in disks]
+        if len(devices) == 1:
+            device = devices[0]
+        else:
+            device = SCRATCH_MD
+            if not self.path(SCRATCH_MD).exists():
+                self.sh(
+                    "mdadm",
+                    "--create",
+                    SCRATCH_MD,
+                    "--run",
+                    "--level=0",
+                    "--chunk=256",
+                    f"--raid-devices={len(devices)}",
+                    *devices,
+                )
+        if self.sh("blkid", device, check=False).returncode != 0:
+            self.sh("mkfs.ext4", "-F", "-q", "-L", "scratch", "-E", "nodiscard", device)
+        self._mkdir(mount)
+        self.sh("mount", "-o", "noatime", device, mount)
+        self.sh("chmod", "1777", mount)
+        return mount
+
+    def _mkdir(self, node_path: str) -> None:
+        self.path(node_path).mkdir(parents=True, exist_ok=True)
+
+    def _mounts(self) -> list[tuple[str, str]]:
+        path = self.path("/proc/mounts")
+        out = []
+        for line in path.read_text().splitlines() if path.exists() else []:
+            fields = line.split()
+            if len(fields) >= 2:
+                out.append((fields[0], fields[1]))
+        return out
+
+    def _mounted(self, mount: str) -> bool:
+        return any(point == mount for _, point in self._mounts())
+
+    def _mount_point_of(self, device: str) -> str | None:
+        for source, point in self._mounts():
+            real = os.path.realpath(self.path(source)) if source.startswith("/dev/") else source
+            if source == device or real == str(self.path(device)):
+                return point
+        return None
+
+    # --- shared file systems ------------------------------------------------------------
+
+    def mounts(self, attempts: int = 30, delay: float = 10.0) -> list[str]:
+        config = self.config()
+        env = self.node_env()
+        region = str(config["region"])
+        done = []
+        for mount in config.get("mounts", []):
+            kind, path = mount["kind"], mount["path"]
+            if kind == "efs":
+                source = f"{env['SLURMSTACK_EFS_ID']}.efs.{region}.amazonaws.com:/"
+                fstype, options = "nfs4", EFS_OPTIONS
+            elif kind == "lustre":
+                self._lustre_client()
+                dns, name = env["SLURMSTACK_LUSTRE_DNS"], env["SLURMSTACK_LUSTRE_MOUNT_NAME"]
+                source = f"{dns}@tcp:/{name}"
+                fstype, options = "lustre", LUSTRE_OPTIONS
+            else:
+                raise AgentError(f"unknown mount kind {kind!r}")
+            self._fstab(source, path, fstype, f"{options},_netdev,nofail")
+            if not self._mounted(path):
+                self._mkdir(path)
+                self._retry(["mount", path], attempts, delay)
+            done.append(path)
+        return done
+
+    def _retry(self, cmd: list[str], attempts: int, delay: float) -> None:
+        """A new mount target's DNS name takes up to 90 s to resolve (EFS User Guide); a
+        file system still being created answers later still."""
+        for attempt in range(1, attempts + 1):
+            result = self.sh(*cmd, check=False)
+            if result.returncode == 0:
+                return
+            log(f"{' '.join(cmd)} failed (attempt {attempt}/{attempts}): {result.stderr.strip()}")
+            if attempt < attempts:
+                self.sleep(delay)  # type: ignore[operator]
+        raise AgentError(f"{' '.join(cmd)} failed {attempts} times")
+
+    def _fstab(self, source: str, path: str, fstype: str, options: str) -> None:
+        fstab = self.path("/etc/fstab")
+        lines = fstab.read_text().splitlines() if fstab.exists() else []
+        lines = [line for line in lines if line.split()[1:2] != [path]]
+        lines.append(f"{source} {path} {fstype} {options} 0 0")
+        write_atomic(fstab, ("\n".join(lines) + "\n").encode(), 0o644)
+
+    def _lustre_client(self) -> None:
+        if shutil.which("mount.lustre") or self.path("/sbin/mount.lustre").exists():
+            return
+        codename = self.sh("lsb_release", "-cs").stdout.strip()
+        self.sh("sh", "-c", f"curl -fsSL {FSX_KEY_URL} | gpg --dearmor -o {FSX_KEYRING}")
+        source = f"deb [signed-by={FSX_KEYRING}] {FSX_REPO} {codename} main\n"
+        write_atomic(
+            self.path("/etc/apt/sources.list.d/fsxlustreclientrepo.list"), source.encode(), 0o644
+        )
+        self.sh("apt-get", "update", "-q")
+        kernel = self.sh("uname", "-r").stdout.strip()
+        self.sh("apt-get", "install", "-y", "-q", f"lustre-client-modules-{kernel}")
+
+    # --- state volume (head) ------------------------------------------------------------
+
+    def state_volume_device(self) -> str | None:
+        """The state volume's NVMe disk: the EBS disk whose serial is the volume id without
+        its dash (the stack publishes the id); without the id, the one EBS disk that is
+        neither the root disk nor in use."""
+        volume = self.get_parameter(PARAM_STATE_VOLUME_ID)
+        block = self.path("/sys/block")
+        candidates = []
+        for entry in sorted(block.iterdir()) if block.is_dir() else []:
+            device = entry / "device"
+            if _read_strip(device / "model") != EBS_MODEL:
+                continue
+            if volume:
+                if _read_strip(device / "serial") == volume.replace("-", ""):
+                    return f"/dev/{entry.name}"
+                continue
+            partitions = [p for p in entry.iterdir() if p.name.startswith(entry.name + "p")]
+            in_use = partitions or any((entry / "holders").glob("*"))
+            if not in_use and self._mount_point_of(f"/dev/{entry.name}") is None:
+                candidates.append(f"/dev/{entry.name}")
+        return candidates[0] if len(candidates) == 1 else None
+
+    def state_volume(self, timeout: float = 900.0, poll: float = 5.0) -> str:
+        """The stack attaches the volume after the instance exists: wait for it."""
+        spec = self.config()["state_volume"]
+        mount, state_dir = str(spec["mount"]), str(spec["state_dir"])
+        waited = 0.0
+        device = self.state_volume_device()
+        while device is None:
+            if waited >= timeout:
+                raise AgentError("the Slurm state volume was not attached in time")
+            self.sleep(poll)  # type: ignore[operator]
+            waited += poll
+            device = self.state_volume_device()
+        if self.sh("blkid", device, check=False).returncode != 0:
+            self.sh("mkfs.ext4", "-q", "-L", "slurm-state", device)
+        uuid = self.sh("blkid", "-s", "UUID", "-o", "value", device).stdout.strip()
+        self._fstab(f"UUID={uuid}", mount, "ext4", "defaults,noatime,nofail")
+        if not self._mounted(mount):
+            self._mkdir(mount)
+            self.sh("mount", mount)
+        self._mkdir(state_dir)
+        uid, gid = self.owner("slurm")  # type: ignore[operator]
+        os.chown(self.path(state_dir), uid, gid)
+        os.chmod(self.path(state_dir), 0o700)
+        return device
+
+
+def _read_strip(path: Path) -> str:
+    return path.read_text().strip() if path.exists() else ""
+
+
+def _count(directory: Path, pattern: str) -> int:
+    regex = re.compile(pattern + "$")
+    if not directory.is_dir():
+        return 0
+    return sum(1 for entry in directory.iterdir() if regex.match(entry.name))
+
+
+def _restart_keys(slurm_conf: str) -> dict[str, str]:
+    out = {}
+    for line in slurm_conf.splitlines():
+        key, _, value = line.split("#", 1)[0].partition("=")
+        if key.strip() in RESTART_KEYS:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def main(argv: list[str] | None = None, node: Node | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="slurmstack-node", description=__doc__.split("\n")[0])
+    parser.add_argument("--root", default=os.environ.get("SLURMSTACK_ROOT", "/"))
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in (
+        "sync-config",
+        "params",
+        "munge-key",
+        "health",
+        "scratch",
+        "mounts",
+        "state-volume",
+    ):
+        sub.add_parser(name)
+    args = parser.parse_args(argv)
+    node = node or Node(root=args.root)
+    try:
+        if args.command == "sync-config":
+            print(json.dumps({"changed": node.sync_config()}))
+        elif args.command == "params":
+            node.params()
+        elif args.command == "munge-key":
+            node.munge_key()
+        elif args.command == "health":
+            if node.health():
+                return 1
+        elif args.command == "scratch":
+            node.scratch()
+        elif args.command == "mounts":
+            node.mounts()
+        elif args.command == "state-volume":
+            node.state_volume()
+    except AgentError as exc:
+        log(f"{args.command}: {exc}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,229 @@
+"""`slurmstack plan`: what `pulumi up` would build, as one JSON-ready document.
+
+The resources come from running the real Pulumi program (``infra/__main__.py``) under the
+offline engine; capacity, storage, cost and time to ready are derived from the plan and
+from that resource graph.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from slurmstack.findings import Finding, Level
+from slurmstack.offline.engine import OfflineRun, RecordedResource
+from slurmstack.plan import ClusterPlan, MountKind
+from slurmstack.report.capacity import ClusterCapacity, cluster_capacity
+from slurmstack.report.cost import CostReport, cost_report
+from slurmstack.report.readiness import time_to_ready, time_to_stack
+from slurmstack.report.timing import Timeline
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    plan: ClusterPlan
+    run: OfflineRun
+    capacity: ClusterCapacity
+    cost: CostReport
+    ready: Timeline
+    ready_if_addresses_embedded: Timeline
+    stack: Timeline
+    warnings: tuple[Finding, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return plan_document(self)
+
+
+def build_report(plan: ClusterPlan, run: OfflineRun, findings: list[Finding]) -> PlanReport:
+    return PlanReport(
+        plan=plan,
+        run=run,
+        capacity=cluster_capacity(plan),
+        cost=cost_report(plan),
+        ready=time_to_ready(run),
+        ready_if_addresses_embedded=time_to_ready(run, embed_addresses=True),
+        stack=time_to_stack(run),
+        warnings=tuple(f for f in findings if f.level is Level.WARNING),
+    )
+
+
+def _component_name(run: OfflineRun, resource: RecordedResource) -> str:
+    component = run.component_of(resource)
+    return component.name if component is not None else "(stack)"
+
+
+def resources_section(run: OfflineRun) -> list[dict[str, Any]]:
+    out = []
+    for r in run.resources:
+        if r.type == "pulumi:pulumi:Stack":
+            continue
+        out.append(
+            {
+                "type": r.type,
+                "name": r.name,
+                "kind": "resource" if r.custom else "component",
+                "component": _component_name(run, r),
+                "protect": r.options.protect,
+                "retain_on_delete": r.options.retain_on_delete,
+            }
+        )
+    return out
+
+
+def components_section(run: OfflineRun) -> list[dict[str, Any]]:
+    out = []
+    for comp in run.resources:
+        if comp.custom or comp.type == "pulumi:pulumi:Stack":
+            continue
+        direct = [r for r in run.children(comp.urn) if r.custom]
+        out.append(
+            {
+                "component": comp.name,
+                "type": comp.type,
+                "resources": len(direct),
+                "by_type": dict(sorted(Counter(r.type for r in direct).items())),
+            }
+        )
+    return out
+
+
+def storage_section(plan: ClusterPlan, capacity: ClusterCapacity) -> list[dict[str, Any]]:
+    tiers: list[dict[str, Any]] = []
+    for pool in capacity.pools:
+        if pool.scratch_gb_per_node:
+            planned = plan.pool(pool.pool)
+            tiers.append(
+                {
+                    "tier": "node-local NVMe RAID0",
+                    "mount": planned.local_scratch,
+                    "scope": f"pool {pool.pool}, per node",
+                    "capacity": f"{pool.scratch_gb_per_node:,} GB per node",
+                }
+            )
+    if plan.lustre is not None:
+        lus = plan.lustre
+        tib = lus.spec.capacity_gib / 1024
+        throughput = lus.per_unit_storage_throughput
+        tiers.append(
+            {
+                "tier": f"FSx for Lustre {lus.spec.deployment.value}",
+                "mount": lus.spec.mount,
+                "scope": "shared",
+                "capacity": f"{lus.spec.capacity_gib:,} GiB",
+                "throughput_mbps": round(tib * throughput) if throughput else None,
+                "efa": lus.efa,
+                "s3_link": lus.spec.s3_import_export,
+            }
+        )
+    for mount in plan.mounts:
+        if mount.kind is MountKind.EFS:
+            tiers.append({"tier": "EFS (elastic throughput)", "mount": mount.path, "scope": "shared", "capacity": "grows with use"})
+    bucket = plan.spec.storage.bucket
+    tiers.append(
+        {
+            "tier": "S3 bucket",
+            "mount": None,
+            "scope": "durable",
+            "capacity": "grows with use",
+            "versioning": bucket.versioning,
+            "noncurrent_version_days": bucket.noncurrent_version_days,
+        }
+    )
+    return tiers
+
+
+def _timeline_dict(timeline: Timeline) -> list[dict[str, Any]]:
+    return [
+        {
+            "step": t.step.label,
+            "start_s": t.start,
+            "finish_s": t.finish,
+            "seconds": t.step.duration.seconds,
+            "basis": t.step.duration.basis,
+        }
+        for t in timeline.critical_path
+    ]
+
+
+def plan_document(report: PlanReport) -> dict[str, Any]:
+    plan, run, cap, cost = report.plan, report.run, report.capacity, report.cost
+    resources = resources_section(run)
+    cloud = [r for r in resources if r["kind"] == "resource"]
+    return {
+        "cluster": plan.name,
+        "region": plan.region,
+        "availability_zone": plan.availability_zone,
+        "summary": {
+            "nodes": cap.nodes,
+            "gpus": cap.accelerators,
+            "gpus_by_model": cap.accelerators_by_model,
+            "gpu_memory_gib": round(cap.accelerator_memory_gib, 1),
+            "bf16_dense_pflops": round(cap.bf16_dense_pflops, 2),
+            "hourly_cost_usd": round(cost.hourly_usd, 2),
+            "monthly_cost_usd": round(cost.monthly_usd, 2),
+            "unpriced": list(cost.unpriced),
+            "resources": len(cloud),
+            "components": len(resources) - len(cloud),
+            "time_to_ready_minutes": round(report.ready.total_seconds / 60, 1),
+        },
+        "resources": resources,
+        "resource_counts": dict(sorted(Counter(r["type"] for r in cloud).items())),
+        "components": components_section(run),
+        "capacity": {
+            "pools": [
+                {
+                    "pool": p.pool,
+                    "instance_type": p.instance_type,
+                    "nodes": p.nodes,
+                    "accelerator": p.accelerator_model,
+                    "accelerators": p.accelerators,
+                    "accelerator_memory_gib": round(p.accelerator_memory_gib, 1),
+                    "bf16_dense_pflops": round(p.bf16_dense_pflops, 3),
+                    "efa": p.efa,
+                    "efa_gbps_per_node": p.efa_gbps_per_node,
+                    "efa_gbps_total": p.efa_gbps_total,
+                    "cpu_cores": p.cpu_cores,
+                    "memory_gib": round(p.memory_gib, 1),
+                }
+                for p in cap.pools
+            ],
+            "totals": {
+                "nodes": cap.nodes,
+                "accelerators": cap.accelerators,
+                "accelerator_memory_gib": round(cap.accelerator_memory_gib, 1),
+                "bf16_dense_pflops": round(cap.bf16_dense_pflops, 2),
+                "efa_gbps_total": cap.efa_gbps_total,
+                "cpu_cores": cap.cpu_cores,
+                "memory_gib": round(cap.memory_gib, 1),
+            },
+        },
+        "storage": storage_section(plan, cap),
+        "cost": {
+            "lines": [
+                {
+                    "item": line.item,
+                    "category": line.category,
+                    "hourly_usd": None if line.hourly_usd is None else round(line.hourly_usd, 4),
+                    "monthly_usd": None if line.monthly_usd is None else round(line.monthly_usd, 2),
+                    "basis": line.basis,
+                    "note": line.note,
+                    "source": line.source,
+                }
+                for line in cost.lines
+            ],
+            "usage_billed": [
+                {"item": u.item, "unit_price": u.unit_price, "source": u.source} for u in cost.usage_billed
+            ],
+            "hourly_usd": round(cost.hourly_usd, 2),
+            "per_30_days_usd": round(cost.monthly_usd, 2),
+        },
+        "time_to_ready": {
+            "seconds": report.ready.total_seconds,
+            "critical_path": _timeline_dict(report.ready),
+            "stack_complete_seconds": report.stack.total_seconds,
+            "if_addresses_were_in_user_data_seconds": report.ready_if_addresses_embedded.total_seconds,
+        },
+        "warnings": [f.line() for f in report.warnings],
+        "outputs": {k: v for k, v in run.to_dict()["outputs"].items()},
+    }

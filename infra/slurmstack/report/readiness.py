@@ -1,0 +1,86 @@
+"""Build the time-to-ready schedule from what the offline engine recorded."""
+
+from __future__ import annotations
+
+from slurmstack.offline.engine import OfflineRun, RecordedResource
+from slurmstack.report.timing import (
+    HEAD_BOOT,
+    JOIN,
+    NODE_BOOT,
+    READY,
+    Step,
+    Timeline,
+    creation_time,
+    schedule,
+)
+
+INSTANCE = "aws:ec2/instance:Instance"
+ASG = "aws:autoscaling/group:Group"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+PARAMETER = "aws:ssm/parameter:Parameter"
+LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
+DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
+MOUNT_TARGET = "aws:efs/mountTarget:MountTarget"
+STATE_ATTACHMENT = "aws:ec2/volumeAttachment:VolumeAttachment"
+HEAD_BOOT_KEY, HEAD_READY, CLUSTER_READY = "boot:head", "join:head", "ready"
+
+
+def _label(resource: RecordedResource) -> str:
+    short = resource.type.rsplit(":", 1)[-1]
+    return f"{short} {resource.name}"
+
+
+def resource_steps(run: OfflineRun, *, embed_addresses: bool = False) -> list[Step]:
+    """One step per cloud resource, after the resources it depends on.
+
+    ``embed_addresses`` models the alternative design in which the head node's and the
+    pools' user data embed the file systems' addresses (so Pulumi must create the file
+    systems first); slurmstack passes them through SSM parameters instead.
+    """
+    stores = [r.urn for r in run.custom if r.type in (LUSTRE, MOUNT_TARGET)]
+    steps: list[Step] = []
+    for resource in run.custom:
+        after = set(resource.options.dependencies)
+        if embed_addresses and resource.type in (INSTANCE, LAUNCH_TEMPLATE):
+            after.update(stores)
+        steps.append(
+            Step(resource.urn, _label(resource), creation_time(resource.type), frozenset(after))
+        )
+    return steps
+
+
+def boot_steps(run: OfflineRun) -> list[Step]:
+    """The head node's and each pool's boot, in two steps each.
+
+    First the machine boots on its own (image, packages, NVMe RAID0, health check). Then it
+    reads every deploy-time parameter (waiting until each exists), mounts the shared file
+    systems and starts its Slurm daemon: that second step waits for the parameters, the
+    file systems and mount targets, and on workers for slurmctld.
+    """
+    custom = run.custom
+    waits = frozenset(r.urn for r in custom if r.type in (PARAMETER, LUSTRE, MOUNT_TARGET))
+    heads = frozenset(r.urn for r in custom if r.type in (INSTANCE, STATE_ATTACHMENT))
+    steps = [
+        Step(HEAD_BOOT_KEY, "head node boots (cloud-init, packages)", HEAD_BOOT, heads),
+        Step(HEAD_READY, "head node mounts storage, starts slurmctld", JOIN, waits | {HEAD_BOOT_KEY}),
+    ]
+    joined = []
+    for group in (r for r in custom if r.type == ASG):
+        boot, join = f"boot:{group.name}", f"join:{group.name}"
+        joined.append(join)
+        steps.append(Step(boot, f"{group.name}: nodes launch and boot", NODE_BOOT, frozenset({group.urn})))
+        steps.append(
+            Step(join, f"{group.name}: nodes mount storage, slurmd joins", JOIN, waits | {boot, HEAD_READY})
+        )
+    steps.append(Step(CLUSTER_READY, "cluster ready", READY, frozenset({HEAD_READY, *joined})))
+    return steps
+
+
+def time_to_ready(run: OfflineRun, *, embed_addresses: bool = False) -> Timeline:
+    steps = resource_steps(run, embed_addresses=embed_addresses) + boot_steps(run)
+    return schedule(steps, target=CLUSTER_READY)
+
+
+def time_to_stack(run: OfflineRun, *, embed_addresses: bool = False) -> Timeline:
+    """Until `pulumi up` returns (every resource created; no boot)."""
+    return schedule(resource_steps(run, embed_addresses=embed_addresses))

@@ -1,0 +1,95 @@
+"""The cluster bucket: durable datasets and checkpoints, and the config store's objects.
+Versioned, encrypted, public access blocked, objects owned by the bucket owner, old
+checkpoint versions expired after the definition's number of days."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_aws.s3 as s3
+
+from slurmstack.plan import ClusterPlan, DeployParameter
+from slurmstack.stack import parameters
+from slurmstack.stack.common import Role, resource_name, tags
+
+ABORT_INCOMPLETE_UPLOADS_DAYS = 7
+
+
+def stateful_options(
+    plan: ClusterPlan, parent: pulumi.Resource, *, retain: bool
+) -> pulumi.ResourceOptions:
+    """protect (and retain_on_delete where keeping the data is cheap) unless storage.protect
+    is false."""
+    keep = plan.spec.storage.protect
+    return pulumi.ResourceOptions(parent=parent, protect=keep, retain_on_delete=keep and retain)
+
+
+class ClusterBucket(pulumi.ComponentResource):
+    bucket: s3.Bucket
+
+    def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+        name = resource_name(plan.name, Role.BUCKET)
+        super().__init__("slurmstack:stack:ClusterBucket", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        spec = plan.spec.storage.bucket
+        protect = plan.spec.storage.protect
+        # Auto-named (name + random suffix): bucket names are global. Retained on delete when
+        # protected: a non-empty bucket cannot be deleted anyway, and retaining it lets
+        # `pulumi destroy` finish while datasets and checkpoints stay.
+        self.bucket = s3.Bucket(
+            name,
+            force_destroy=not protect,
+            tags=tags(plan, Role.BUCKET, name),
+            opts=stateful_options(plan, self, retain=True),
+        )
+        bucket_id = self.bucket.id
+        s3.BucketOwnershipControls(
+            name, bucket=bucket_id, rule={"object_ownership": "BucketOwnerEnforced"}, opts=child
+        )
+        s3.BucketPublicAccessBlock(
+            name,
+            bucket=bucket_id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=child,
+        )
+        s3.BucketServerSideEncryptionConfiguration(
+            name,
+            bucket=bucket_id,
+            rules=[
+                {
+                    "apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"},
+                    "bucket_key_enabled": True,
+                }
+            ],
+            opts=child,
+        )
+        if spec.versioning:
+            s3.BucketVersioning(
+                name, bucket=bucket_id, versioning_configuration={"status": "Enabled"}, opts=child
+            )
+        rules: list[dict[str, object]] = [
+            {
+                "id": "abort-incomplete-uploads",
+                "status": "Enabled",
+                "filter": {},
+                "abort_incomplete_multipart_upload": {
+                    "days_after_initiation": ABORT_INCOMPLETE_UPLOADS_DAYS
+                },
+            }
+        ]
+        if spec.versioning:
+            rules.append(
+                {
+                    "id": "expire-noncurrent-versions",
+                    "status": "Enabled",
+                    "filter": {},
+                    "noncurrent_version_expiration": {
+                        "noncurrent_days": spec.noncurrent_version_days
+                    },
+                }
+            )
+        s3.BucketLifecycleConfiguration(name, bucket=bucket_id, rules=rules, opts=child)  # type: ignore[arg-type]
+        parameters.publish(plan, DeployParameter.BUCKET, bucket_id, role=Role.BUCKET, parent=self)
+        self.register_outputs({"bucket": bucket_id})

@@ -1,0 +1,137 @@
+"""SlurmCluster: the whole cluster from one plan, as one component other Pulumi programs
+can import::
+
+    from slurmstack.plan import build_plan
+    from slurmstack.stack import SlurmCluster
+
+    cluster = SlurmCluster(build_plan(spec))
+    pulumi.export("head", cluster.head.instance.id)
+
+Dependencies are kept to what AWS needs, so the slow resources run in parallel: the head
+node and the pools wait for the network, security groups and instance profiles only, never
+for Lustre or EFS (nodes read those addresses from SSM parameters at boot).
+"""
+
+from __future__ import annotations
+
+import pulumi
+
+from slurmstack.plan import ClusterPlan
+from slurmstack.stack.bucket import ClusterBucket
+from slurmstack.stack.config_store import ConfigStore
+from slurmstack.stack.efs import HomeFileSystem
+from slurmstack.stack.head_node import HeadNode
+from slurmstack.stack.identity import Identity
+from slurmstack.stack.lustre import LustreStorage
+from slurmstack.stack.network import Network, NetworkRefs, existing_network
+from slurmstack.stack.secrets import MungeKey
+from slurmstack.stack.security import SecurityGroups
+from slurmstack.stack.worker_pool import WorkerPool
+
+
+class SlurmCluster(pulumi.ComponentResource):
+    network: Network | None
+    network_refs: NetworkRefs
+    security: SecurityGroups
+    munge: MungeKey
+    bucket: ClusterBucket
+    identity: Identity
+    lustre: LustreStorage | None
+    home: HomeFileSystem | None
+    head: HeadNode
+    config: ConfigStore
+    pools: dict[str, WorkerPool]
+
+    def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("slurmstack:index:SlurmCluster", plan.name, None, opts)
+        self.plan = plan
+        child = pulumi.ResourceOptions(parent=self)
+
+        if plan.spec.network.vpc_id is not None:
+            self.network = None
+            self.network_refs = existing_network(plan)
+        else:
+            self.network = Network(plan, opts=child)
+            self.network_refs = self.network.refs
+        net = self.network_refs
+
+        self.security = SecurityGroups(plan, net.vpc_id, opts=child)
+        self.munge = MungeKey(plan, opts=child)
+        self.bucket = ClusterBucket(plan, opts=child)
+        self.identity = Identity(
+            plan, bucket_arn=self.bucket.bucket.arn, secret_arn=self.munge.secret.arn, opts=child
+        )
+
+        storage_sg = self.security.storage
+        self.lustre = None
+        if plan.lustre is not None and storage_sg is not None:
+            self.lustre = LustreStorage(
+                plan,
+                subnet_id=net.compute_subnet_id,
+                security_group_id=storage_sg.id,
+                bucket=self.bucket.bucket.id,
+                opts=child,
+            )
+        self.home = None
+        if plan.spec.storage.home is not None and storage_sg is not None:
+            self.home = HomeFileSystem(
+                plan, subnet_id=net.compute_subnet_id, security_group_id=storage_sg.id, opts=child
+            )
+
+        self.head = HeadNode(
+            plan,
+            compute_subnet_id=net.compute_subnet_id,
+            public_subnet_id=net.public_subnet_id,
+            security_group_id=self.security.head.id,
+            instance_profile=self.identity.head_profile.name,
+            network_ready=net.ready,
+            opts=child,
+        )
+        self.pools = {
+            pool.name: WorkerPool(
+                plan,
+                pool,
+                subnet_id=net.compute_subnet_id,
+                security_group_id=self.security.workers.id,
+                instance_profile_arn=self.identity.worker_profile.arn,
+                network_ready=net.ready,
+                opts=child,
+            )
+            for pool in plan.pools
+        }
+        self.config = ConfigStore(
+            plan, bucket=self.bucket.bucket.id, head_instance_id=self.head.instance.id, opts=child
+        )
+        self.register_outputs(self.outputs())
+
+    def outputs(self) -> dict[str, pulumi.Input[object]]:
+        """The stack outputs: nothing secret (the munge key is only in Secrets Manager)."""
+        plan = self.plan
+        instance = self.head.instance
+        out: dict[str, pulumi.Input[object]] = {
+            "cluster": plan.name,
+            "region": plan.region,
+            "head_node_id": instance.id,
+            "head_private_ip": instance.private_ip,
+            "ssm_session_command": pulumi.Output.concat(
+                "aws ssm start-session --region ", plan.region, " --target ", instance.id
+            ),
+            "bucket_name": self.bucket.bucket.id,
+            "munge_secret_name": plan.munge_secret_name,
+            "parameter_prefix": plan.parameter_prefix,
+            "config_manifest_sha256": self.config.manifest_hash,
+            "pools": {
+                name: {
+                    "asg_name": pool.group.name,
+                    "count": plan.pool(name).count,
+                    "instance_type": plan.pool(name).instance_type,
+                }
+                for name, pool in self.pools.items()
+            },
+        }
+        if self.lustre is not None:
+            out["lustre_dns_name"] = self.lustre.file_system.dns_name
+            out["lustre_mount_name"] = self.lustre.file_system.mount_name
+        if self.home is not None:
+            out["efs_id"] = self.home.file_system.id
+        return out

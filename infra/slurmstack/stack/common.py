@@ -1,0 +1,90 @@
+"""Names, tags, ports and small pure helpers shared by the stack components.
+
+Everything here is pure Python (no Pulumi import) so the offline report and the tests can
+use the same constants. Colleagues rendering node configuration mirror the ports and the
+state-volume device name below; they are part of the cluster's wire contract.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from slurmstack.plan import ClusterPlan
+
+
+class Role(enum.StrEnum):
+    """Value of the ``slurmstack:role`` tag, and the middle part of resource names."""
+
+    NETWORK = "network"
+    SECURITY = "security"
+    IDENTITY = "identity"
+    SECRETS = "secrets"
+    BUCKET = "bucket"
+    LUSTRE = "lustre"
+    HOME = "home"
+    CONFIG = "config"
+    HEAD = "head"
+    POOL = "pool"
+
+
+ROLE_TAG = "slurmstack:role"
+CLUSTER_TAG = "slurmstack:cluster"
+POOL_TAG = "slurmstack:pool"
+
+# Slurm's ports. slurm.conf must use the same numbers (SlurmctldPort, SlurmdPort,
+# SrunPortRange): the head node's security group opens exactly these.
+SLURMCTLD_PORT = 6817
+SLURMD_PORT = 6818
+SRUN_PORT_RANGE = (60001, 63000)
+
+# FSx for Lustre: LNet on 988, and 1018-1023 for the Lustre client/server callbacks.
+LUSTRE_PORT = 988
+LUSTRE_CALLBACK_PORTS = (1018, 1023)
+NFS_PORT = 2049
+
+# The head node's Slurm state volume is attached under this name. On Nitro instances the
+# kernel names it /dev/nvmeXn1; the EBS NVMe controller reports "sdf" (or "/dev/sdf") as
+# its block device name, which is how the head bootstrap finds it.
+STATE_VOLUME_DEVICE = "/dev/sdf"
+# Root device of the Ubuntu and Deep Learning (Ubuntu) AMIs. A pinned AMI with another root
+# device name would get an extra, empty volume instead of a resized root.
+ROOT_DEVICE = "/dev/sda1"
+
+# The node agent the rendered bootstrap installs on every node (slurmstack.node.agent). The
+# config-apply SSM document runs `slurmstack-node sync-config` on the head node, then
+# `scontrol reconfigure`; by absolute path, as Run Command's PATH is not the login PATH.
+NODE_AGENT = "/usr/local/bin/slurmstack-node"
+
+EVERYWHERE_V4 = "0.0.0.0/0"
+
+
+def resource_name(cluster: str, role: Role | str, pool: str | None = None) -> str:
+    """Deterministic name ``{cluster}-{role}[-{pool}]`` (logical and, where AWS takes one,
+    physical name)."""
+    role_part = role.value if isinstance(role, Role) else role
+    return f"{cluster}-{role_part}" + (f"-{pool}" if pool else "")
+
+
+def tags(plan: ClusterPlan, role: Role, name: str | None = None, **extra: str) -> dict[str, str]:
+    """The definition's tags, then slurmstack's own (which the definition cannot override)."""
+    out: dict[str, str] = dict(plan.spec.tags)
+    out[CLUSTER_TAG] = plan.name
+    out[ROLE_TAG] = role.value
+    if name is not None:
+        out["Name"] = name
+    out.update(extra)
+    return out
+
+
+def partition(region: str) -> str:
+    """AWS partition of a region (ARNs and managed-policy ARNs depend on it)."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+def ssm_parameter_arn(region: str, account: str, name: str) -> str:
+    """ARN of an SSM parameter (or parameter path) given by its full name ``/a/b``."""
+    return f"arn:{partition(region)}:ssm:{region}:{account}:parameter/{name.lstrip('/')}"

@@ -1,0 +1,55 @@
+"""EFS for /home: encrypted, elastic throughput, one mount target in the compute subnet."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_aws.efs as efs
+
+from slurmstack.plan import ClusterPlan, DeployParameter
+from slurmstack.stack import parameters
+from slurmstack.stack.bucket import stateful_options
+from slurmstack.stack.common import Role, resource_name, tags
+
+
+class HomeFileSystem(pulumi.ComponentResource):
+    file_system: efs.FileSystem
+
+    def __init__(
+        self,
+        plan: ClusterPlan,
+        *,
+        subnet_id: pulumi.Input[str],
+        security_group_id: pulumi.Input[str],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        name = resource_name(plan.name, Role.HOME)
+        super().__init__("slurmstack:stack:HomeFileSystem", name, None, opts)
+        # Retained as well as protected when storage.protect: /home is user data and costs
+        # little to keep.
+        self.file_system = efs.FileSystem(
+            name,
+            creation_token=name,
+            encrypted=True,
+            performance_mode="generalPurpose",
+            # Elastic: pay per use, bursts for parallel `pip install`s on every node.
+            throughput_mode="elastic",
+            tags=tags(plan, Role.HOME, name),
+            opts=stateful_options(plan, self, retain=True),
+        )
+        mount_target = efs.MountTarget(
+            name,
+            file_system_id=self.file_system.id,
+            subnet_id=subnet_id,
+            security_groups=[security_group_id],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # Published once the mount target exists: a node that sees the id can mount it.
+        parameters.publish(
+            plan,
+            DeployParameter.EFS_ID,
+            self.file_system.id,
+            role=Role.HOME,
+            parent=self,
+            depends_on=[mount_target],
+        )
+        self.register_outputs({"id": self.file_system.id})

@@ -1,0 +1,113 @@
+"""FSx for Lustre, the shared hot tier, and its data repository association to the bucket."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_aws.fsx as fsx
+
+from slurmstack.plan import ClusterPlan, DeployParameter, LustrePlan
+from slurmstack.spec import LustreDeployment
+from slurmstack.stack import parameters
+from slurmstack.stack.bucket import stateful_options
+from slurmstack.stack.common import Role, resource_name, tags
+
+# EFA-enabled file systems and the metadata configuration need Lustre 2.15.
+LUSTRE_VERSION = "2.15"
+REPOSITORY_EVENTS = ["NEW", "CHANGED", "DELETED"]
+PERSISTENT = {LustreDeployment.PERSISTENT_1, LustreDeployment.PERSISTENT_2}
+
+
+def lustre_args(lustre: LustrePlan) -> dict[str, Any]:
+    """Arguments of the file system that follow from the plan (pure: tested directly)."""
+    spec = lustre.spec
+    args: dict[str, Any] = {
+        "deployment_type": spec.deployment.value,
+        "storage_capacity": spec.capacity_gib,
+        "storage_type": spec.storage_type.value,
+        "data_compression_type": spec.compression,
+        "file_system_type_version": LUSTRE_VERSION,
+    }
+    if spec.deployment in PERSISTENT and lustre.per_unit_storage_throughput is not None:
+        args["per_unit_storage_throughput"] = lustre.per_unit_storage_throughput
+    if spec.deployment is LustreDeployment.PERSISTENT_2:
+        args["metadata_configuration"] = (
+            {"mode": "USER_PROVISIONED", "iops": spec.metadata_iops}
+            if spec.metadata_iops is not None
+            else {"mode": "AUTOMATIC"}
+        )
+    if lustre.efa:
+        args["efa_enabled"] = True
+    return args
+
+
+def file_system_path(prefix: str) -> str:
+    """Where the bucket prefix appears in the file system: ``datasets/`` -> ``/datasets``."""
+    return "/" + prefix.strip("/")
+
+
+class LustreStorage(pulumi.ComponentResource):
+    """The file system (protected, not retained: an orphaned Lustre file system keeps billing
+    by the TiB-hour) and, when asked, a data repository association importing on access and
+    exporting on change."""
+
+    file_system: fsx.LustreFileSystem
+
+    def __init__(
+        self,
+        plan: ClusterPlan,
+        *,
+        subnet_id: pulumi.Input[str],
+        security_group_id: pulumi.Input[str],
+        bucket: pulumi.Input[str],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        name = resource_name(plan.name, Role.LUSTRE)
+        super().__init__("slurmstack:stack:LustreStorage", name, None, opts)
+        lustre = plan.lustre
+        if lustre is None:
+            raise ValueError("LustreStorage needs storage.lustre")
+        self.file_system = fsx.LustreFileSystem(
+            name,
+            # One subnet, given as a string: pulumi-aws 7 flattens this one-item list.
+            subnet_ids=subnet_id,
+            security_group_ids=[security_group_id],
+            tags=tags(plan, Role.LUSTRE, name),
+            opts=stateful_options(plan, self, retain=False),
+            **lustre_args(lustre),
+        )
+        prefix = lustre.spec.s3_import_export
+        if prefix is not None:
+            fsx.DataRepositoryAssociation(
+                f"{name}-dra",
+                file_system_id=self.file_system.id,
+                file_system_path=file_system_path(prefix),
+                data_repository_path=pulumi.Output.concat("s3://", bucket, "/", prefix.lstrip("/")),
+                batch_import_meta_data_on_create=True,
+                # Removing the association must never delete file system data.
+                delete_data_in_filesystem=False,
+                s3={
+                    "auto_import_policy": {"events": REPOSITORY_EVENTS},
+                    "auto_export_policy": {"events": REPOSITORY_EVENTS},
+                },
+                tags=tags(plan, Role.LUSTRE, f"{name}-dra"),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        parameters.publish(
+            plan,
+            DeployParameter.LUSTRE_DNS,
+            self.file_system.dns_name,
+            role=Role.LUSTRE,
+            parent=self,
+        )
+        parameters.publish(
+            plan,
+            DeployParameter.LUSTRE_MOUNT_NAME,
+            self.file_system.mount_name,
+            role=Role.LUSTRE,
+            parent=self,
+        )
+        self.register_outputs(
+            {"dns_name": self.file_system.dns_name, "mount_name": self.file_system.mount_name}
+        )

@@ -1,0 +1,20 @@
+"""Problems only the stack can see, found before any resource is registered, so a deploy
+never stops half-way on them. Each is a `path: message` line, like the checks' findings."""
+
+from __future__ import annotations
+
+from slurmstack.plan import ClusterPlan
+from slurmstack.stack.config_store import manifest_problems
+
+
+def preflight(plan: ClusterPlan, provider_region: str | None) -> list[str]:
+    problems: list[str] = []
+    # Resources land in the provider's region (stack config aws:region); a definition for
+    # another region would put subnets in an AZ that region does not have.
+    if provider_region is not None and provider_region != plan.region:
+        problems.append(
+            f"region: {plan.region!r} differs from the stack's aws:region "
+            f"{provider_region!r}; set them to the same region"
+        )
+    problems += manifest_problems(plan)
+    return problems

@@ -1,0 +1,187 @@
+"""One worker pool: a launch template, at most one cluster placement group, one Auto
+Scaling group at the pool's count. Pulumi state grows with pools, never with nodes."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_aws.autoscaling as autoscaling
+import pulumi_aws.ec2 as ec2
+
+from slurmstack.plan import ClusterPlan, InterfaceType, PoolPlan
+from slurmstack.spec import CapacityType
+from slurmstack.stack.common import POOL_TAG, ROOT_DEVICE, Role, resource_name, tags
+from slurmstack.stack.head_node import encoded_user_data
+
+# GPU nodes take minutes to boot (driver, EFA, RAID0 over NVMe, mounts) before their own
+# health check runs; the group must not replace them for failing EC2 checks meanwhile.
+HEALTH_CHECK_GRACE_SECONDS = 900
+
+
+def pool_name(plan: ClusterPlan, pool: PoolPlan) -> str:
+    """Name of the pool's launch template, placement group and Auto Scaling group."""
+    return resource_name(plan.name, Role.POOL, pool.name)
+
+
+def image_id(pool: PoolPlan) -> str:
+    """The pinned AMI, or EC2's launch-time lookup of the public SSM parameter (launch
+    templates resolve `resolve:ssm:` themselves, so no lookup is needed to preview)."""
+    return pool.ami if pool.ami is not None else f"resolve:ssm:{pool.ami_ssm_parameter}"
+
+
+def network_interfaces(
+    pool: PoolPlan, security_group_id: pulumi.Input[str]
+) -> list[ec2.LaunchTemplateNetworkInterfaceArgs]:
+    """The launch template's interfaces, one per entry of the plan's layout.
+
+    Card 0 / device 0 is the primary interface (``efa`` on EFA pools, carrying the node's
+    IP); every other card gets one ``efa-only`` interface at device index 1 (no IP address of
+    its own, so a p5 takes one subnet address, not 32).
+    """
+    return [
+        ec2.LaunchTemplateNetworkInterfaceArgs(
+            device_index=nic.device_index,
+            network_card_index=nic.network_card_index,
+            interface_type=(
+                None if nic.interface_type is InterfaceType.INTERFACE else nic.interface_type.value
+            ),
+            security_groups=[security_group_id],
+            # The provider types these two as strings.
+            delete_on_termination="true",
+            associate_public_ip_address="false",
+        )
+        for nic in pool.interfaces
+    ]
+
+
+def market_options(pool: PoolPlan) -> ec2.LaunchTemplateInstanceMarketOptionsArgs | None:
+    capacity = pool.capacity
+    if capacity.type is CapacityType.SPOT:
+        price = capacity.max_spot_price
+        return ec2.LaunchTemplateInstanceMarketOptionsArgs(
+            market_type="spot",
+            spot_options=ec2.LaunchTemplateInstanceMarketOptionsSpotOptionsArgs(
+                spot_instance_type="one-time",
+                max_price=f"{price:g}" if price is not None else None,
+            ),
+        )
+    if capacity.type is CapacityType.CAPACITY_BLOCK:
+        return ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
+    return None
+
+
+def reservation_options(
+    pool: PoolPlan,
+) -> ec2.LaunchTemplateCapacityReservationSpecificationArgs | None:
+    capacity = pool.capacity
+    if capacity.type in (CapacityType.CAPACITY_BLOCK, CapacityType.CAPACITY_RESERVATION):
+        target = ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+            capacity_reservation_id=capacity.reservation_id
+        )
+        return ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+            capacity_reservation_target=target
+        )
+    return None
+
+
+def root_volume(pool: PoolPlan) -> ec2.LaunchTemplateBlockDeviceMappingArgs:
+    volume = pool.root_volume
+    return ec2.LaunchTemplateBlockDeviceMappingArgs(
+        device_name=ROOT_DEVICE,
+        ebs=ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+            volume_type="gp3",
+            volume_size=volume.size_gib,
+            iops=volume.iops,
+            throughput=volume.throughput_mibps,
+            encrypted="true",
+            delete_on_termination="true",
+        ),
+    )
+
+
+class WorkerPool(pulumi.ComponentResource):
+    launch_template: ec2.LaunchTemplate
+    placement_group: ec2.PlacementGroup | None
+    group: autoscaling.Group
+
+    def __init__(
+        self,
+        plan: ClusterPlan,
+        pool: PoolPlan,
+        *,
+        subnet_id: pulumi.Input[str],
+        security_group_id: pulumi.Input[str],
+        instance_profile_arn: pulumi.Input[str],
+        network_ready: tuple[pulumi.Resource, ...] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        name = pool_name(plan, pool)
+        super().__init__("slurmstack:stack:WorkerPool", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        pool_tags = tags(plan, Role.POOL, name, **{POOL_TAG: pool.name})
+
+        self.placement_group = None
+        placement = None
+        if pool.placement_group:
+            self.placement_group = ec2.PlacementGroup(
+                name, name=name, strategy="cluster", tags=pool_tags, opts=child
+            )
+            placement = ec2.LaunchTemplatePlacementArgs(group_name=self.placement_group.name)
+
+        self.launch_template = ec2.LaunchTemplate(
+            name,
+            name=name,
+            description=f"slurmstack {plan.name}: pool {pool.name} ({pool.instance_type})",
+            image_id=image_id(pool),
+            instance_type=pool.instance_type,
+            iam_instance_profile=ec2.LaunchTemplateIamInstanceProfileArgs(arn=instance_profile_arn),
+            network_interfaces=network_interfaces(pool, security_group_id),
+            metadata_options=ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled",
+                http_tokens="required",
+                # 2, not 1: containers (enroot/pyxis, docker) reach the metadata service
+                # through one more network hop, and IMDSv2's token reply would die on the way.
+                http_put_response_hop_limit=2,
+            ),
+            block_device_mappings=[root_volume(pool)],
+            instance_market_options=market_options(pool),
+            capacity_reservation_specification=reservation_options(pool),
+            placement=placement,
+            user_data=encoded_user_data(plan, pool.name),
+            # The group tags instances; volumes and interfaces are tagged here.
+            tag_specifications=[
+                {"resource_type": kind, "tags": pool_tags}
+                for kind in ("volume", "network-interface")
+            ],
+            update_default_version=True,
+            tags=pool_tags,
+            opts=child,
+        )
+
+        self.group = autoscaling.Group(
+            name,
+            name=name,
+            min_size=pool.count,
+            max_size=pool.count,
+            desired_capacity=pool.count,
+            vpc_zone_identifiers=[subnet_id],
+            launch_template={
+                "id": self.launch_template.id,
+                # The template's own latest version: a template change shows as a group
+                # change in the preview, and new instances use it (running ones are kept).
+                "version": self.launch_template.latest_version.apply(str),
+            },
+            health_check_type="EC2",
+            health_check_grace_period=HEALTH_CHECK_GRACE_SECONDS,
+            # "0": do not wait for instances. A 1,280-node pool, a capacity block that starts
+            # tomorrow or a spot shortage would otherwise hold `pulumi up` for the default
+            # 10 minutes and then fail the update; nodes join Slurm by themselves.
+            wait_for_capacity_timeout="0",
+            # Spot: launch a replacement when EC2 signals an elevated interruption risk.
+            capacity_rebalance=pool.capacity.type is CapacityType.SPOT,
+            tags=[
+                {"key": key, "value": value, "propagate_at_launch": True}
+                for key, value in sorted(pool_tags.items())
+            ],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(network_ready)),
+        )
+        self.register_outputs({"asg_name": self.group.name, "count": pool.count})

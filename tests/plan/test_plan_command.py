@@ -1,0 +1,118 @@
+"""`slurmstack plan`: the offline report of what `pulumi up` would build."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers_stack import EXAMPLE_IDS, example, plan_of, run_ok
+from slurmstack.catalog import load_catalog
+from slurmstack.report.cost import cost_report
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "infra")}
+    return subprocess.run(
+        [sys.executable, "-m", "slurmstack.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=300,
+    )
+
+
+@cache
+def plan_json(stem: str) -> dict[str, Any]:
+    done = _cli("plan", f"examples/{stem}.yaml", "--json")
+    assert done.returncode == 0, done.stderr
+    document: dict[str, Any] = json.loads(done.stdout)
+    return document
+
+
+@pytest.mark.parametrize("stem", EXAMPLE_IDS)
+def test_plan_json_matches_the_resources_the_stack_tests_see(stem: str) -> None:
+    document = plan_json(stem)
+    seen = run_ok(example(stem))
+    expected = sorted(
+        (r.type, r.name) for r in seen.resources if r.type != "pulumi:pulumi:Stack"
+    )
+    assert sorted((r["type"], r["name"]) for r in document["resources"]) == expected
+    cloud = [r for r in document["resources"] if r["kind"] == "resource"]
+    assert document["summary"]["resources"] == len(seen.custom) == len(cloud)
+    assert sum(document["resource_counts"].values()) == len(cloud)
+
+
+def test_p5_summary_by_hand() -> None:
+    summary = plan_json("p5-training")["summary"]
+    # 16 x p5.48xlarge (8 H100 each) + 2 x g6e.12xlarge (4 L40S each).
+    assert summary["nodes"] == 18
+    assert summary["gpus"] == 16 * 8 + 2 * 4
+    assert summary["gpus_by_model"] == {"H100": 128, "L40S": 8}
+    train = next(p for p in plan_json("p5-training")["capacity"]["pools"] if p["pool"] == "train")
+    assert train["accelerator_memory_gib"] == 10_240  # 128 x 80 GiB
+    assert train["efa_gbps_total"] == 16 * 3200
+    catalog = load_catalog()
+    p5, g6e, m7i = (catalog.instances[t].price for t in ("p5.48xlarge", "g6e.12xlarge", "m7i.4xlarge"))
+    assert p5 and g6e and m7i
+    instances = 16 * p5.usd_per_hour + 2 * g6e.usd_per_hour + m7i.usd_per_hour
+    # Instances dominate; volumes, NAT, Lustre and the secret make up the rest.
+    assert instances < summary["hourly_cost_usd"] < instances * 1.02
+    assert summary["hourly_cost_usd"] == round(cost_report(plan_of(example("p5-training"))).hourly_usd, 2)
+
+
+def test_p4d_summary_by_hand() -> None:
+    document = plan_json("p4d-odcr")
+    summary = document["summary"]
+    assert summary["nodes"] == 4
+    assert summary["gpus"] == 32
+    assert summary["gpu_memory_gib"] == 32 * 40
+    price = load_catalog().instances["p4d.24xlarge"].price
+    assert price is not None
+    pool_line = next(line for line in document["cost"]["lines"] if line["item"].startswith("pool a100:"))
+    assert pool_line["hourly_usd"] == pytest.approx(4 * price.usd_per_hour, abs=1e-3)
+
+
+def test_plan_reports_time_to_ready_with_sources() -> None:
+    ready = plan_json("p5-training")["time_to_ready"]
+    path = ready["critical_path"]
+    assert path[-1]["step"] == "cluster ready"
+    assert ready["seconds"] == path[-1]["finish_s"]
+    assert all(step["basis"] for step in path)
+    # Lustre gates this cluster; passing its address through SSM keeps the boot of
+    # the pools off its path, so embedding it in user data would be slower.
+    assert any("LustreFileSystem" in step["step"] for step in path)
+    assert ready["if_addresses_were_in_user_data_seconds"] > ready["seconds"]
+
+
+def test_plan_text_output_has_every_section() -> None:
+    done = _cli("plan", "examples/p4d-odcr.yaml")
+    assert done.returncode == 0, done.stderr
+    for title in ("Resources by component", "Capacity", "Storage tiers", "Cost at full size", "Time to ready"):
+        assert title in done.stdout
+
+
+def test_plan_of_an_invalid_definition_exits_1_without_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((REPO / "examples" / "p5-training.yaml").read_text().replace("p5.48xlarge", "p5.48xlarg"))
+    done = _cli("plan", str(bad), "--json")
+    assert done.returncode == 1
+    assert "pools[0].instance_type" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize("fmt", ["mermaid", "dot"])
+def test_diagram_command(fmt: str) -> None:
+    done = _cli("diagram", "examples/p5-training.yaml", "--format", fmt)
+    assert done.returncode == 0, done.stderr
+    assert "16 × p5.48xlarge" in done.stdout

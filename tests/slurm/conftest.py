@@ -1,0 +1,256 @@
+"""Real Slurm on loopback: munged, slurmctld and slurmd started by the tests.
+
+Every daemon runs in the foreground (-D / -F) as a child of the test and is stopped by its
+pid at teardown. Each test gets its own directory, ports and munge socket, so tests can run
+in parallel. With CI=true a missing binary fails the test; elsewhere it skips.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+BINARIES = ("munged", "slurmctld", "slurmd", "scontrol", "srun", "sinfo", "unshare")
+
+
+def require_binaries() -> None:
+    missing = [b for b in BINARIES if shutil.which(b) is None]
+    if missing:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true but {missing} are not installed (apt: slurmctld slurmd munge)")
+        pytest.skip(f"not installed: {missing}")
+    if os.geteuid() != 0:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("CI=true but the Slurm tests need root (SlurmUser=root, mount namespaces)")
+        pytest.skip("the Slurm tests need root")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Cluster:
+    """Paths, ports and processes of one test's Slurm."""
+
+    root: Path
+    ctld_port: int = field(default_factory=free_port)
+    slurmd_port: int = field(default_factory=free_port)
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for sub in ("etc", "state", "spool", "log", "run", "munge", "dev"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+
+    @property
+    def conf(self) -> Path:
+        return self.root / "etc" / "slurm.conf"
+
+    @property
+    def munge_socket(self) -> Path:
+        # munge's default socket name, so slurmd can find it at /run/munge inside its own
+        # mount namespace (see start_slurmd).
+        return self.root / "munge" / "munge.socket.2"
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "SLURM_CONF": str(self.conf)}
+
+    def spawn(self, cmd: list[str], log: str) -> subprocess.Popen[bytes]:
+        out = open(self.root / "log" / log, "wb")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env())
+        self.procs.append(proc)
+        return proc
+
+    def start_munged(self) -> None:
+        key = self.root / "munge" / "munge.key"
+        key.write_bytes(os.urandom(1024))
+        key.chmod(0o400)
+        self.spawn(
+            [
+                "munged",
+                "--foreground",
+                "--force",
+                f"--socket={self.munge_socket}",
+                f"--key-file={key}",
+                f"--pid-file={self.root / 'run' / 'munged.pid'}",
+                f"--log-file={self.root / 'log' / 'munged.log'}",
+                f"--seed-file={self.root / 'munge' / 'seed'}",
+            ],
+            "munged.out",
+        )
+        wait_for(self.munge_socket.exists, "munged socket", self)
+
+    def start_slurmctld(self) -> None:
+        proc = self.spawn(["slurmctld", "-D", "-f", str(self.conf)], "slurmctld.out")
+
+        def ready() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"slurmctld exited {proc.returncode}:\n{self.logs()}")
+            return self.scontrol("ping", check=False).returncode == 0
+
+        wait_for(ready, "slurmctld", self)
+
+    def start_slurmd(self, args: list[str], name: str) -> subprocess.Popen[bytes]:
+        """slurmd as a node would run it. Slurm 22.05's slurmd has no --authinfo, so before
+        it has fetched slurm.conf it can only reach munge at the default socket path: it
+        runs in its own mount namespace where this test's munge directory is /run/munge."""
+        script = 'mkdir -p /run/munge && mount --bind "$0" /run/munge && exec "$@"'
+        cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
+        return self.spawn([*cmd, str(self.munge_socket.parent), *args], f"slurmd-{name}.out")
+
+    def scontrol(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return run(["scontrol", *args], self, check=check)
+
+    def logs(self) -> str:
+        out = []
+        for path in sorted((self.root / "log").glob("*")):
+            text = path.read_text(errors="replace")
+            out.append(f"--- {path.name}\n{text[-3000:]}")
+        return "\n".join(out)
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in reversed(self.procs):
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+
+
+def run(cmd: list[str], cluster: Cluster, check: bool = True, timeout: float = 30):
+    result = subprocess.run(cmd, env=cluster.env(), capture_output=True, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"{cmd} -> {result.returncode}\n{result.stdout}\n{result.stderr}\n{cluster.logs()}"
+        )
+    return result
+
+
+def wait_for(predicate, what: str, cluster: Cluster, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}\n{cluster.logs()}")
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    require_binaries()
+    c = Cluster(tmp_path)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+# --- the rendered configuration, adapted to loopback ----------------------------------
+
+
+# Keys the test replaces: where this host keeps state, logs and ports, and who runs the
+# daemons. ProctrackType and TaskPlugin are replaced ONLY in this test copy: cgroup
+# process tracking and task/cgroup need a delegated cgroup v2 tree, which this container
+# does not give; the nodes use the rendered proctrack/cgroup and task/cgroup,task/affinity.
+def substitutions(cluster: Cluster, task_prolog: Path) -> dict[str, str]:
+    r = cluster.root
+    return {
+        "SlurmctldHost": "localhost",
+        "SlurmctldPort": str(cluster.ctld_port),
+        "SlurmdPort": str(cluster.slurmd_port),
+        "SlurmUser": "root",
+        "StateSaveLocation": str(r / "state"),
+        "SlurmdSpoolDir": str(r / "spool" / "%n"),
+        "SlurmctldPidFile": str(r / "run" / "slurmctld.pid"),
+        "SlurmdPidFile": str(r / "run" / "slurmd-%n.pid"),
+        "SlurmctldLogFile": str(r / "log" / "slurmctld.log"),
+        "SlurmdLogFile": str(r / "log" / "slurmd-%n.log"),
+        "TaskProlog": str(task_prolog),
+        "ProctrackType": "proctrack/linuxproc",
+        "TaskPlugin": "task/none",
+    }
+
+
+def test_only_lines(cluster: Cluster) -> list[str]:
+    return [
+        # The test's own munged socket.
+        f"AuthInfo=socket={cluster.munge_socket}",
+        # A node's --conf declares the instance type's CPUs and memory (192 CPUs, 2 TB on a
+        # p5); this machine has 2 cores: keep the declared values instead of draining.
+        "SlurmdParameters=config_overrides",
+    ]
+
+
+def _key(line: str) -> str | None:
+    head = line.split("#", 1)[0]
+    if "=" not in head:
+        return None
+    return head.split("=", 1)[0].strip()
+
+
+def adapt_slurm_conf(rendered: str, cluster: Cluster, task_prolog: Path) -> str:
+    subs = substitutions(cluster, task_prolog)
+    out, seen = [], set()
+    for line in rendered.splitlines():
+        key = _key(line)
+        if key in subs:
+            out.append(f"{key}={subs[key]}")
+            seen.add(key)
+        else:
+            out.append(line)
+    assert seen == set(subs), f"rendered slurm.conf lacks {set(subs) - seen}"
+    out += test_only_lines(cluster)
+    text = "\n".join(out) + "\n"
+    assert_used_as_rendered(rendered, text, cluster, task_prolog)
+    return text
+
+
+def assert_used_as_rendered(rendered: str, copy: str, cluster: Cluster, prolog: Path) -> None:
+    """Every line of the test copy is the rendered line, except the substituted keys, and
+    the only additions are the test-only lines at the end."""
+    subs = substitutions(cluster, prolog)
+    r_lines, c_lines = rendered.splitlines(), copy.splitlines()
+    extra = test_only_lines(cluster)
+    assert c_lines[len(r_lines) :] == extra
+    for r, c in zip(r_lines, c_lines, strict=False):
+        if r != c:
+            assert _key(r) == _key(c) and _key(r) in subs, (r, c)
+
+
+def adapt_gres_conf(rendered: str, cluster: Cluster) -> str:
+    """Device files under the test's directory (character devices made by the test)."""
+    return rendered.replace("File=/dev/", f"File={cluster.root / 'dev'}/")
+
+
+def make_devices(cluster: Cluster, prefix: str, count: int, major: int = 195) -> None:
+    for i in range(count):
+        path = cluster.root / "dev" / f"{prefix}{i}"
+        if not path.exists():
+            os.mknod(path, 0o666 | 0o020000, os.makedev(major, i))
+
+
+def write_config(cluster: Cluster, files: dict[str, str], task_prolog_text: str) -> None:
+    """Write the head node's rendered Slurm files into the test's etc/."""
+    prolog = cluster.root / "etc" / "task-prolog.sh"
+    prolog.write_text(task_prolog_text)
+    prolog.chmod(0o755)
+    etc = cluster.root / "etc"
+    etc.joinpath("slurm.conf").write_text(
+        adapt_slurm_conf(files["/etc/slurm/slurm.conf"], cluster, prolog)
+    )
+    etc.joinpath("gres.conf").write_text(adapt_gres_conf(files["/etc/slurm/gres.conf"], cluster))
+    etc.joinpath("cgroup.conf").write_text(files["/etc/slurm/cgroup.conf"])
+    etc.joinpath("plugstack.conf").write_text(files["/etc/slurm/plugstack.conf"])

@@ -1,0 +1,401 @@
+"""Every example through the real program (infra/__main__.py) under mocks: what is created,
+how many, and the safety properties every resource must have."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from helpers_stack import (
+    T_ASG,
+    T_BUCKET,
+    T_DRA,
+    T_EFS,
+    T_EGRESS,
+    T_INGRESS,
+    T_INSTANCE,
+    T_LT,
+    T_LUSTRE,
+    T_MOUNT_TARGET,
+    T_PARAM,
+    T_PG,
+    T_RANDOM,
+    T_SECRET_VERSION,
+    T_SSE,
+    T_VOLUME,
+    user_data_texts,
+)
+from slurmstack.offline import OfflineRun
+from slurmstack.plan import ClusterPlan
+from slurmstack.spec import CapacityType
+from slurmstack.stack.common import CLUSTER_TAG, POOL_TAG, ROLE_TAG
+
+pytestmark = pytest.mark.stack
+
+Example = tuple[dict[str, Any], ClusterPlan, OfflineRun]
+
+# Resource types that take no tags in the AWS provider (or, for the random provider, are
+# not AWS resources at all). Every other resource must carry slurmstack:role.
+UNTAGGABLE = {
+    "aws:ec2/route:Route",
+    "aws:ec2/routeTableAssociation:RouteTableAssociation",
+    "aws:ec2/volumeAttachment:VolumeAttachment",
+    "aws:iam/rolePolicy:RolePolicy",
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+    "aws:s3/bucketOwnershipControls:BucketOwnershipControls",
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
+    T_SSE,
+    "aws:s3/bucketVersioning:BucketVersioning",
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
+    "aws:efs/mountTarget:MountTarget",
+    T_SECRET_VERSION,
+    T_RANDOM,
+    T_ASG,  # tagged through its `tags` list of {key, value, propagate_at_launch}
+}
+
+
+def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
+    """What the stack should create for a plan, counted independently of the stack code."""
+    spec = plan.spec
+    c: Counter[str] = Counter()
+    if spec.network.vpc_id is None:
+        c.update(
+            {
+                "aws:ec2/vpc:Vpc": 1,
+                "aws:ec2/internetGateway:InternetGateway": 1,
+                "aws:ec2/subnet:Subnet": 2,
+                "aws:ec2/eip:Eip": 1,
+                "aws:ec2/natGateway:NatGateway": 1,
+                "aws:ec2/routeTable:RouteTable": 2,
+                "aws:ec2/route:Route": 2,
+                "aws:ec2/routeTableAssociation:RouteTableAssociation": 2,
+                "aws:ec2/vpcEndpoint:VpcEndpoint": 1,
+            }
+        )
+    storage_group = plan.lustre is not None or spec.storage.home is not None
+    c["aws:ec2/securityGroup:SecurityGroup"] = 3 if storage_group else 2
+    # head: 3 Slurm port ranges x (workers, self) + one per ssh CIDR; workers: self, head
+    # ingress; storage: Lustre 2 port ranges x 3 peers, NFS x 2 peers, EFA extras.
+    ingress = 6 + len(spec.network.ssh_cidrs) + 2
+    egress = 1 + 2
+    if plan.lustre is not None:
+        ingress += 6
+        if plan.lustre.efa:
+            ingress += 1 + 2  # workers from storage; storage from self, workers
+            egress += 1 + 2  # workers to storage; storage to self, workers
+    if spec.storage.home is not None:
+        ingress += 2
+    if storage_group:
+        egress += 1
+    c[T_INGRESS] = ingress
+    c[T_EGRESS] = egress
+    c.update(
+        {
+            "aws:iam/role:Role": 2,
+            "aws:iam/rolePolicy:RolePolicy": 2,
+            "aws:iam/rolePolicyAttachment:RolePolicyAttachment": 2,
+            "aws:iam/instanceProfile:InstanceProfile": 2,
+            T_RANDOM: 1,
+            "aws:secretsmanager/secret:Secret": 1,
+            T_SECRET_VERSION: 1,
+            T_BUCKET: 1,
+            "aws:s3/bucketOwnershipControls:BucketOwnershipControls": 1,
+            "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": 1,
+            T_SSE: 1,
+            "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": 1,
+            T_INSTANCE: 1,
+            T_VOLUME: 1,
+            "aws:ec2/volumeAttachment:VolumeAttachment": 1,
+            "aws:s3/bucketObjectv2:BucketObjectv2": store_objects,
+            "aws:ssm/document:Document": 1,
+            "aws:ssm/association:Association": 1,
+            T_LT: len(plan.pools),
+            T_ASG: len(plan.pools),
+        }
+    )
+    if spec.storage.bucket.versioning:
+        c["aws:s3/bucketVersioning:BucketVersioning"] = 1
+    # head address, state volume id, bucket name, config manifest, (Lustre 2), (EFS 1)
+    params = 4
+    if plan.lustre is not None:
+        c[T_LUSTRE] = 1
+        params += 2
+        if plan.lustre.spec.s3_import_export is not None:
+            c[T_DRA] = 1
+    if spec.storage.home is not None:
+        c[T_EFS] = 1
+        c[T_MOUNT_TARGET] = 1
+        params += 1
+    c[T_PARAM] = params
+    groups = sum(1 for p in plan.pools if p.placement_group)
+    if groups:
+        c[T_PG] = groups
+    return c
+
+
+def test_resource_types_and_counts(example_run: Example) -> None:
+    _, plan, result = example_run
+    from slurmstack import render
+
+    objects = len(render.config_store(plan).objects)
+    assert result.count_by_type() == expected_counts(plan, objects)
+
+
+def test_one_launch_template_group_and_placement_group_per_pool(example_run: Example) -> None:
+    _, plan, result = example_run
+    for pool in plan.pools:
+        name = f"{plan.name}-pool-{pool.name}"
+        lt = result.one(T_LT, name)
+        asg = result.one(T_ASG, name)
+        assert lt.inputs["name"] == name and asg.inputs["name"] == name
+        assert asg.inputs["minSize"] == asg.inputs["maxSize"] == asg.inputs["desiredCapacity"]
+        assert asg.inputs["desiredCapacity"] == pool.count
+        assert asg.inputs["healthCheckType"] == "EC2"
+        assert asg.inputs["waitForCapacityTimeout"] == "0"
+        assert asg.inputs["launchTemplate"]["version"] == "1"  # the template's latest_version
+        assert asg.inputs["capacityRebalance"] is (pool.capacity.type is CapacityType.SPOT)
+        placement_groups = [r for r in result.of_type(T_PG) if r.name == name]
+        assert len(placement_groups) == (1 if pool.placement_group else 0)
+        if pool.placement_group:
+            assert placement_groups[0].inputs["strategy"] == "cluster"
+            assert lt.inputs["placement"]["groupName"] == name
+        else:
+            assert "placement" not in lt.inputs
+        # The group's instances carry the pool's tags.
+        asg_tags = {t["key"]: t["value"] for t in asg.inputs["tags"]}
+        assert asg_tags[POOL_TAG] == pool.name and asg_tags[ROLE_TAG] == "pool"
+        assert all(t["propagateAtLaunch"] for t in asg.inputs["tags"])
+
+
+def test_capacity_options_per_pool(example_run: Example) -> None:
+    _, plan, result = example_run
+    for pool in plan.pools:
+        lt = result.one(T_LT, f"{plan.name}-pool-{pool.name}").inputs
+        kind = pool.capacity.type
+        market = lt.get("instanceMarketOptions")
+        reservation = lt.get("capacityReservationSpecification")
+        if kind is CapacityType.SPOT:
+            assert market["marketType"] == "spot"
+            price = pool.capacity.max_spot_price
+            assert market["spotOptions"].get("maxPrice") == (f"{price:g}" if price else None)
+            assert reservation is None
+        elif kind is CapacityType.CAPACITY_BLOCK:
+            assert market == {"marketType": "capacity-block"}
+            target = reservation["capacityReservationTarget"]
+            assert target["capacityReservationId"] == pool.capacity.reservation_id
+        elif kind is CapacityType.CAPACITY_RESERVATION:
+            assert market is None
+            target = reservation["capacityReservationTarget"]
+            assert target["capacityReservationId"] == pool.capacity.reservation_id
+        else:
+            assert market is None and reservation is None
+
+
+def test_urns_are_unique(example_run: Example) -> None:
+    _, _, result = example_run
+    urns = [r.urn for r in result.resources]
+    assert len(set(urns)) == len(urns) == result.new_resource_calls
+
+
+def test_imdsv2_required_everywhere(example_run: Example) -> None:
+    _, _, result = example_run
+    for resource in result.of_type(T_INSTANCE) + result.of_type(T_LT):
+        options = resource.inputs["metadataOptions"]
+        assert options["httpTokens"] == "required", resource.name
+        assert options["httpEndpoint"] == "enabled"
+    (head,) = result.of_type(T_INSTANCE)
+    assert head.inputs["metadataOptions"]["httpPutResponseHopLimit"] == 1
+    for lt in result.of_type(T_LT):
+        assert lt.inputs["metadataOptions"]["httpPutResponseHopLimit"] == 2  # containers
+
+
+def test_encryption_everywhere(example_run: Example) -> None:
+    _, _, result = example_run
+    (head,) = result.of_type(T_INSTANCE)
+    root = head.inputs["rootBlockDevice"]
+    assert root["encrypted"] is True and root["volumeType"] == "gp3"
+    for lt in result.of_type(T_LT):
+        mappings = lt.inputs["blockDeviceMappings"]
+        assert mappings and all(m["ebs"]["encrypted"] == "true" for m in mappings), lt.name
+    for volume in result.of_type(T_VOLUME):
+        assert volume.inputs["encrypted"] is True and volume.inputs["type"] == "gp3"
+    for fs in result.of_type(T_EFS):
+        assert fs.inputs["encrypted"] is True
+    buckets = {b.id for b in result.of_type(T_BUCKET)}
+    encrypted = {
+        sse.inputs["bucket"]
+        for sse in result.of_type(T_SSE)
+        if sse.inputs["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"]
+        in ("AES256", "aws:kms")
+    }
+    assert buckets and buckets == encrypted
+    # FSx for Lustre encrypts every deployment type at rest; there is no switch to check.
+    for fs in result.of_type(T_LUSTRE):
+        assert fs.inputs["deploymentType"] in {
+            "SCRATCH_1",
+            "SCRATCH_2",
+            "PERSISTENT_1",
+            "PERSISTENT_2",
+        }
+
+
+def test_no_ingress_from_the_internet_unless_ssh_cidrs(example_run: Example) -> None:
+    _, plan, result = example_run
+    ssh_cidrs = {str(c) for c in plan.spec.network.ssh_cidrs}
+    seen_ssh = set()
+    for rule in result.of_type(T_INGRESS):
+        cidr = rule.inputs.get("cidrIpv4") or rule.inputs.get("cidrIpv6")
+        if cidr is None:
+            assert rule.inputs.get("referencedSecurityGroupId"), rule.name
+            continue
+        assert cidr in ssh_cidrs, f"{rule.name} opens {cidr}"
+        assert (rule.inputs["ipProtocol"], rule.inputs["fromPort"], rule.inputs["toPort"]) == (
+            "tcp",
+            22,
+            22,
+        )
+        assert ipaddress.ip_network(cidr).prefixlen > 0
+        seen_ssh.add(cidr)
+    assert seen_ssh == ssh_cidrs
+    (head,) = result.of_type(T_INSTANCE)
+    assert head.inputs.get("associatePublicIpAddress", False) is bool(ssh_cidrs)
+
+
+def test_workers_allow_all_traffic_within_their_group(example_run: Example) -> None:
+    _, plan, result = example_run
+    workers = result.one("aws:ec2/securityGroup:SecurityGroup", f"{plan.name}-workers")
+    for kind in (T_INGRESS, T_EGRESS):
+        self_rules = [
+            r
+            for r in result.of_type(kind)
+            if r.inputs["securityGroupId"] == workers.id
+            and r.inputs.get("referencedSecurityGroupId") == workers.id
+        ]
+        assert len(self_rules) == 1 and self_rules[0].inputs["ipProtocol"] == "-1", kind
+
+
+def test_tags_on_everything_taggable(example_run: Example) -> None:
+    definition, plan, result = example_run
+    user_tags = definition.get("tags", {})
+    for resource in result.custom:
+        if resource.type in UNTAGGABLE:
+            continue
+        tags = resource.inputs.get("tags")
+        assert tags, f"{resource.type} {resource.name} has no tags"
+        assert tags[CLUSTER_TAG] == plan.name
+        assert tags[ROLE_TAG], resource.name
+        if resource.type != "aws:s3/bucketObjectv2:BucketObjectv2":  # 10-tag S3 object limit
+            for key, value in user_tags.items():
+                assert tags.get(key) == value, (resource.name, key)
+
+
+def test_resource_names_are_deterministic(example_run: Example) -> None:
+    _, plan, result = example_run
+    for resource in result.resources:
+        assert resource.name == plan.name or resource.name.startswith(f"{plan.name}-"), (
+            resource.name
+        )
+
+
+def test_stateful_resources_protected(example_run: Example) -> None:
+    _, plan, result = example_run
+    protect = plan.spec.storage.protect
+    stateful = result.of_type(T_BUCKET) + result.of_type(T_LUSTRE) + result.of_type(T_EFS)
+    stateful += result.of_type(T_VOLUME)
+    assert stateful
+    for resource in stateful:
+        assert resource.options.protect is protect, resource.name
+    retained = {T_BUCKET, T_EFS, T_VOLUME}
+    for resource in stateful:
+        assert resource.options.retain_on_delete is (protect and resource.type in retained)
+    (bucket,) = result.of_type(T_BUCKET)
+    assert bucket.inputs["forceDestroy"] is (not protect)
+
+
+def test_munge_key_never_in_plain_text(example_run: Example) -> None:
+    _, _, result = example_run
+    (key,) = result.of_type(T_RANDOM)
+    secrets = [key.outputs["base64"], key.outputs["hex"]]
+    assert all(len(s) > 1000 for s in secrets)
+    # Not in user data.
+    for name, text in user_data_texts(result).items():
+        for secret in secrets:
+            assert secret not in text, name
+    # Not in stack outputs, not in any input of any resource other than the secret version,
+    # where it is marked secret (encrypted in Pulumi's state).
+    assert not any(s in json.dumps(result.outputs) for s in secrets)
+    for resource in result.resources:
+        if resource.type == T_SECRET_VERSION:
+            assert "secretBinary" in resource.secret_inputs
+            assert resource.inputs["secretBinary"] == key.outputs["base64"]
+            continue
+        text = json.dumps(resource.inputs)
+        assert not any(s in text for s in secrets), resource.name
+    assert "base64" in key.options.additional_secret_outputs
+
+
+def test_head_node_and_pools_do_not_wait_for_storage(example_run: Example) -> None:
+    """The critical path: nothing the instances are built from depends on Lustre or EFS."""
+    _, _, result = example_run
+    slow = {r.urn for r in result.of_type(T_LUSTRE) + result.of_type(T_EFS) + result.of_type(T_DRA)}
+    slow |= {r.urn for r in result.of_type(T_MOUNT_TARGET)}
+
+    def closure(urn: str, seen: set[str]) -> set[str]:
+        for dep in result.by_urn(urn).options.dependencies:
+            if dep not in seen:
+                seen.add(dep)
+                closure(dep, seen)
+        return seen
+
+    for resource in result.of_type(T_INSTANCE) + result.of_type(T_LT) + result.of_type(T_ASG):
+        assert not closure(resource.urn, set()) & slow, resource.name
+
+
+def test_outputs(example_run: Example) -> None:
+    _, plan, result = example_run
+    out = result.outputs
+    head = result.one(T_INSTANCE)
+    assert out["head_node_id"] == head.id and head.id.startswith("i-")
+    assert out["head_private_ip"] == head.outputs["privateIp"]
+    assert out["ssm_session_command"] == (
+        f"aws ssm start-session --region {plan.region} --target {head.id}"
+    )
+    assert out["bucket_name"] == result.one(T_BUCKET).id
+    assert out["pools"] == {
+        p.name: {
+            "asg_name": f"{plan.name}-pool-{p.name}",
+            "count": p.count,
+            "instance_type": p.instance_type,
+        }
+        for p in plan.pools
+    }
+    if plan.lustre is not None:
+        fs = result.one(T_LUSTRE)
+        assert out["lustre_dns_name"] == fs.outputs["dnsName"]
+        assert out["lustre_dns_name"].endswith(f".fsx.{plan.region}.amazonaws.com")
+        assert out["lustre_mount_name"] == fs.outputs["mountName"]
+    else:
+        assert "lustre_dns_name" not in out
+    if plan.spec.storage.home is not None:
+        assert out["efs_id"] == result.one(T_EFS).id
+    assert not result.secret_outputs
+
+
+def test_deploy_parameters(example_run: Example) -> None:
+    _, plan, result = example_run
+    params = {r.inputs["name"]: r for r in result.of_type(T_PARAM)}
+    prefix = plan.parameter_prefix
+    head = result.one(T_INSTANCE)
+    assert params[f"{prefix}/head/address"].inputs["value"] == head.outputs["privateIp"]
+    assert params[f"{prefix}/head/state-volume-id"].inputs["value"] == result.one(T_VOLUME).id
+    assert params[f"{prefix}/bucket/name"].inputs["value"] == result.one(T_BUCKET).id
+    if plan.lustre is not None:
+        fs = result.one(T_LUSTRE)
+        assert params[f"{prefix}/lustre/dns-name"].inputs["value"] == fs.outputs["dnsName"]
+        assert params[f"{prefix}/lustre/mount-name"].inputs["value"] == fs.outputs["mountName"]
+    for param in params.values():
+        assert param.inputs["type"] == "String"  # none of them is secret

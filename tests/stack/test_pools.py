@@ -1,0 +1,110 @@
+"""Worker pools: the EFA interface layout from the catalog, capacity options, and that the
+Pulumi state grows with pools, never with nodes."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers_stack import T_ASG, T_LT, T_OBJECT, T_PG, run_ok, small_cluster
+from slurmstack.offline import OfflineRun
+
+pytestmark = pytest.mark.stack
+
+
+def interfaces(instance_type: str, **pool: object) -> list[dict[str, object]]:
+    result = run_ok(small_cluster(instance_type=instance_type, **pool))
+    lt = result.one(T_LT, "tiny-pool-gpu")
+    assert "vpcSecurityGroupIds" not in lt.inputs  # groups go on the interfaces
+    return list(lt.inputs["networkInterfaces"])
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "cards"),
+    [("p5.48xlarge", 32), ("p5en.48xlarge", 16), ("p4d.24xlarge", 4)],
+)
+def test_efa_interface_layout(instance_type: str, cards: int) -> None:
+    nics = interfaces(instance_type)
+    assert len(nics) == cards
+    first, rest = nics[0], nics[1:]
+    assert (first["networkCardIndex"], first["deviceIndex"], first["interfaceType"]) == (
+        0,
+        0,
+        "efa",
+    )
+    assert [n["networkCardIndex"] for n in rest] == list(range(1, cards))
+    assert all(n["deviceIndex"] == 1 and n["interfaceType"] == "efa-only" for n in rest)
+    for nic in nics:
+        assert nic["deleteOnTermination"] == "true"
+        assert nic["associatePublicIpAddress"] == "false"
+        assert len(nic["securityGroups"]) == 1
+
+
+def test_no_efa_interfaces_for_a_type_without_efa() -> None:
+    nics = interfaces("c7i.16xlarge")
+    assert len(nics) == 1
+    assert (nics[0]["networkCardIndex"], nics[0]["deviceIndex"]) == (0, 0)
+    assert "interfaceType" not in nics[0]
+
+
+def test_no_efa_interfaces_when_the_pool_turns_efa_off() -> None:
+    nics = interfaces("g6e.12xlarge", efa=False)
+    assert len(nics) == 1 and "interfaceType" not in nics[0]
+
+
+def test_placement_group_only_where_planned() -> None:
+    on_demand = run_ok(small_cluster())
+    assert on_demand.one(T_PG, "tiny-pool-gpu").inputs["strategy"] == "cluster"
+    block = run_ok(
+        small_cluster(capacity={"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"})
+    )
+    assert not block.of_type(T_PG)
+    lt = block.one(T_LT, "tiny-pool-gpu").inputs
+    assert lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    assert "placement" not in lt
+    no_efa = run_ok(small_cluster(instance_type="c7i.16xlarge"))
+    assert not no_efa.of_type(T_PG)
+
+
+def test_spot_pool() -> None:
+    result = run_ok(small_cluster(capacity={"type": "spot", "max_spot_price": 40.5}))
+    lt = result.one(T_LT, "tiny-pool-gpu").inputs
+    assert lt["instanceMarketOptions"]["marketType"] == "spot"
+    assert lt["instanceMarketOptions"]["spotOptions"]["maxPrice"] == "40.5"
+    assert result.one(T_ASG).inputs["capacityRebalance"] is True
+
+
+def test_image_from_public_parameter_at_launch_unless_pinned() -> None:
+    lt = run_ok(small_cluster()).one(T_LT).inputs
+    assert lt["imageId"].startswith("resolve:ssm:/aws/service/deeplearning/")
+    pinned = run_ok(small_cluster(ami="ami-0123456789abcdef0")).one(T_LT).inputs
+    assert pinned["imageId"] == "ami-0123456789abcdef0"
+
+
+def test_8_and_10240_gpus_register_the_same_resources() -> None:
+    small = run_ok(small_cluster(count=1))  # 1 x p5 = 8 H100
+    large = run_ok(small_cluster(count=1280))  # 1,280 x p5 = 10,240 H100
+    assert len(small.resources) == len(large.resources)
+    assert small.count_by_type() == large.count_by_type()
+
+    # The same resources, except that content-addressed config objects are named by the
+    # content (slurm.conf's MaxNodeCount follows the node count).
+    def urns(result: OfflineRun) -> set[str]:
+        return {r.urn for r in result.resources if r.type != T_OBJECT}
+
+    assert urns(small) == urns(large)
+    assert large.one(T_ASG).inputs["desiredCapacity"] == 1280
+    assert large.outputs["pools"]["gpu"]["count"] == 1280
+
+
+def test_resources_grow_with_pools() -> None:
+    one = run_ok(small_cluster())
+    definition = small_cluster()
+    definition["pools"].append(
+        {"name": "cpu", "instance_type": "c7i.16xlarge", "count": 3, "capacity": {"type": "spot"}}
+    )
+    two = run_ok(definition)
+    added = two.count_by_type() - one.count_by_type()
+    # One launch template and one group for the new pool (no placement group: no EFA),
+    # plus the config store objects that are new with the pool's files.
+    assert added[T_LT] == 1 and added[T_ASG] == 1 and added[T_PG] == 0
+    assert set(added) <= {T_LT, T_ASG, "aws:s3/bucketObjectv2:BucketObjectv2"}

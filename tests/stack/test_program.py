@@ -1,0 +1,135 @@
+"""The entry point (infra/__main__.py): stack config in, a clean error out for a bad
+definition, the project files Pulumi reads."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+import yaml
+
+from helpers_stack import (
+    REPO,
+    T_INSTANCE,
+    T_SG,
+    example,
+    run,
+    run_ok,
+    small_cluster,
+)
+from slurmstack.offline import run_program
+
+pytestmark = pytest.mark.stack
+
+SCHEMA = REPO.parent / "shared" / "schemas" / "pulumi-project.schema.json"
+
+
+def test_invalid_definition_is_a_clean_error_and_creates_nothing() -> None:
+    definition = small_cluster(count=-1, instance_type="p5.48xlarge")
+    definition["head_node"]["instance_typo"] = "m7i.xlarge"
+    result = run(definition)
+    assert result.error is not None
+    assert type(result.error).__name__ == "RunError"
+    lines = result.error_lines()
+    assert lines[0] == "slurmstack:cluster is not a valid cluster definition:"
+    assert any(line.startswith("pools[0].count: ") for line in lines)
+    assert any(line.startswith("head_node.instance_typo: unknown key") for line in lines)
+    assert "Traceback" not in str(result.error)
+    assert result.resources == [] and result.new_resource_calls == 0
+
+
+def test_catalog_findings_stop_the_program_too() -> None:
+    result = run(small_cluster(instance_type="p9.96xlarge"))
+    assert result.error is not None and result.resources == []
+    assert any(line.startswith("pools[0].instance_type:") for line in result.error_lines())
+
+
+def test_missing_config_is_an_error() -> None:
+    result = run_program({"aws:region": "us-east-1"})
+    assert result.error is not None and result.resources == []
+    assert "slurmstack:cluster" in str(result.error)
+
+
+def test_region_must_match_the_provider_region() -> None:
+    config = {"slurmstack:cluster": json.dumps(small_cluster()), "aws:region": "eu-west-1"}
+    result = run_program(config)
+    assert result.error is not None and result.resources == []
+    assert str(result.error).startswith("region: 'us-east-1' differs from the stack's aws:region")
+
+
+def test_warnings_are_logged_not_fatal() -> None:
+    result = run_ok(example("p5-training"))
+    warnings = [message for severity, message in result.logs if severity == "warning"]
+    assert warnings and all(": warning: " in w for w in warnings)
+
+
+def test_existing_vpc_creates_no_network() -> None:
+    definition = small_cluster()
+    definition["network"] = {
+        "vpc_id": "vpc-0123456789abcdef0",
+        "compute_subnet_id": "subnet-0123456789abcdef0",
+        "compute_subnet_cidr": "10.9.0.0/16",
+    }
+    result = run_ok(definition)
+    types = set(result.count_by_type())
+    assert not {t for t in types if t.split("/")[0] == "aws:ec2" and "vpc" in t.lower()}
+    assert not any(
+        t in types
+        for t in (
+            "aws:ec2/subnet:Subnet",
+            "aws:ec2/natGateway:NatGateway",
+            "aws:ec2/routeTable:RouteTable",
+            "aws:ec2/internetGateway:InternetGateway",
+        )
+    )
+    for group in result.of_type(T_SG):
+        assert group.inputs["vpcId"] == "vpc-0123456789abcdef0"
+    head = result.one(T_INSTANCE)
+    assert head.inputs["subnetId"] == "subnet-0123456789abcdef0"
+    assert not head.options.depends_on
+
+
+def test_ssh_puts_the_head_node_in_the_public_subnet() -> None:
+    definition = small_cluster()
+    definition["network"] = {"ssh_cidrs": ["198.51.100.0/24"]}
+    result = run_ok(definition)
+    public = result.one("aws:ec2/subnet:Subnet", "tiny-public")
+    head = result.one(T_INSTANCE)
+    assert head.inputs["subnetId"] == public.id
+    assert head.inputs["associatePublicIpAddress"] is True
+    assert head.outputs["publicIp"]
+
+
+def test_head_node_ami_resolved_once_and_then_ignored() -> None:
+    result = run_ok(small_cluster())
+    head = result.one(T_INSTANCE)
+    assert head.inputs["ami"].startswith("ami-")
+    assert head.options.ignore_changes == ("ami",)
+    calls = [args["name"] for token, args in result.invokes if token.endswith("getParameter")]
+    assert calls == [
+        "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id"
+    ]
+    pinned = small_cluster()
+    pinned["head_node"]["ami"] = "ami-0fedcba9876543210"
+    head = run_ok(pinned).one(T_INSTANCE)
+    assert head.inputs["ami"] == "ami-0fedcba9876543210" and head.options.ignore_changes == ()
+
+
+def test_pulumi_yaml_matches_pulumis_project_schema() -> None:
+    assert SCHEMA.is_file(), f"Pulumi's project schema is expected at {SCHEMA} (../shared)"
+    schema = json.loads(SCHEMA.read_text())
+    project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
+    jsonschema.validate(project, schema)
+    assert project["name"] == "slurmstack" and project["runtime"] == "python"
+    assert (REPO / project["main"] / "__main__.py").is_file()
+
+
+def test_dev_stack_holds_the_p5_example() -> None:
+    stack = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text())
+    config = stack["config"]
+    assert config["slurmstack:cluster"] == example("p5-training")
+    assert config["aws:region"] == config["slurmstack:cluster"]["region"]
+    result = run_program(config)
+    assert result.error is None
+    assert result.outputs["pools"]["train"]["count"] == 16

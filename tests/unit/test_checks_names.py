@@ -1,0 +1,47 @@
+"""Rules in slurmstack.checks.names and .region: each case triggers exactly its rule."""
+
+from __future__ import annotations
+
+import pytest
+from checks_support import Case, both, check_case, set_in
+
+CASES = [
+    Case("cluster-name-s3-prefix", set_in("name", "xn--train"), "name", "'xn--'"),
+    Case("cluster-name-s3-prefix", set_in("name", "sthree-lab"), "name", "S3", name="sthree"),
+    Case("pool-name-duplicate", set_in("pools.1.name", "train"), "pools[1].name", "pools[0]"),
+    Case("pool-name-reserved", set_in("pools.1.name", "default"), "pools[1].name", "DEFAULT"),
+    Case("pool-name-reserved", set_in("pools.1.name", "all"), "pools[1].name", "ALL", name="all"),
+    Case(
+        "pool-name-reserved", set_in("pools.1.name", "head"), "pools[1].name", "role", name="head"
+    ),
+    Case(
+        "region-unknown",
+        both(set_in("region", "us-esat-1"), set_in("availability_zone", "us-esat-1a")),
+        "region",
+        "did you mean 'us-east-1'",
+    ),
+    Case(
+        "availability-zone-region",
+        set_in("availability_zone", "us-west-2a"),
+        "availability_zone",
+        "is in region 'us-west-2'",
+    ),
+    Case(
+        "availability-zone-region",
+        set_in("availability_zone", "mars-north-1a"),
+        "availability_zone",
+        "does not belong to region 'us-east-1'",
+        name="foreign",
+    ),
+    Case(
+        "availability-zone-unknown",
+        set_in("availability_zone", "us-east-1g"),
+        "availability_zone",
+        "unknown availability zone 'us-east-1g'",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_rule(case: Case) -> None:
+    check_case(case)

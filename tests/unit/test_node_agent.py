@@ -1,0 +1,411 @@
+"""The node agent (slurmstack/node/agent.py and bootstrap.py) against moto's in-process AWS,
+with the node's filesystem rooted in tmp_path so device trees are fakes made by the test."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from helpers_examples import example_plan
+from slurmstack.node import agent, bootstrap
+from slurmstack.plan import DeployParameter
+from slurmstack.render import config_store, role_files
+
+REGION = "us-east-1"
+PLAN = example_plan("p5-training")
+PREFIX = PLAN.parameter_prefix
+BUCKET = "llm-train-bucket"
+
+
+class Runner:
+    """Records commands; answers like a node would."""
+
+    def __init__(self, fail: set[str] | None = None) -> None:
+        self.calls: list[list[str]] = []
+        self.fail = fail or set()
+
+    def __call__(self, cmd: list[str], check: bool = True):
+        import subprocess
+
+        self.calls.append(cmd)
+        code = 1 if cmd[0] in self.fail else 0
+        out = "uuid-1234\n" if cmd[:2] == ["blkid", "-s"] else ""
+        if code and check:
+            raise subprocess.CalledProcessError(code, cmd)
+        return subprocess.CompletedProcess(cmd, code, out, "")
+
+
+def me(_name: str) -> tuple[int, int]:
+    return os.getuid(), os.getgid()
+
+
+@pytest.fixture
+def aws():
+    with mock_aws():
+        session = boto3.session.Session(region_name=REGION)
+        yield session
+
+
+def publish_config(session, role: str) -> None:
+    ssm = session.client("ssm")
+    s3 = session.client("s3")
+    s3.create_bucket(Bucket=BUCKET)
+    store = config_store(PLAN)
+    for key, text in store.objects.items():
+        s3.put_object(Bucket=BUCKET, Key=key, Body=text.encode())
+    ssm.put_parameter(Name=PLAN.parameter(DeployParameter.BUCKET), Value=BUCKET, Type="String")
+    ssm.put_parameter(
+        Name=PLAN.parameter(DeployParameter.CONFIG_MANIFEST),
+        Value=store.manifest_json(),
+        Type="String",
+        Tier="Advanced",
+    )
+
+
+def make_node(tmp_path: Path, session, role: str, run=None, imds=None) -> agent.Node:
+    env = tmp_path / "etc/slurmstack/bootstrap.env"
+    env.parent.mkdir(parents=True, exist_ok=True)
+    env.write_text(
+        f"SLURMSTACK_CLUSTER={PLAN.name}\nSLURMSTACK_REGION={REGION}\nSLURMSTACK_ROLE={role}\n"
+        f"SLURMSTACK_PARAMETER_PREFIX={PREFIX}\nSLURMSTACK_MUNGE_SECRET={PLAN.munge_secret_name}\n"
+        f"SLURMSTACK_MANIFEST_PARAMETER={PLAN.parameter(DeployParameter.CONFIG_MANIFEST)}\n"
+        f"SLURMSTACK_BUCKET_PARAMETER={PLAN.parameter(DeployParameter.BUCKET)}\n"
+    )
+    metadata = {"local-ipv4": "10.42.7.19", "instance-id": "i-0123456789abcdef0"}
+    return agent.Node(
+        root=tmp_path,
+        session=session,
+        imds=imds or metadata.__getitem__,
+        run=run or Runner(),
+        sleep=lambda _s: None,
+        owner=me,
+    )
+
+
+def test_parameter_keys_match_the_plan() -> None:
+    assert DeployParameter.HEAD_ADDRESS.value == agent.PARAM_HEAD_ADDRESS
+    assert DeployParameter.BUCKET.value == agent.PARAM_BUCKET
+    assert DeployParameter.LUSTRE_DNS.value == agent.PARAM_LUSTRE_DNS
+    assert DeployParameter.LUSTRE_MOUNT_NAME.value == agent.PARAM_LUSTRE_MOUNT_NAME
+    assert DeployParameter.EFS_ID.value == agent.PARAM_EFS_ID
+    assert DeployParameter.CONFIG_MANIFEST.value == agent.PARAM_CONFIG_MANIFEST
+    assert DeployParameter.STATE_VOLUME_ID.value == agent.PARAM_STATE_VOLUME_ID
+
+
+def test_node_name_is_pool_and_low_16_bits_of_the_address() -> None:
+    assert agent.node_name("train-", "10.42.7.19") == f"train-{7 * 256 + 19}"
+    assert agent.node_name("train-", "10.43.255.255") == "train-65535"
+
+
+def test_bootstrap_installs_the_agent_from_the_store(aws, tmp_path: Path) -> None:
+    publish_config(aws, "train")
+    node = make_node(tmp_path, aws, "train")
+    target = bootstrap.install(node.bootstrap_env(), aws, root=str(tmp_path), poll=0)
+    assert Path(target).read_text() == (Path(agent.__file__)).read_text()
+    assert os.stat(target).st_mode & 0o777 == 0o755
+
+
+def test_bootstrap_refuses_a_tampered_agent(aws, tmp_path: Path) -> None:
+    publish_config(aws, "train")
+    key = config_store(PLAN).manifest["train"]["/usr/local/bin/slurmstack-node"]
+    aws.client("s3").put_object(Bucket=BUCKET, Key=key, Body=b"evil")
+    node = make_node(tmp_path, aws, "train")
+    with pytest.raises(SystemExit, match="does not match"):
+        bootstrap.install(node.bootstrap_env(), aws, root=str(tmp_path), poll=0)
+
+
+def test_sync_config_writes_the_role_files_then_reports_no_change(aws, tmp_path: Path) -> None:
+    publish_config(aws, "train")
+    run = Runner()
+    node = make_node(tmp_path, aws, "train", run=run)
+    changed = node.sync_config(poll=0)
+    expected = role_files(PLAN, "train")
+    assert changed == sorted(expected)
+    for path, text in expected.items():
+        assert (tmp_path / path.lstrip("/")).read_text() == text
+    assert os.stat(tmp_path / "etc/slurmstack/task-prolog.sh").st_mode & 0o777 == 0o755
+    assert os.stat(tmp_path / "etc/nccl.conf").st_mode & 0o777 == 0o644
+    assert ["systemctl", "daemon-reload"] in run.calls
+    assert node.sync_config(poll=0) == []
+
+
+def test_sync_config_rejects_an_object_that_does_not_match_its_hash(aws, tmp_path) -> None:
+    publish_config(aws, "head")
+    key = config_store(PLAN).manifest["head"]["/etc/slurm/slurm.conf"]
+    aws.client("s3").put_object(Bucket=BUCKET, Key=key, Body=b"ClusterName=evil\n")
+    node = make_node(tmp_path, aws, "head")
+    with pytest.raises(agent.AgentError, match="sha256"):
+        node.sync_config(poll=0)
+    assert not (tmp_path / "etc/slurm/slurm.conf").exists()
+
+
+def test_sync_config_restarts_slurmctld_when_max_node_count_changes(aws, tmp_path) -> None:
+    publish_config(aws, "head")
+    old = tmp_path / "etc/slurm/slurm.conf"
+    old.parent.mkdir(parents=True)
+    old.write_text("MaxNodeCount=1\n")
+    run = Runner()
+    make_node(tmp_path, aws, "head", run=run).sync_config(poll=0)
+    assert ["systemctl", "restart", "slurmctld"] in run.calls
+
+
+def test_sync_config_waits_for_the_manifest(aws, tmp_path: Path) -> None:
+    node = make_node(tmp_path, aws, "train")
+    with pytest.raises(agent.AgentError, match="did not appear"):
+        node.sync_config(timeout=30, poll=10)
+
+
+def test_params_waits_for_deploy_values_and_names_the_node(aws, tmp_path: Path) -> None:
+    publish_config(aws, "train")
+    run = Runner()
+    node = make_node(tmp_path, aws, "train", run=run)
+    node.sync_config(poll=0)
+    ssm = aws.client("ssm")
+    with pytest.raises(agent.AgentError, match="head/address"):
+        node.params(timeout=0, poll=0)
+    for key, value in {
+        DeployParameter.HEAD_ADDRESS: "10.42.0.10",
+        DeployParameter.EFS_ID: "fs-0123456789abcdef0",
+        DeployParameter.LUSTRE_DNS: "fs-1.fsx.us-east-1.amazonaws.com",
+        DeployParameter.LUSTRE_MOUNT_NAME: "abcdefgh",
+    }.items():
+        ssm.put_parameter(Name=PLAN.parameter(key), Value=value, Type="String")
+    env = node.params(poll=0)
+    name = agent.node_name("train-", "10.42.7.19")
+    assert env["SLURMSTACK_NODE_NAME"] == name
+    written = agent.read_env_file(tmp_path / "etc/slurmstack/node.env")
+    assert written["SLURMSTACK_HEAD_ADDRESS"] == "10.42.0.10"
+    assert written["SLURMSTACK_LUSTRE_MOUNT_NAME"] == "abcdefgh"
+    hosts = (tmp_path / "etc/hosts").read_text()
+    assert "10.42.0.10 llm-train-head" in hosts and f"10.42.7.19 {name}" in hosts
+    assert ["hostnamectl", "set-hostname", name] in run.calls
+    node.params(poll=0)  # idempotent: one slurmstack block in /etc/hosts
+    assert (tmp_path / "etc/hosts").read_text().count(agent.HOSTS_BEGIN) == 1
+
+
+def test_munge_key_comes_from_secrets_manager(aws, tmp_path: Path) -> None:
+    key = os.urandom(1024)
+    aws.client("secretsmanager").create_secret(Name=PLAN.munge_secret_name, SecretBinary=key)
+    path = make_node(tmp_path, aws, "train").munge_key()
+    assert path.read_bytes() == key
+    assert os.stat(path).st_mode & 0o777 == 0o400
+
+
+def test_munge_key_refuses_a_short_key(aws, tmp_path: Path) -> None:
+    aws.client("secretsmanager").create_secret(Name=PLAN.munge_secret_name, SecretBinary=b"x")
+    with pytest.raises(agent.AgentError, match="at least 32"):
+        make_node(tmp_path, aws, "train").munge_key()
+
+
+def fake_devices(root: Path, gpus: int, efa: int) -> None:
+    (root / "dev").mkdir(exist_ok=True)
+    for i in range(gpus):
+        (root / "dev" / f"nvidia{i}").touch()
+    (root / "dev" / "nvidiactl").touch()  # not a GPU
+    ib = root / "sys/class/infiniband"
+    ib.mkdir(parents=True, exist_ok=True)
+    for i in range(efa):
+        (ib / f"rdmap{i}s0").mkdir()
+
+
+def asg_with_instance(session) -> str:
+    ec2 = session.client("ec2")
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    session.client("autoscaling").create_launch_configuration(
+        LaunchConfigurationName="lc", ImageId=image, InstanceType="t3.micro"
+    )
+    asg = session.client("autoscaling")
+    asg.create_auto_scaling_group(
+        AutoScalingGroupName="llm-train-pool-train",
+        LaunchConfigurationName="lc",
+        MinSize=1,
+        MaxSize=1,
+        DesiredCapacity=1,
+        AvailabilityZones=["us-east-1a"],
+    )
+    group = asg.describe_auto_scaling_groups()["AutoScalingGroups"][0]
+    return str(group["Instances"][0]["InstanceId"])
+
+
+def health_node(tmp_path, aws, instance: str) -> agent.Node:
+    publish_config(aws, "train")
+    node = make_node(tmp_path, aws, "train", imds={"instance-id": instance}.__getitem__)
+    node.sync_config(poll=0)
+    return node
+
+
+def test_health_passes_with_every_device(aws, tmp_path: Path) -> None:
+    instance = asg_with_instance(aws)
+    node = health_node(tmp_path, aws, instance)
+    fake_devices(tmp_path, gpus=8, efa=32)
+    assert node.health() == []
+    status = aws.client("autoscaling").describe_auto_scaling_instances()
+    assert status["AutoScalingInstances"][0]["HealthStatus"].upper() == "HEALTHY"
+
+
+@pytest.mark.parametrize(("gpus", "efa", "problem"), [(7, 32, "GPU"), (8, 31, "EFA")])
+def test_health_marks_the_instance_unhealthy(aws, tmp_path, gpus, efa, problem) -> None:
+    instance = asg_with_instance(aws)
+    node = health_node(tmp_path, aws, instance)
+    fake_devices(tmp_path, gpus=gpus, efa=efa)
+    problems = node.health()
+    assert len(problems) == 1 and problem in problems[0]
+    status = aws.client("autoscaling").describe_auto_scaling_instances(InstanceIds=[instance])
+    assert status["AutoScalingInstances"][0]["HealthStatus"].upper() == "UNHEALTHY"
+    assert agent.main(["--root", str(tmp_path), "health"], node=node) == 1
+
+
+def fake_disks(root: Path, models: list[str], holders: dict[str, str] | None = None) -> None:
+    for i, model in enumerate(models):
+        dev = root / "sys/block" / f"nvme{i}n1"
+        (dev / "device").mkdir(parents=True)
+        (dev / "device/model").write_text(model + "  \n")
+        (dev / "holders").mkdir()
+        if holders and f"nvme{i}n1" in holders:
+            (dev / "holders" / holders[f"nvme{i}n1"]).mkdir()
+
+
+def scratch_node(tmp_path, aws, run) -> agent.Node:
+    publish_config(aws, "train")
+    node = make_node(tmp_path, aws, "train", run=run)
+    node.sync_config(poll=0)
+    return node
+
+
+def test_scratch_raid0_over_instance_store_disks_only(aws, tmp_path: Path) -> None:
+    run = Runner(fail={"blkid"})
+    node = scratch_node(tmp_path, aws, run)
+    store = agent.INSTANCE_STORE_MODEL
+    fake_disks(tmp_path, [agent.EBS_MODEL] + [store] * 8)
+    assert node.scratch() == "/scratch"
+    create = next(c for c in run.calls if c[0] == "mdadm")
+    assert "--level=0" in create and "--raid-devices=8" in create
+    assert "/dev/nvme0n1" not in create  # the root EBS volume
+    assert ["mount", "-o", "noatime", agent.SCRATCH_MD, "/scratch"] in run.calls
+    assert any(c[0] == "mkfs.ext4" for c in run.calls)
+
+
+def test_scratch_single_disk_needs_no_raid(aws, tmp_path: Path) -> None:
+    run = Runner(fail={"blkid"})
+    node = scratch_node(tmp_path, aws, run)
+    fake_disks(tmp_path, [agent.EBS_MODEL, agent.INSTANCE_STORE_MODEL])
+    node.scratch()
+    assert not any(c[0] == "mdadm" for c in run.calls)
+    assert ["mount", "-o", "noatime", "/dev/nvme1n1", "/scratch"] in run.calls
+
+
+def test_scratch_reuses_disks_the_image_already_assembled(aws, tmp_path: Path) -> None:
+    run = Runner()
+    node = scratch_node(tmp_path, aws, run)
+    store = agent.INSTANCE_STORE_MODEL
+    fake_disks(tmp_path, [agent.EBS_MODEL, store, store], holders={"nvme1n1": "md127"})
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/mounts").write_text("/dev/md127 /opt/dlami/nvme ext4 rw 0 0\n")
+    node.scratch()
+    assert ["mount", "--bind", "/opt/dlami/nvme", "/scratch"] in run.calls
+    assert not any(c[0] in ("mdadm", "mkfs.ext4") for c in run.calls)
+
+
+def test_mounts_retry_until_the_file_system_answers(aws, tmp_path: Path) -> None:
+    class Flaky(Runner):
+        def __call__(self, cmd, check=True):
+            if cmd == ["mount", "/home"] and sum(c == cmd for c in self.calls) < 2:
+                self.calls.append(cmd)
+                import subprocess
+
+                return subprocess.CompletedProcess(cmd, 32, "", "no such host")
+            return super().__call__(cmd, check)
+
+    run = Flaky()
+    node = scratch_node(tmp_path, aws, run)
+    (tmp_path / "sbin").mkdir()
+    (tmp_path / "sbin/mount.lustre").touch()
+    (tmp_path / "etc/slurmstack/node.env").write_text(
+        "SLURMSTACK_EFS_ID=fs-0123\nSLURMSTACK_LUSTRE_DNS=fs-1.fsx.us-east-1.amazonaws.com\n"
+        "SLURMSTACK_LUSTRE_MOUNT_NAME=abcd\n"
+    )
+    assert node.mounts(delay=0) == ["/home", "/fsx"]
+    assert run.calls.count(["mount", "/home"]) == 3
+    fstab = (tmp_path / "etc/fstab").read_text()
+    assert (
+        "fs-0123.efs.us-east-1.amazonaws.com:/ /home nfs4 nfsvers=4.1,rsize=1048576,"
+        "wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev,nofail 0 0" in fstab
+    )
+    assert "fs-1.fsx.us-east-1.amazonaws.com@tcp:/abcd /fsx lustre noatime,flock" in fstab
+
+
+def test_mounts_give_up_after_the_last_attempt(aws, tmp_path: Path) -> None:
+    run = Runner(fail={"mount"})
+    node = scratch_node(tmp_path, aws, run)
+    (tmp_path / "etc/slurmstack/node.env").write_text("SLURMSTACK_EFS_ID=fs-1\n")
+    (tmp_path / "sbin").mkdir()
+    (tmp_path / "sbin/mount.lustre").touch()
+    (tmp_path / "etc/slurmstack/node.env").write_text(
+        "SLURMSTACK_EFS_ID=fs-1\nSLURMSTACK_LUSTRE_DNS=x\nSLURMSTACK_LUSTRE_MOUNT_NAME=y\n"
+    )
+    with pytest.raises(agent.AgentError, match="failed 3 times"):
+        node.mounts(attempts=3, delay=0)
+
+
+def test_state_volume_found_by_volume_id(aws, tmp_path: Path) -> None:
+    publish_config(aws, "head")
+    aws.client("ssm").put_parameter(
+        Name=PLAN.parameter(DeployParameter.STATE_VOLUME_ID), Value="vol-0abc", Type="String"
+    )
+    run = Runner(fail={"blkid"})
+
+    class Blkid(Runner):
+        def __call__(self, cmd, check=True):
+            if cmd[:2] == ["blkid", "-s"]:
+                self.calls.append(cmd)
+                import subprocess
+
+                return subprocess.CompletedProcess(cmd, 0, "uuid-1\n", "")
+            return run(cmd, check) if cmd[0] != "blkid" else Runner(fail={"blkid"})(cmd, check)
+
+    node = make_node(tmp_path, aws, "head", run=Blkid())
+    node.sync_config(poll=0)
+    fake_disks(tmp_path, [agent.EBS_MODEL, agent.EBS_MODEL])
+    (tmp_path / "sys/block/nvme0n1/device/serial").write_text("vol0root\n")
+    (tmp_path / "sys/block/nvme1n1/device/serial").write_text("vol0abc\n")
+    assert node.state_volume(timeout=0) == "/dev/nvme1n1"
+    assert ["mkfs.ext4", "-q", "-L", "slurm-state", "/dev/nvme1n1"] in run.calls
+    assert "UUID=uuid-1 /var/spool/slurmctld ext4" in (tmp_path / "etc/fstab").read_text()
+    assert (tmp_path / "var/spool/slurmctld/state").is_dir()
+
+
+def test_state_volume_waits_then_gives_up(aws, tmp_path: Path) -> None:
+    publish_config(aws, "head")
+    node = make_node(tmp_path, aws, "head")
+    node.sync_config(poll=0)
+    with pytest.raises(agent.AgentError, match="not attached"):
+        node.state_volume(timeout=10, poll=5)
+
+
+def test_agent_is_self_contained() -> None:
+    """Standard library and boto3 only: it runs on nodes without slurmstack installed."""
+    import ast
+
+    for module in (agent, bootstrap):
+        tree = ast.parse(Path(module.__file__).read_text())
+        names = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module.split(".")[0])
+        assert "slurmstack" not in names
+        assert names <= set(__import__("sys").stdlib_module_names) | {"boto3", "__future__"}
+
+
+def test_manifest_sha_keys_name_their_content() -> None:
+    store = config_store(PLAN)
+    for key, text in store.objects.items():
+        assert key == "config/" + hashlib.sha256(text.encode()).hexdigest()
+    assert json.loads(store.manifest_json()) == store.manifest
