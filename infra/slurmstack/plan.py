@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from slurmstack.catalog import Catalog, InstanceFacts, load_catalog
 from slurmstack.facts import resolve_facts
+from slurmstack.fsx import lustre_efa_blockers, resolved_throughput
 from slurmstack.spec import (
     CapacitySpec,
     CapacityType,
@@ -606,22 +607,19 @@ def _pool_plan(
     )
 
 
-LUSTRE_EFA_DEPLOYMENTS = frozenset({LustreDeployment.PERSISTENT_2})
 
 
 def _lustre_plan(spec: ClusterSpec, catalog: Catalog) -> LustrePlan | None:
     lustre = spec.storage.lustre
     if lustre is None:
         return None
-    region = catalog.regions.get(spec.region)
-    allowed = lustre.deployment in LUSTRE_EFA_DEPLOYMENTS and bool(region and region.fsx_lustre_efa)
-    efa = allowed if lustre.efa == "auto" else bool(lustre.efa)
-    throughput = lustre.throughput_per_tib
-    if throughput is None and lustre.deployment is LustreDeployment.PERSISTENT_2:
-        throughput = 250
-    if throughput is None and lustre.deployment is LustreDeployment.PERSISTENT_1:
-        throughput = 200 if lustre.storage_type.value == "SSD" else 40
-    return LustrePlan(spec=lustre, efa=efa, per_unit_storage_throughput=throughput)
+    # auto: EFA exactly when AWS would create this file system EFA-enabled (same rules the
+    # checks apply to efa: true), so `auto` never asks AWS for something it refuses.
+    if lustre.efa == "auto":
+        efa = not lustre_efa_blockers(lustre, spec.region, catalog.regions.get(spec.region))
+    else:
+        efa = bool(lustre.efa)
+    return LustrePlan(spec=lustre, efa=efa, per_unit_storage_throughput=resolved_throughput(lustre))
 
 
 def _subnets(

@@ -42,7 +42,7 @@ def test_runs_are_isolated_and_deterministic() -> None:
 def test_stand_ins_look_like_aws() -> None:
     result = run_ok(example("p5-training"))
     head = result.one(T_INSTANCE)
-    assert re.fullmatch(r"i-[0-9a-f]{17}", head.id)
+    assert re.fullmatch(r"i-[0-9a-f]{17}", str(head.id))
     compute = result.one("aws:ec2/subnet:Subnet", "llm-train-compute")
     address = ipaddress.ip_address(head.outputs["privateIp"])
     assert address in ipaddress.ip_network(compute.inputs["cidrBlock"])
@@ -51,16 +51,16 @@ def test_stand_ins_look_like_aws() -> None:
         r"fs-[0-9a-f]{17}\.fsx\.us-east-1\.amazonaws\.com", lustre.outputs["dnsName"]
     )
     assert re.fullmatch(r"[0-9a-z]{8}", lustre.outputs["mountName"])
-    assert re.fullmatch(r"fs-[0-9a-f]{8}", result.one(T_EFS).id)
-    assert re.fullmatch(r"vol-[0-9a-f]{17}", result.one(T_VOLUME).id)
-    assert re.fullmatch(r"lt-[0-9a-f]{17}", result.one(T_LT, "llm-train-pool-train").id)
+    assert re.fullmatch(r"fs-[0-9a-f]{8}", str(result.one(T_EFS).id))
+    assert re.fullmatch(r"vol-[0-9a-f]{17}", str(result.one(T_VOLUME).id))
+    assert re.fullmatch(r"lt-[0-9a-f]{17}", str(result.one(T_LT, "llm-train-pool-train").id))
     bucket = result.one(T_BUCKET)
-    assert re.fullmatch(r"llm-train-bucket-[0-9a-f]{7}", bucket.id)
+    assert re.fullmatch(r"llm-train-bucket-[0-9a-f]{7}", str(bucket.id))
     assert bucket.outputs["arn"] == f"arn:aws:s3:::{bucket.id}"
     secret = result.one("aws:secretsmanager/secret:Secret")
     assert re.fullmatch(
         r"arn:aws:secretsmanager:us-east-1:123456789012:secret:slurmstack/llm-train/munge-key-[0-9a-f]{6}",
-        secret.id,
+        str(secret.id),
     )
     role = result.one("aws:iam/role:Role", "llm-train-head")
     assert role.outputs["arn"] == "arn:aws:iam::123456789012:role/llm-train-head"

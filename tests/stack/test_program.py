@@ -133,3 +133,15 @@ def test_dev_stack_holds_the_p5_example() -> None:
     result = run_program(config)
     assert result.error is None
     assert result.outputs["pools"]["train"]["count"] == 16
+
+
+def test_a_manifest_too_large_for_its_parameter_stops_before_anything_is_created() -> None:
+    definition = small_cluster()
+    definition["pools"] = [
+        {"name": f"p{i}", "instance_type": "p5.48xlarge", "count": 1} for i in range(16)
+    ]
+    result = run(definition)
+    assert result.error is not None and result.resources == []
+    (line,) = result.error_lines()
+    assert line.startswith("pools: the configuration manifest of 16 pools is ")
+    assert "/slurmstack/tiny/config/manifest holds at most 8192" in line

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from checks_support import Case, both, check_case, delete, set_in
+from checks_support import Case, Mutation, both, check_case, delete, set_in
 
 from slurmstack.findings import Level
 
@@ -11,8 +13,8 @@ W = Level.WARNING
 EFA_AUTO = frozenset({"lustre-efa-auto"})
 
 
-def lustre(**values: object) -> object:
-    def mutate(data: dict) -> None:  # type: ignore[type-arg]
+def lustre(**values: Any) -> Mutation:
+    def mutate(data: dict[str, Any]) -> None:
         data["storage"]["lustre"].update(values)
 
     return mutate

@@ -48,7 +48,7 @@ def test_lustre_cost_is_capacity_times_tier_price() -> None:
     report = _report(_definition("p5-training.yaml"))
     per_gib = service_prices()["lustre_usd_per_gib_month"]["PERSISTENT_2"]["250"]
     lustre = _line(report, "FSx for Lustre PERSISTENT_2-250")
-    assert lustre.monthly_usd == pytest.approx(24_000 * per_gib)
+    assert lustre.monthly_usd == pytest.approx(38_400 * per_gib)
 
 
 def test_totals_add_up_and_month_is_720_hours() -> None:
@@ -72,7 +72,7 @@ def test_instance_price_override_changes_the_total() -> None:
 def test_lustre_price_override() -> None:
     data = _definition("p5-training.yaml")
     data["cost"] = {"lustre_usd_per_gib_month": 0.5}
-    assert _line(_report(data), "FSx for Lustre").monthly_usd == pytest.approx(24_000 * 0.5)
+    assert _line(_report(data), "FSx for Lustre").monthly_usd == pytest.approx(38_400 * 0.5)
 
 
 def test_spot_with_max_price_is_capped() -> None:

@@ -9,50 +9,30 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from slurmstack.catalog import Catalog, RegionInfo
+from slurmstack.catalog import Catalog
 from slurmstack.checks import rule
 from slurmstack.checks.common import error, pools_with_facts, warning
 from slurmstack.findings import Finding
+from slurmstack.fsx import (
+    HDD_STEP,
+    METADATA_IOPS,
+    SCRATCH_1_STEP,
+    SSD_STEP,
+    THROUGHPUT,
+    lustre_efa_blockers,
+    reads_lustre_with_gpudirect_storage,
+    resolved_throughput,
+    round_up,
+)
 from slurmstack.spec import (
     ClusterSpec,
     LustreDeployment,
-    LustreSpec,
     LustreStorageType,
 )
 
 P1, P2 = LustreDeployment.PERSISTENT_1, LustreDeployment.PERSISTENT_2
 S1, S2 = LustreDeployment.SCRATCH_1, LustreDeployment.SCRATCH_2
 HDD = LustreStorageType.HDD
-
-# CreateFileSystem StorageCapacity (FSx API Reference): SCRATCH_2, PERSISTENT_2 and
-# PERSISTENT_1 SSD take 1200 GiB, 2400 GiB and increments of 2400 GiB; SCRATCH_1 takes 1200,
-# 2400 and increments of 3600; PERSISTENT_1 HDD takes increments of 6000 GiB at 12 MB/s/TiB
-# and of 1800 GiB at 40 MB/s/TiB.
-SSD_STEP = 2400
-SCRATCH_1_STEP = 3600
-HDD_STEP = {12: 6000, 40: 1800}
-HDD_DEFAULT_THROUGHPUT = 40  # what the plan picks for PERSISTENT_1 HDD when none is given
-
-# CreateFileSystemLustreConfiguration PerUnitStorageThroughput (FSx API Reference): only for
-# PERSISTENT_1 and PERSISTENT_2; PERSISTENT_1 SSD 50, 100, 200; PERSISTENT_1 HDD 12, 40;
-# PERSISTENT_2 SSD 125, 250, 500, 1000 MB/s/TiB.
-THROUGHPUT = {
-    (P1, LustreStorageType.SSD): (50, 100, 200),
-    (P1, HDD): (12, 40),
-    (P2, LustreStorageType.SSD): (125, 250, 500, 1000),
-}
-P2_DEFAULT_THROUGHPUT = 250  # what the plan picks for PERSISTENT_2 when none is given
-
-# CreateFileSystemLustreMetadataConfiguration Iops (FSx API Reference): for SSD file systems
-# 1500, 3000, 6000, 12000 and multiples of 12000 up to 192000; PERSISTENT_2 only.
-METADATA_IOPS = (1500, 3000, 6000, 12000, *range(24000, 192001, 12000))
-
-# EFA-enabled file systems (FSx for Lustre User Guide, "Working with EFA-enabled file systems"
-# and the Pulumi/Terraform efaEnabled docs): PERSISTENT_2 with a metadata configuration, in
-# Regions that offer it (catalog regions[...].fsx_lustre_efa). Their storage grows in whole
-# EFA file servers (User Guide, "Increasing storage capacity"): multiples of 38400 GiB at
-# 125 MB/s/TiB, 19200 at 250, 9600 at 500 and 4800 at 1000.
-EFA_CAPACITY_STEP = {125: 38400, 250: 19200, 500: 9600, 1000: 4800}
 
 # "Overview of data repositories" (FSx for Lustre User Guide): data repository associations
 # and automatic export are not available on Scratch 1 file systems.
@@ -167,17 +147,6 @@ def mount_overlap(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
             yield error(path_a, f"mount point {mount_a!r} is inside {mount_b!r} ({path_b})")
 
 
-def _throughput(lustre: LustreSpec) -> int | None:
-    """Per-unit throughput as the plan resolves it (None for scratch)."""
-    if lustre.throughput_per_tib is not None:
-        return lustre.throughput_per_tib
-    if lustre.deployment is P2:
-        return P2_DEFAULT_THROUGHPUT
-    if lustre.deployment is P1:
-        return HDD_DEFAULT_THROUGHPUT if lustre.storage_type is HDD else 200
-    return None
-
-
 # why: FSx refuses capacities off its steps; see SSD_STEP etc. above.
 @rule
 def lustre_capacity_step(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
@@ -187,13 +156,13 @@ def lustre_capacity_step(spec: ClusterSpec, catalog: Catalog) -> Iterator[Findin
     size = lustre.capacity_gib
     path = "storage.lustre.capacity_gib"
     if lustre.storage_type is HDD:
-        step = HDD_STEP.get(_throughput(lustre) or 0)
+        step = HDD_STEP.get(resolved_throughput(lustre) or 0)
         if lustre.deployment is P1 and step is not None and size % step:
             yield error(
                 path,
                 f"capacity_gib {size} is not a multiple of {step} GiB, the step of a "
-                f"PERSISTENT_1 HDD file system at {_throughput(lustre)} MB/s/TiB; use "
-                f"{_round_up(size, step)}",
+                f"PERSISTENT_1 HDD file system at {resolved_throughput(lustre)} MB/s/TiB; use "
+                f"{round_up(size, step)}",
             )
         return
     if lustre.deployment is S1:
@@ -201,18 +170,14 @@ def lustre_capacity_step(spec: ClusterSpec, catalog: Catalog) -> Iterator[Findin
             yield error(
                 path,
                 f"capacity_gib {size} is not valid for SCRATCH_1 (1200, 2400, or a multiple "
-                f"of 3600 GiB); use {_round_up(size, SCRATCH_1_STEP)}",
+                f"of 3600 GiB); use {round_up(size, SCRATCH_1_STEP)}",
             )
     elif size != 1200 and size % SSD_STEP:
         yield error(
             path,
             f"capacity_gib {size} is not valid for {lustre.deployment.value} SSD (1200, or a "
-            f"multiple of 2400 GiB); use {_round_up(size, SSD_STEP)}",
+            f"multiple of 2400 GiB); use {round_up(size, SSD_STEP)}",
         )
-
-
-def _round_up(value: int, step: int) -> int:
-    return -(-value // step) * step
 
 
 # why: FSx refuses other per-unit throughput values, and any value on scratch file systems.
@@ -280,25 +245,6 @@ def lustre_metadata_iops_value(spec: ClusterSpec, catalog: Catalog) -> Iterator[
         )
 
 
-def lustre_efa_blockers(lustre: LustreSpec, region: str, info: RegionInfo | None) -> list[str]:
-    """Why AWS would refuse an EFA-enabled file system for ``lustre`` ([] when it allows it).
-
-    The plan should turn ``efa: auto`` on only when this is empty."""
-    reasons: list[str] = []
-    if lustre.deployment is not P2:
-        reasons.append(f"EFA needs PERSISTENT_2 (deployment is {lustre.deployment.value})")
-    if info is None or not info.fsx_lustre_efa:
-        reasons.append(f"FSx for Lustre offers no EFA-enabled file systems in {region}")
-    throughput = _throughput(lustre)
-    step = EFA_CAPACITY_STEP.get(throughput or 0)
-    if lustre.deployment is P2 and step is not None and lustre.capacity_gib % step:
-        reasons.append(
-            f"an EFA-enabled file system at {throughput} MB/s/TiB grows in {step} GiB units "
-            f"(capacity_gib {lustre.capacity_gib}; use {_round_up(lustre.capacity_gib, step)})"
-        )
-    return reasons
-
-
 # why: AWS refuses an EFA-enabled file system outside the conditions in EFA_CAPACITY_STEP.
 @rule
 def lustre_efa(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
@@ -313,7 +259,7 @@ def lustre_efa(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
         )
 
 
-# why: GPUDirect Storage pools (p4d/p5) lose EFA Lustre bandwidth to a capacity that is one
+# why: GPUDirect Storage pools (p5/p6) lose EFA Lustre bandwidth to a capacity that is one
 # step off, and efa: auto says nothing about it.
 @rule
 def lustre_efa_auto(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
@@ -326,7 +272,7 @@ def lustre_efa_auto(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     gds = [
         pf.pool.name
         for pf in pools_with_facts(spec, catalog)
-        if pf.facts.gpudirect_rdma and pf.facts.accelerator and pf.facts.accelerator.kind == "gpu"
+        if reads_lustre_with_gpudirect_storage(pf.pool.instance_type)
     ]
     reasons = lustre_efa_blockers(lustre, spec.region, info)
     if gds and reasons:

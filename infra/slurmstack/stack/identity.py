@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pulumi
-import pulumi_aws as aws
 import pulumi_aws.iam as iam
+from pulumi_aws import get_caller_identity_output
 
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack.common import Role, partition, resource_name, ssm_parameter_arn, tags
@@ -143,7 +143,7 @@ class Identity(pulumi.ComponentResource):
             "slurmstack:stack:Identity", resource_name(plan.name, Role.IDENTITY), None, opts
         )
         child = pulumi.ResourceOptions(parent=self)
-        account = aws.get_caller_identity_output(
+        account = get_caller_identity_output(
             opts=pulumi.InvokeOutputOptions(parent=self)
         ).account_id
         ssm_core = f"arn:{partition(plan.region)}:iam::aws:policy/AmazonSSMManagedInstanceCore"
