@@ -93,14 +93,14 @@ def main() -> None:
         import_cmd = [sys.executable, "-c", "import " + ", ".join(modules)]
         plan = [sys.executable, "-m", "slurmstack.cli", "plan"]
         runs: dict[str, list[float]] = {"import": [], "small": [], "large": []}
-        timed(plan + [str(small), "--json"])  # warm the file cache once
+        timed([*plan, str(small), "--json"])  # warm the file cache once
         for _ in range(args.repeat):
             runs["import"].append(timed(import_cmd))
-            runs["small"].append(timed(plan + [str(small), "--json"]))
-            runs["large"].append(timed(plan + [str(large), "--json"]))
+            runs["small"].append(timed([*plan, str(small), "--json"]))
+            runs["large"].append(timed([*plan, str(large), "--json"]))
         check = json.loads(
             subprocess.run(
-                plan + [str(large), "--json"], env=ENV, capture_output=True, text=True, check=True
+                [*plan, str(large), "--json"], env=ENV, capture_output=True, text=True, check=True
             ).stdout
         )
     med = {k: statistics.median(v) for k, v in runs.items()}

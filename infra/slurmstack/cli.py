@@ -151,7 +151,8 @@ class DiagramFormat(enum.StrEnum):
 def diagram(
     file: DefinitionFile,
     format: Annotated[
-        DiagramFormat, typer.Option("--format", help="mermaid (renders on GitHub) or dot (Graphviz).")
+        DiagramFormat,
+        typer.Option("--format", help="mermaid (renders on GitHub) or dot (Graphviz)."),
     ] = DiagramFormat.mermaid,
 ) -> None:
     """Print a diagram of head node, pools, storage tiers and network."""

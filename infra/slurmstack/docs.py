@@ -89,7 +89,9 @@ def reference_markdown() -> str:
         nested: list[tuple[type[BaseModel], str]] = []
         for name, field in model.model_fields.items():
             desc = (field.description or "").replace("|", "\\|")
-            lines.append(f"| `{name}` | {_type_name(field.annotation)} | {_default(field)} | {desc} |")
+            lines.append(
+                f"| `{name}` | {_type_name(field.annotation)} | {_default(field)} | {desc} |"
+            )
             sub = _nested_model(field.annotation)
             if sub is not None and sub.__module__ == "slurmstack.spec":
                 suffix = "[]" if typing.get_origin(field.annotation) is list else ""

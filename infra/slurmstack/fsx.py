@@ -42,6 +42,7 @@ METADATA_IOPS = (1500, 3000, 6000, 12000, *range(24000, 192001, 12000))
 # 125 MB/s/TiB, 19200 at 250, 9600 at 500 and 4800 at 1000.
 EFA_CAPACITY_STEP = {125: 38400, 250: 19200, 500: 9600, 1000: 4800}
 
+
 def resolved_throughput(lustre: LustreSpec) -> int | None:
     """Per-unit throughput as the plan resolves it (None for scratch)."""
     if lustre.throughput_per_tib is not None:

@@ -21,7 +21,6 @@ from slurmstack.spec import (
     CapacitySpec,
     CapacityType,
     ClusterSpec,
-    LustreDeployment,
     LustreSpec,
     PoolSpec,
     RootVolume,
@@ -605,8 +604,6 @@ def _pool_plan(
         # when there is one, else on the root volume.
         container_root=f"{scratch}/enroot" if scratch else "/var/lib/enroot",
     )
-
-
 
 
 def _lustre_plan(spec: ClusterSpec, catalog: Catalog) -> LustrePlan | None:

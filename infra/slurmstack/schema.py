@@ -7,7 +7,6 @@ from typing import Any
 from slurmstack.spec import ClusterSpec
 
 
-
 def definition_schema() -> dict[str, Any]:
     schema = ClusterSpec.model_json_schema(mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"

@@ -317,7 +317,7 @@ class CostSpec(Model):
 
 
 class ClusterSpec(Model):
-    """A slurmstack cluster definition (the object under the stack config key slurmstack:cluster)."""  # noqa: E501
+    """A slurmstack cluster definition (the object under the stack config key slurmstack:cluster)."""
 
     name: ClusterName = Field(description="Cluster name: lowercase letters, digits and '-'.")
     region: str = Field(description="AWS region, e.g. us-east-1.")

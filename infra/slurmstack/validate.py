@@ -26,12 +26,16 @@ class Validated:
 def _checked(loaded: Loaded, catalog: Catalog | None) -> Validated:
     if loaded.spec is None:
         return Validated(None, loaded.findings)
-    return Validated(loaded.spec, loaded.findings + run_checks(loaded.spec, catalog or load_catalog()))
+    return Validated(
+        loaded.spec, loaded.findings + run_checks(loaded.spec, catalog or load_catalog())
+    )
 
 
 def validate_file(path: Path, catalog: Catalog | None = None) -> Validated:
     return _checked(load_file(path), catalog)
 
 
-def validate_object(data: Any, source: str = "slurmstack:cluster", catalog: Catalog | None = None) -> Validated:
+def validate_object(
+    data: Any, source: str = "slurmstack:cluster", catalog: Catalog | None = None
+) -> Validated:
     return _checked(load_object(data, source), catalog)

@@ -43,9 +43,7 @@ def plan_json(stem: str) -> dict[str, Any]:
 def test_plan_json_matches_the_resources_the_stack_tests_see(stem: str) -> None:
     document = plan_json(stem)
     seen = run_ok(example(stem))
-    expected = sorted(
-        (r.type, r.name) for r in seen.resources if r.type != "pulumi:pulumi:Stack"
-    )
+    expected = sorted((r.type, r.name) for r in seen.resources if r.type != "pulumi:pulumi:Stack")
     assert sorted((r["type"], r["name"]) for r in document["resources"]) == expected
     cloud = [r for r in document["resources"] if r["kind"] == "resource"]
     assert document["summary"]["resources"] == len(seen.custom) == len(cloud)
@@ -62,12 +60,16 @@ def test_p5_summary_by_hand() -> None:
     assert train["accelerator_memory_gib"] == 10_240  # 128 x 80 GiB
     assert train["efa_gbps_total"] == 16 * 3200
     catalog = load_catalog()
-    p5, g6e, m7i = (catalog.instances[t].price for t in ("p5.48xlarge", "g6e.12xlarge", "m7i.4xlarge"))
+    p5, g6e, m7i = (
+        catalog.instances[t].price for t in ("p5.48xlarge", "g6e.12xlarge", "m7i.4xlarge")
+    )
     assert p5 and g6e and m7i
     instances = 16 * p5.usd_per_hour + 2 * g6e.usd_per_hour + m7i.usd_per_hour
     # Instances dominate; volumes, NAT, Lustre and the secret make up the rest.
     assert instances < summary["hourly_cost_usd"] < instances * 1.02
-    assert summary["hourly_cost_usd"] == round(cost_report(plan_of(example("p5-training"))).hourly_usd, 2)
+    assert summary["hourly_cost_usd"] == round(
+        cost_report(plan_of(example("p5-training"))).hourly_usd, 2
+    )
 
 
 def test_p4d_summary_by_hand() -> None:
@@ -78,7 +80,9 @@ def test_p4d_summary_by_hand() -> None:
     assert summary["gpu_memory_gib"] == 32 * 40
     price = load_catalog().instances["p4d.24xlarge"].price
     assert price is not None
-    pool_line = next(line for line in document["cost"]["lines"] if line["item"].startswith("pool a100:"))
+    pool_line = next(
+        line for line in document["cost"]["lines"] if line["item"].startswith("pool a100:")
+    )
     assert pool_line["hourly_usd"] == pytest.approx(4 * price.usd_per_hour, abs=1e-3)
 
 
@@ -97,13 +101,21 @@ def test_plan_reports_time_to_ready_with_sources() -> None:
 def test_plan_text_output_has_every_section() -> None:
     done = _cli("plan", "examples/p4d-odcr.yaml")
     assert done.returncode == 0, done.stderr
-    for title in ("Resources by component", "Capacity", "Storage tiers", "Cost at full size", "Time to ready"):
+    for title in (
+        "Resources by component",
+        "Capacity",
+        "Storage tiers",
+        "Cost at full size",
+        "Time to ready",
+    ):
         assert title in done.stdout
 
 
 def test_plan_of_an_invalid_definition_exits_1_without_traceback(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text((REPO / "examples" / "p5-training.yaml").read_text().replace("p5.48xlarge", "p5.48xlarg"))
+    bad.write_text(
+        (REPO / "examples" / "p5-training.yaml").read_text().replace("p5.48xlarge", "p5.48xlarg")
+    )
     done = _cli("plan", str(bad), "--json")
     assert done.returncode == 1
     assert "pools[0].instance_type" in done.stderr

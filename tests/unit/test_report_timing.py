@@ -13,7 +13,12 @@ def _step(key: str, seconds: int, *after: str) -> Step:
 
 def test_parallel_branches_take_the_longer_one() -> None:
     timeline = schedule(
-        [_step("vpc", 5), _step("lustre", 900, "vpc"), _step("nodes", 400, "vpc"), _step("ready", 0, "lustre", "nodes")]
+        [
+            _step("vpc", 5),
+            _step("lustre", 900, "vpc"),
+            _step("nodes", 400, "vpc"),
+            _step("ready", 0, "lustre", "nodes"),
+        ]
     )
     assert timeline.total_seconds == 905
     assert [t.step.key for t in timeline.critical_path] == ["vpc", "lustre", "ready"]

@@ -35,7 +35,17 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
     console.print(table)
 
     table = Table(title="Capacity", title_justify="left")
-    for col in ("pool", "nodes", "instance type", "accelerators", "GPU memory", "BF16 dense", "EFA / node", "cores", "memory"):
+    for col in (
+        "pool",
+        "nodes",
+        "instance type",
+        "accelerators",
+        "GPU memory",
+        "BF16 dense",
+        "EFA / node",
+        "cores",
+        "memory",
+    ):
         table.add_column(col, justify="left" if col in ("pool", "instance type") else "right")
     for p in doc["capacity"]["pools"]:
         acc = f"{p['accelerators']} {p['accelerator']}" if p["accelerator"] else "-"
@@ -52,9 +62,16 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
         )
     t = doc["capacity"]["totals"]
     table.add_row(
-        "total", str(t["nodes"]), "", str(t["accelerators"]), f"{t['accelerator_memory_gib']:,.0f} GiB",
-        f"{t['bf16_dense_pflops']:,.1f} PFLOP/s", f"{t['efa_gbps_total']:,.0f} Gbit/s all", f"{t['cpu_cores']:,}",
-        f"{t['memory_gib']:,.0f} GiB", style="bold",
+        "total",
+        str(t["nodes"]),
+        "",
+        str(t["accelerators"]),
+        f"{t['accelerator_memory_gib']:,.0f} GiB",
+        f"{t['bf16_dense_pflops']:,.1f} PFLOP/s",
+        f"{t['efa_gbps_total']:,.0f} Gbit/s all",
+        f"{t['cpu_cores']:,}",
+        f"{t['memory_gib']:,.0f} GiB",
+        style="bold",
     )
     console.print(table)
 
@@ -71,7 +88,13 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
             notes.append(f"linked to s3://<bucket>/{tier['s3_link']}")
         if tier.get("versioning"):
             notes.append(f"versioned, old versions kept {tier['noncurrent_version_days']} days")
-        table.add_row(tier["tier"], tier.get("mount") or "-", tier["scope"], tier["capacity"], ", ".join(notes))
+        table.add_row(
+            tier["tier"],
+            tier.get("mount") or "-",
+            tier["scope"],
+            tier["capacity"],
+            ", ".join(notes),
+        )
     console.print(table)
 
     cost = doc["cost"]
@@ -81,10 +104,14 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
     for line in cost["lines"]:
         note = line["basis"] + (f"; {line['note']}" if line["note"] else "")
         table.add_row(line["item"], _money(line["hourly_usd"]), _money(line["monthly_usd"]), note)
-    table.add_row("total", _money(cost["hourly_usd"]), _money(cost["per_30_days_usd"]), "", style="bold")
+    table.add_row(
+        "total", _money(cost["hourly_usd"]), _money(cost["per_30_days_usd"]), "", style="bold"
+    )
     console.print(table)
     for usage in cost["usage_billed"]:
-        console.print(f"  billed by use, not in the total: {usage['item']} at {usage['unit_price']}")
+        console.print(
+            f"  billed by use, not in the total: {usage['item']} at {usage['unit_price']}"
+        )
     sources = sorted({line["source"] for line in cost["lines"]})
     console.print("  price sources:")
     for source in sources:
@@ -99,7 +126,9 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
     for col in ("start", "finish", "step", "basis"):
         table.add_column(col, justify="right" if col in ("start", "finish") else "left")
     for step in ready["critical_path"]:
-        table.add_row(_minutes(step["start_s"]), _minutes(step["finish_s"]), step["step"], step["basis"])
+        table.add_row(
+            _minutes(step["start_s"]), _minutes(step["finish_s"]), step["step"], step["basis"]
+        )
     console.print(table)
 
     if doc["warnings"]:

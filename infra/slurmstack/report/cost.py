@@ -86,7 +86,11 @@ def _instance_price(
     if override is not None:
         return override, "definition: cost.instance_hourly_usd", "price set by the definition"
     if facts_price is None:
-        return None, "none", "no on-demand list price (sold only as Capacity Blocks?); set cost.instance_hourly_usd"
+        return (
+            None,
+            "none",
+            "no on-demand list price (sold only as Capacity Blocks?); set cost.instance_hourly_usd",
+        )
     catalog = load_catalog()
     source = catalog.sources.get(facts_price.source, facts_price.source)
     note = ""
@@ -151,15 +155,21 @@ def _lustre_line(plan: ClusterPlan) -> CostLine | None:
     spec = plan.lustre.spec
     table = service_prices()["lustre_usd_per_gib_month"]
     source = service_prices()["sources"][table["source"]]
-    tier = "" if spec.deployment in (LustreDeployment.SCRATCH_1, LustreDeployment.SCRATCH_2) else str(
-        plan.lustre.per_unit_storage_throughput
+    tier = (
+        ""
+        if spec.deployment in (LustreDeployment.SCRATCH_1, LustreDeployment.SCRATCH_2)
+        else str(plan.lustre.per_unit_storage_throughput)
     )
-    per_gib = plan.spec.cost.lustre_usd_per_gib_month or table.get(spec.deployment.value, {}).get(tier)
+    per_gib = plan.spec.cost.lustre_usd_per_gib_month or table.get(spec.deployment.value, {}).get(
+        tier
+    )
     if plan.spec.cost.lustre_usd_per_gib_month:
         source = "definition: cost.lustre_usd_per_gib_month"
     label = f"{spec.deployment.value}" + (f"-{tier}" if tier else "")
     if per_gib is None:
-        return CostLine(f"FSx for Lustre {label}", "storage", None, "unpriced", source, "no price for this tier")
+        return CostLine(
+            f"FSx for Lustre {label}", "storage", None, "unpriced", source, "no price for this tier"
+        )
     return CostLine(
         item=f"FSx for Lustre {label}",
         category="storage",
@@ -174,7 +184,9 @@ def cost_report(plan: ClusterPlan) -> CostReport:
     head = plan.head
     price, source, note = _instance_price(head.instance_type, plan, head.facts.price)
     lines.append(
-        CostLine(f"head node: {head.instance_type}", "compute", price, "1 × on-demand", source, note)
+        CostLine(
+            f"head node: {head.instance_type}", "compute", price, "1 × on-demand", source, note
+        )
     )
     _, ebs_source = _price("gp3_usd_per_gb_month")
     lines.append(
@@ -193,23 +205,43 @@ def cost_report(plan: ClusterPlan) -> CostReport:
         nat, nat_source = _price("nat_gateway_usd_per_hour")
         ip, _ = _price("public_ipv4_usd_per_hour")
         lines.append(
-            CostLine("NAT gateway and its public IPv4 address", "network", nat + ip, "1 × hourly", nat_source)
+            CostLine(
+                "NAT gateway and its public IPv4 address",
+                "network",
+                nat + ip,
+                "1 × hourly",
+                nat_source,
+            )
         )
     lustre = _lustre_line(plan)
     if lustre is not None:
         lines.append(lustre)
     secret, secret_source = _price("secret_usd_per_month")
     lines.append(
-        CostLine("munge key secret", "security", secret / hours_per_month(), "1 secret", secret_source)
+        CostLine(
+            "munge key secret", "security", secret / hours_per_month(), "1 secret", secret_source
+        )
     )
     prices = service_prices()
     usage = [
-        UsagePrice("S3 bucket storage", f"${prices['s3_usd_per_gb_month']['value']}/GB-month", prices["sources"]["s3-pricing"]),
-        UsagePrice("NAT gateway data processed", f"${prices['nat_gateway_usd_per_gb']['value']}/GB", prices["sources"]["vpc-pricing"]),
+        UsagePrice(
+            "S3 bucket storage",
+            f"${prices['s3_usd_per_gb_month']['value']}/GB-month",
+            prices["sources"]["s3-pricing"],
+        ),
+        UsagePrice(
+            "NAT gateway data processed",
+            f"${prices['nat_gateway_usd_per_gb']['value']}/GB",
+            prices["sources"]["vpc-pricing"],
+        ),
     ]
     if plan.spec.storage.home is not None:
         usage.insert(
             0,
-            UsagePrice("EFS /home storage", f"${prices['efs_usd_per_gb_month']['value']}/GB-month", prices["sources"]["efs-pricing"]),
+            UsagePrice(
+                "EFS /home storage",
+                f"${prices['efs_usd_per_gb_month']['value']}/GB-month",
+                prices["sources"]["efs-pricing"],
+            ),
         )
     return CostReport(tuple(lines), tuple(usage))

@@ -63,9 +63,7 @@ def diagram_model(plan: ClusterPlan) -> tuple[list[Group], list[Node], list[Edge
     vpc = Group("vpc", f"{vpc_label} · {plan.region}")
     compute_label = f"compute subnet {plan.compute_subnet_cidr or net.compute_subnet_id}"
     compute = Group("compute", f"{compute_label} · {plan.availability_zone}")
-    head = Node(
-        "head", ("head node", plan.head.instance_type, "slurmctld · state volume")
-    )
+    head = Node("head", ("head node", plan.head.instance_type, "slurmctld · state volume"))
     compute.nodes.append(head)
     pools = [_pool_node(p) for p in plan.pools]
     compute.nodes.extend(pools)
@@ -74,7 +72,9 @@ def diagram_model(plan: ClusterPlan) -> tuple[list[Group], list[Node], list[Edge
     if plan.lustre is not None:
         lus = plan.lustre
         throughput = (
-            f" · {lus.per_unit_storage_throughput} MB/s/TiB" if lus.per_unit_storage_throughput else ""
+            f" · {lus.per_unit_storage_throughput} MB/s/TiB"
+            if lus.per_unit_storage_throughput
+            else ""
         )
         efa = " · EFA" if lus.efa else ""
         stores.append(
@@ -112,7 +112,12 @@ def diagram_model(plan: ClusterPlan) -> tuple[list[Group], list[Node], list[Edge
     edges.append(Edge("head", "s3_endpoint", "config store"))
     if plan.lustre is not None and plan.lustre.spec.s3_import_export:
         edges.append(
-            Edge("lustre", "bucket", f"repository association {plan.lustre.spec.s3_import_export}", True)
+            Edge(
+                "lustre",
+                "bucket",
+                f"repository association {plan.lustre.spec.s3_import_export}",
+                True,
+            )
         )
     edges.append(Edge("users", "head", "shell"))
     return [vpc], outside, edges
@@ -152,7 +157,11 @@ def _dot_quote(text: str) -> str:
 
 def dot(plan: ClusterPlan) -> str:
     groups, outside, edges = diagram_model(plan)
-    out = [f"digraph {_dot_quote(plan.name)} {{", "  rankdir=LR;", "  node [shape=box, fontname=Helvetica];"]
+    out = [
+        f"digraph {_dot_quote(plan.name)} {{",
+        "  rankdir=LR;",
+        "  node [shape=box, fontname=Helvetica];",
+    ]
 
     def node_line(node: Node, pad: str) -> str:
         shape = "cylinder" if node.store else "box"

@@ -118,7 +118,14 @@ def storage_section(plan: ClusterPlan, capacity: ClusterCapacity) -> list[dict[s
         )
     for mount in plan.mounts:
         if mount.kind is MountKind.EFS:
-            tiers.append({"tier": "EFS (elastic throughput)", "mount": mount.path, "scope": "shared", "capacity": "grows with use"})
+            tiers.append(
+                {
+                    "tier": "EFS (elastic throughput)",
+                    "mount": mount.path,
+                    "scope": "shared",
+                    "capacity": "grows with use",
+                }
+            )
     bucket = plan.spec.storage.bucket
     tiers.append(
         {
@@ -213,7 +220,8 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
                 for line in cost.lines
             ],
             "usage_billed": [
-                {"item": u.item, "unit_price": u.unit_price, "source": u.source} for u in cost.usage_billed
+                {"item": u.item, "unit_price": u.unit_price, "source": u.source}
+                for u in cost.usage_billed
             ],
             "hourly_usd": round(cost.hourly_usd, 2),
             "per_30_days_usd": round(cost.monthly_usd, 2),

@@ -62,15 +62,24 @@ def boot_steps(run: OfflineRun) -> list[Step]:
     heads = frozenset(r.urn for r in custom if r.type in (INSTANCE, STATE_ATTACHMENT))
     steps = [
         Step(HEAD_BOOT_KEY, "head node boots (cloud-init, packages)", HEAD_BOOT, heads),
-        Step(HEAD_READY, "head node mounts storage, starts slurmctld", JOIN, waits | {HEAD_BOOT_KEY}),
+        Step(
+            HEAD_READY, "head node mounts storage, starts slurmctld", JOIN, waits | {HEAD_BOOT_KEY}
+        ),
     ]
     joined = []
     for group in (r for r in custom if r.type == ASG):
         boot, join = f"boot:{group.name}", f"join:{group.name}"
         joined.append(join)
-        steps.append(Step(boot, f"{group.name}: nodes launch and boot", NODE_BOOT, frozenset({group.urn})))
         steps.append(
-            Step(join, f"{group.name}: nodes mount storage, slurmd joins", JOIN, waits | {boot, HEAD_READY})
+            Step(boot, f"{group.name}: nodes launch and boot", NODE_BOOT, frozenset({group.urn}))
+        )
+        steps.append(
+            Step(
+                join,
+                f"{group.name}: nodes mount storage, slurmd joins",
+                JOIN,
+                waits | {boot, HEAD_READY},
+            )
         )
     steps.append(Step(CLUSTER_READY, "cluster ready", READY, frozenset({HEAD_READY, *joined})))
     return steps

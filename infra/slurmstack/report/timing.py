@@ -146,8 +146,10 @@ def schedule(steps: Iterable[Step], target: str | None = None) -> Timeline:
         visit(key)
     if not timed:
         return Timeline({}, ())
-    last = timed[target] if target is not None else max(
-        timed.values(), key=lambda t: (t.finish, t.step.key)
+    last = (
+        timed[target]
+        if target is not None
+        else max(timed.values(), key=lambda t: (t.finish, t.step.key))
     )
     chain = [last]
     while True:
