@@ -7,17 +7,13 @@ the other, so the ratios hold on a noisy machine even when the absolute times do
 
     uv run python benchmarks/bench_stack.py
 
-GPU series: the real program (infra/__main__.py) on one p5.48xlarge pool of 1 ... 1,280
-nodes (8 ... 10,240 H100). Pool series: 1 ... 64 pools of 2 x p5.48xlarge. The real program
-refuses more pools than its config manifest parameter can describe (see
-slurmstack.stack.preflight), so the pool series runs a copy of the program without that
-preflight: the graph it builds is the same SlurmCluster.
+Both series run the real program (infra/__main__.py). GPU series: one p5.48xlarge pool of
+1 ... 1,280 nodes (8 ... 10,240 H100). Pool series: 1 ... 64 pools of 2 x p5.48xlarge.
 """
 
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -30,17 +26,6 @@ from slurmstack.offline import OfflineRun, config_for, run_program  # noqa: E402
 REPEATS = 3
 GPU_NODES = (1, 16, 128, 1280)  # x 8 H100 = 8 ... 10,240 GPUs
 POOL_COUNTS = (1, 4, 16, 64)
-
-GRAPH_ONLY_PROGRAM = """
-import pulumi
-from slurmstack.plan import build_plan
-from slurmstack.stack import SlurmCluster, export_outputs
-from slurmstack.validate import validate_object
-
-result = validate_object(pulumi.Config("slurmstack").require_object("cluster"))
-assert result.ok and result.spec is not None, [f.line() for f in result.findings]
-export_outputs(SlurmCluster(build_plan(result.spec)))
-"""
 
 
 def definition(pools: list[dict[str, Any]]) -> dict[str, Any]:
@@ -66,12 +51,12 @@ def p5_pool(name: str, count: int) -> dict[str, Any]:
     return {"name": name, "instance_type": "p5.48xlarge", "count": count}
 
 
-def timed(config: dict[str, str], program: Path | None) -> tuple[float, OfflineRun]:
+def timed(config: dict[str, str]) -> tuple[float, OfflineRun]:
     best = float("inf")
     result: OfflineRun | None = None
     for _ in range(REPEATS):
         start = time.perf_counter()
-        result = run_program(config, program=program)
+        result = run_program(config)
         best = min(best, time.perf_counter() - start)
         if result.error is not None:
             raise SystemExit(f"program failed: {result.error}")
@@ -79,35 +64,27 @@ def timed(config: dict[str, str], program: Path | None) -> tuple[float, OfflineR
     return best, result
 
 
-def series(title: str, cases: list[tuple[str, dict[str, Any]]], program: Path | None) -> None:
+def series(title: str, cases: list[tuple[str, dict[str, Any]]]) -> None:
     print(f"\n{title}")
     print(f"{'case':>14} {'resources':>10} {'seconds':>9} {'ratio':>7}")
     base: float | None = None
     for label, spec in cases:
-        seconds, result = timed(config_for(spec), program)
+        seconds, result = timed(config_for(spec))
         base = base or seconds
         print(f"{label:>14} {len(result.resources):>10} {seconds:>9.3f} {seconds / base:>7.2f}")
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        graph_only = Path(tmp)
-        (graph_only / "__main__.py").write_text(GRAPH_ONLY_PROGRAM)
-        # Warm-up: imports of pulumi, pulumi_aws and the templates are not part of any case.
-        run_program(config_for(definition([p5_pool("warm", 1)])))
-        series(
-            "GPUs (one p5.48xlarge pool, real program)",
-            [(f"{n * 8:,} GPUs", definition([p5_pool("train", n)])) for n in GPU_NODES],
-            None,
-        )
-        series(
-            "pools (2 x p5.48xlarge each, SlurmCluster without preflight)",
-            [
-                (f"{k} pools", definition([p5_pool(f"p{i}", 2) for i in range(k)]))
-                for k in POOL_COUNTS
-            ],
-            graph_only,
-        )
+    # Warm-up: imports of pulumi, pulumi_aws and the templates are not part of any case.
+    run_program(config_for(definition([p5_pool("warm", 1)])))
+    series(
+        "GPUs (one p5.48xlarge pool)",
+        [(f"{n * 8:,} GPUs", definition([p5_pool("train", n)])) for n in GPU_NODES],
+    )
+    series(
+        "pools (2 x p5.48xlarge each)",
+        [(f"{k} pools", definition([p5_pool(f"p{i}", 2) for i in range(k)])) for k in POOL_COUNTS],
+    )
 
 
 if __name__ == "__main__":

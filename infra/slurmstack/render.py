@@ -77,8 +77,15 @@ class ConfigStore:
     manifest: dict[str, dict[str, str]]  # role -> absolute node path -> store key
 
     def manifest_json(self) -> str:
-        """Deterministic and compact: it is the value of an SSM parameter."""
+        """Deterministic and compact; stored in the config store like every other file."""
         return json.dumps(self.manifest, sort_keys=True, separators=(",", ":"))
+
+    @property
+    def manifest_key(self) -> str:
+        """Store key of the manifest ("config/<sha256>"). Only this key goes into the
+        CONFIG_MANIFEST parameter: it stays a few dozen bytes whatever the number of pools,
+        while the manifest itself grows with them (an SSM parameter holds at most 8 KB)."""
+        return "config/" + hashlib.sha256(self.manifest_json().encode()).hexdigest()
 
 
 def templates_dir() -> Path:

@@ -141,7 +141,8 @@ def test_resource_types_and_counts(example_run: Example) -> None:
     _, plan, result = example_run
     from slurmstack import render
 
-    objects = len(render.config_store(plan).objects)
+    # Every distinct rendered file, plus the manifest that lists them.
+    objects = len(render.config_store(plan).objects) + 1
     assert result.count_by_type() == expected_counts(plan, objects)
 
 

@@ -74,6 +74,7 @@ def test_config_store_objects_manifest_and_association() -> None:
     result = run_ok(definition)
     bucket = result.one(T_BUCKET)
     objects = {o.inputs["key"]: o for o in result.of_type(T_OBJECT)}
+    manifest_object = objects.pop(store.manifest_key)
     assert set(objects) == set(store.objects)
     for key, obj in objects.items():
         assert obj.inputs["content"] == store.objects[key]
@@ -81,9 +82,13 @@ def test_config_store_objects_manifest_and_association() -> None:
         assert key == "config/" + hashlib.sha256(store.objects[key].encode()).hexdigest()
     manifest = store.manifest_json()
     (param,) = [p for p in result.of_type(T_PARAM) if p.inputs["name"].endswith("/config/manifest")]
-    assert param.inputs["value"] == manifest
-    # Published only after every object it names is uploaded.
-    assert {o.urn for o in objects.values()} <= set(param.options.depends_on)
+    # The parameter names the manifest object, which names every file by its hash.
+    assert param.inputs["value"] == store.manifest_key
+    assert manifest_object.inputs["content"] == manifest
+    assert store.manifest_key == "config/" + hashlib.sha256(manifest.encode()).hexdigest()
+    # Uploaded only after every object it names, and published only after it is uploaded.
+    assert {o.urn for o in objects.values()} <= set(manifest_object.options.depends_on)
+    assert manifest_object.urn in param.options.depends_on
     association = result.one(T_ASSOCIATION)
     head = result.one(T_INSTANCE)
     assert association.inputs["targets"] == [{"key": "InstanceIds", "values": [head.id]}]

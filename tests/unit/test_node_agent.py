@@ -60,11 +60,11 @@ def publish_config(session, role: str) -> None:
     for key, text in store.objects.items():
         s3.put_object(Bucket=BUCKET, Key=key, Body=text.encode())
     ssm.put_parameter(Name=PLAN.parameter(DeployParameter.BUCKET), Value=BUCKET, Type="String")
+    s3.put_object(Bucket=BUCKET, Key=store.manifest_key, Body=store.manifest_json().encode())
     ssm.put_parameter(
         Name=PLAN.parameter(DeployParameter.CONFIG_MANIFEST),
-        Value=store.manifest_json(),
+        Value=store.manifest_key,
         Type="String",
-        Tier="Advanced",
     )
 
 
@@ -153,6 +153,14 @@ def test_sync_config_restarts_slurmctld_when_max_node_count_changes(aws, tmp_pat
     run = Runner()
     make_node(tmp_path, aws, "head", run=run).sync_config(poll=0)
     assert ["systemctl", "restart", "slurmctld"] in run.calls
+
+
+def test_sync_config_refuses_a_manifest_that_does_not_match_its_key(aws, tmp_path: Path) -> None:
+    publish_config(aws, "train")
+    store = config_store(PLAN)
+    aws.client("s3").put_object(Bucket=BUCKET, Key=store.manifest_key, Body=b'{"train": {}}')
+    with pytest.raises(agent.AgentError, match="does not match its sha256"):
+        make_node(tmp_path, aws, "train").sync_config(poll=0)
 
 
 def test_sync_config_waits_for_the_manifest(aws, tmp_path: Path) -> None:

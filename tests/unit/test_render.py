@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -98,8 +99,12 @@ def test_config_store(example: str) -> None:
             assert path.startswith("/") and store.objects[key] == files[path]
     assert store.manifest_json() == config_store(plan).manifest_json()
     assert json.loads(store.manifest_json()) == store.manifest
-    # An SSM parameter holds at most 8 KB (Advanced tier); Standard holds 4 KB.
-    assert len(store.manifest_json().encode()) <= 8192
+    # The manifest is a store object like the rest; its parameter holds only its key,
+    # which names the manifest's content.
+    assert (
+        store.manifest_key == "config/" + hashlib.sha256(store.manifest_json().encode()).hexdigest()
+    )
+    assert len(store.manifest_key) < 80
 
 
 @pytest.mark.parametrize("example", EXAMPLE_IDS)

@@ -4,7 +4,7 @@
 One self-contained file (Python 3 standard library and boto3), installed from the cluster's
 config store by the bootstrap in the node's cloud-init document. Subcommands:
 
-  sync-config   read the manifest parameter, download this role's files from the config
+  sync-config   read the manifest (named by its parameter), download this role's files from the config
                 store, check their sha256, write them atomically; print what changed
   params        wait for the deploy-time SSM parameters this role needs, write node.env,
                 name the node (<pool>-<n>, n = low 16 bits of its private address)
@@ -216,11 +216,16 @@ class Node:
     def sync_config(self, timeout: float = 3600.0, poll: float = 10.0) -> list[str]:
         """Bring this role's files up to date with the manifest; return the changed paths."""
         role = self.role
-        manifest = json.loads(self.wait_parameter(PARAM_CONFIG_MANIFEST, timeout, poll))
-        if role not in manifest:
-            raise AgentError(f"the manifest has no entry for role {role!r}")
+        manifest_key = self.wait_parameter(PARAM_CONFIG_MANIFEST, timeout, poll)
         bucket = self.wait_parameter(PARAM_BUCKET, timeout, poll)
         s3 = self.client("s3")
+        # The parameter names the manifest object by its content hash; check it like any file.
+        manifest_body = s3.get_object(Bucket=bucket, Key=manifest_key)["Body"].read()
+        if hashlib.sha256(manifest_body).hexdigest() != manifest_key.rsplit("/", 1)[-1]:
+            raise AgentError(f"s3://{bucket}/{manifest_key} does not match its sha256")
+        manifest = json.loads(manifest_body)
+        if role not in manifest:
+            raise AgentError(f"the manifest has no entry for role {role!r}")
         changed: list[str] = []
         old_slurm_conf = self._read("/etc/slurm/slurm.conf")
         for node_path, key in sorted(manifest[role].items()):

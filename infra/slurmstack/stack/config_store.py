@@ -2,7 +2,8 @@
 
 Rendered files are uploaded as S3 objects keyed by content hash (``config/<sha256>``), so a
 file shared by pools is stored once and the number of objects grows with distinct files.
-The manifest (role -> node path -> key) goes to the CONFIG_MANIFEST parameter. A Command
+The manifest (role -> node path -> key) is stored the same way, and the CONFIG_MANIFEST
+parameter holds only its key, so it stays small however many pools there are. A Command
 document and an association targeting the head node apply it: the node agent's
 ``sync-config``, then ``scontrol reconfigure``. The association carries the manifest hash as
 a parameter, so a configuration change updates the association, which runs it again.
@@ -22,24 +23,7 @@ from slurmstack.plan import ClusterPlan, DeployParameter
 from slurmstack.stack import parameters
 from slurmstack.stack.common import CLUSTER_TAG, NODE_AGENT, ROLE_TAG, Role, resource_name, tags
 
-# SSM parameter tiers: Standard holds 4 KB, Advanced 8 KB. Intelligent-Tiering picks the
-# cheaper one that fits, so a manifest that grows with pools keeps working up to 8 KB.
-PARAMETER_TIER = "Intelligent-Tiering"
-MANIFEST_MAX_BYTES = 8192
 MANIFEST_HASH_PARAMETER = "ManifestHash"
-
-
-def manifest_problems(plan: ClusterPlan) -> list[str]:
-    """`path: message` lines when the config manifest cannot be stored (checked before any
-    resource is registered, so a deploy never fails half-way on it)."""
-    size = len(render.config_store(plan).manifest_json().encode())
-    if size <= MANIFEST_MAX_BYTES:
-        return []
-    return [
-        f"pools: the configuration manifest of {len(plan.pools)} pools is {size} bytes; the SSM "
-        f"parameter {plan.parameter(DeployParameter.CONFIG_MANIFEST)} holds at most "
-        f"{MANIFEST_MAX_BYTES} (use fewer pools until the manifest is split per role)"
-    ]
 
 
 def manifest_hash(manifest_json: str) -> str:
@@ -119,15 +103,24 @@ class ConfigStore(pulumi.ComponentResource):
             )
             for key, text in sorted(store.objects.items())
         ]
-        # The manifest points at the objects: publish it only once they are uploaded.
+        # The manifest points at the objects: upload it, and publish its key, only once
+        # they are uploaded.
+        manifest_object = s3.BucketObjectv2(
+            object_logical_name(plan, store.manifest_key),
+            bucket=bucket,
+            key=store.manifest_key,
+            content=manifest,
+            content_type="application/json",
+            tags=object_tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(objects)),
+        )
         manifest_param = parameters.publish(
             plan,
             DeployParameter.CONFIG_MANIFEST,
-            manifest,
+            store.manifest_key,
             role=Role.CONFIG,
             parent=self,
-            tier=PARAMETER_TIER,
-            depends_on=list(objects),
+            depends_on=[manifest_object],
         )
         doc_name = resource_name(plan.name, "apply-config")
         document = ssm.Document(

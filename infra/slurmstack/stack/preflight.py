@@ -4,7 +4,6 @@ never stops half-way on them. Each is a `path: message` line, like the checks' f
 from __future__ import annotations
 
 from slurmstack.plan import ClusterPlan
-from slurmstack.stack.config_store import manifest_problems
 
 
 def preflight(plan: ClusterPlan, provider_region: str | None) -> list[str]:
@@ -16,5 +15,4 @@ def preflight(plan: ClusterPlan, provider_region: str | None) -> list[str]:
             f"region: {plan.region!r} differs from the stack's aws:region "
             f"{provider_region!r}; set them to the same region"
         )
-    problems += manifest_problems(plan)
     return problems
