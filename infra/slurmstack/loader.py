@@ -6,6 +6,7 @@ file, a wrong type or an unknown key each produce one clear line.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import ipaddress
 import json
@@ -38,6 +39,10 @@ class Loaded:
 
     spec: ClusterSpec | None
     findings: list[Finding] = field(default_factory=list)
+    # When the models refuse some keys that have defaults: the definition without them, so
+    # the checks can still report on the rest in the same run (see ``partial_spec``).
+    partial: ClusterSpec | None = None
+    dropped: tuple[str, ...] = ()
 
 
 def parse_text(text: str, source: str) -> tuple[Any, list[Finding]]:
@@ -118,7 +123,8 @@ def load_object(data: Any, source: str = "<definition>") -> Loaded:
     try:
         spec = ClusterSpec.model_validate(data)
     except ValidationError as exc:
-        return Loaded(None, _findings_from_errors(list(exc.errors())))
+        partial, dropped = partial_spec(data, list(exc.errors()))
+        return Loaded(None, _findings_from_errors(list(exc.errors())), partial, dropped)
     except (RecursionError, OverflowError, ValueError) as exc:
         return Loaded(None, [Finding(source, f"cannot validate definition: {exc}", rule="type")])
     return Loaded(spec, [])
@@ -168,6 +174,48 @@ def _is_union_tag(part: Any) -> bool:
         part in _UNION_TAGS
         or part.startswith(("literal[", "function-", "lax-or-strict", "json-or-python"))
     )
+
+
+def _drop_key(data: Any, loc: tuple[Any, ...]) -> bool:
+    """Remove the mapping key that holds the refused value at ``loc`` (the last key on the
+    path: a refused list item drops its whole list). False when there is none."""
+    keys = [i for i, part in enumerate(loc) if isinstance(part, str)]
+    if not keys:
+        return False
+    node = data
+    for part in loc[: keys[-1]]:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    if not isinstance(node, dict) or loc[keys[-1]] not in node:
+        return False
+    del node[loc[keys[-1]]]
+    return True
+
+
+def partial_spec(
+    data: dict[str, Any], errs: list[Any]
+) -> tuple[ClusterSpec | None, tuple[str, ...]]:
+    """The definition with every refused key removed, when what remains is valid (each
+    removed key falls back to its default). None when a required key was refused."""
+    trimmed = copy.deepcopy(data)
+    dropped: list[str] = []
+    for _ in range(3):  # a removal can expose a refusal pydantic had not reached
+        for err in errs:
+            loc = tuple(p for p in err["loc"] if not _is_union_tag(p))
+            keys = [i for i, part in enumerate(loc) if isinstance(part, str)]
+            if keys and _drop_key(trimmed, loc):
+                dropped.append(format_path(loc[: keys[-1] + 1]))
+        try:
+            return ClusterSpec.model_validate(trimmed), tuple(dropped)
+        except ValidationError as exc:
+            errs = list(exc.errors())
+            if any(e["type"] == "missing" for e in errs):
+                return None, ()
+        except (RecursionError, OverflowError, ValueError):
+            return None, ()
+    return None, ()
 
 
 def _findings_from_errors(errs: list[Any]) -> list[Finding]:

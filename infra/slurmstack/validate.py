@@ -23,9 +23,19 @@ class Validated:
         return self.spec is not None and not any(f.level is Level.ERROR for f in self.findings)
 
 
+def _under(path: str, roots: tuple[str, ...]) -> bool:
+    return any(path == r or path.startswith((r + ".", r + "[")) for r in roots)
+
+
 def _checked(loaded: Loaded, catalog: Catalog | None) -> Validated:
     if loaded.spec is None:
-        return Validated(None, loaded.findings)
+        if loaded.partial is None:
+            return Validated(None, loaded.findings)
+        # Report the rest of the definition too, leaving out what the refused keys (now at
+        # their defaults) would make the checks say.
+        extra = run_checks(loaded.partial, catalog or load_catalog())
+        kept = [f for f in extra if not _under(f.path, loaded.dropped)]
+        return Validated(None, loaded.findings + kept)
     return Validated(
         loaded.spec, loaded.findings + run_checks(loaded.spec, catalog or load_catalog())
     )
