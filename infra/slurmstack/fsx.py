@@ -78,10 +78,93 @@ def lustre_efa_blockers(lustre: LustreSpec, region: str, info: RegionInfo | None
 
 
 # Clients that read an EFA-enabled file system with GPUDirect Storage (FSx for Lustre User
-# Guide, "Working with EFA-enabled file systems"): P5, P5e, P5en and P6-B200. Other EFA
-# clients must be Nitro v4 or later (not p4d/p4de, not trn2); the rest mount over TCP.
+# Guide, "Working with EFA-enabled file systems", prerequisites "To access your file system
+# using GPUDirect Storage (GDS)"): P5, P5e, P5en and P6-B200 (a later revision of "Configuring
+# EFA clients" adds P6e-GB200). GDS is optional: it needs the nvidia-fs driver (2.24.2 or
+# later) on top of the EFA client setup below; basic EFA access does not.
 GPUDIRECT_STORAGE_FAMILIES = frozenset({"p5", "p5e", "p5en", "p6-b200"})
 
 
 def reads_lustre_with_gpudirect_storage(instance_type: str) -> bool:
     return instance_type.split(".", 1)[0] in GPUDIRECT_STORAGE_FAMILIES
+
+
+# Which clients reach an EFA-enabled file system over EFA. FSx for Lustre User Guide,
+# "Working with EFA-enabled file systems" (prerequisites "To access your file system using
+# Elastic Fabric Adapter") and "Configuring EFA clients":
+#   https://docs.aws.amazon.com/fsx/latest/LustreGuide/efa-file-systems.html
+#   https://docs.aws.amazon.com/fsx/latest/LustreGuide/configure-efa-clients.html
+# "Use Nitro v4 (or higher) EC2 instances that support EFA, excluding the trn2 instance
+# family", running AL2023, RHEL 9.5+ or Ubuntu 22.04+ with kernel 6.8+ (our images: Ubuntu
+# 24.04). Every other client still mounts the same file system over TCP: "EFA-enabled file
+# systems can communicate with client instances using ENA, ENA Express, and EFA".
+EFA_LUSTRE_CLIENT_MIN_NITRO = 4
+EFA_LUSTRE_CLIENT_EXCLUDED_FAMILIES = frozenset({"trn2"})
+
+# The Nitro version of each family we know (EC2 Instance Types guide, "Instance family
+# summary" tables, Hypervisor column; https://docs.aws.amazon.com/ec2/latest/instancetypes/).
+# A family missing here is treated as unknown and its pools mount over TCP.
+NITRO_VERSION = {
+    # accelerated computing (ac.html)
+    "p4d": 3,
+    "p4de": 3,
+    "p5": 4,
+    "p5e": 4,
+    "p5en": 5,
+    "p6-b200": 6,
+    "p6-b300": 6,
+    "p6e-gb200": 5,
+    "g5": 3,
+    "g6": 4,
+    "g6e": 4,
+    "trn1": 4,
+    "trn1n": 4,
+    "trn2": 5,
+    "inf2": 4,
+    # high performance computing (hpc.html)
+    "hpc6a": 4,
+    "hpc6id": 4,
+    "hpc7a": 4,
+    "hpc7g": 5,
+    # compute optimized (co.html)
+    "c5n": 3,
+    "c6i": 4,
+    "c6in": 4,
+    "c7i": 4,
+    "c7a": 4,
+    "c7gn": 5,
+    # general purpose (gp.html)
+    "m6i": 4,
+    "m7i": 4,
+    "m7a": 4,
+}
+
+# EFA interfaces a client adds to LNet by default (FSx for Lustre User Guide, "Configuring
+# EFA clients", Step "EFA interfaces"): 8 on p5/p5e/p5en/p6-b200/p6e-gb200, 16 on p6-b300,
+# else 2 on instances with several network cards and 1 on the others. Each configured
+# interface counts against the file system's limit of 1024 EFA connections.
+LUSTRE_EFA_INTERFACES = {
+    "p6-b300.48xlarge": 16,
+    "p6e-gb200.36xlarge": 8,
+    "p6-b200.48xlarge": 8,
+    "p5en.48xlarge": 8,
+    "p5e.48xlarge": 8,
+    "p5.48xlarge": 8,
+}
+LUSTRE_EFA_CONNECTION_LIMIT = 1024
+
+
+def is_efa_lustre_client(instance_type: str) -> bool:
+    """Whether ``instance_type`` can reach an EFA-enabled file system over EFA (given that
+    the instance has EFA on); False sends it over TCP."""
+    family = instance_type.split(".", 1)[0]
+    if family in EFA_LUSTRE_CLIENT_EXCLUDED_FAMILIES:
+        return False
+    return NITRO_VERSION.get(family, 0) >= EFA_LUSTRE_CLIENT_MIN_NITRO
+
+
+def lustre_efa_interface_count(instance_type: str, network_cards: int, efa_devices: int) -> int:
+    """EFA interfaces an EFA Lustre client adds to LNet: AWS's default for its type, never
+    more than the EFA devices the node has."""
+    default = LUSTRE_EFA_INTERFACES.get(instance_type, 2 if network_cards > 1 else 1)
+    return min(default, efa_devices)

@@ -15,8 +15,22 @@ import math
 from dataclasses import dataclass
 
 from slurmstack.catalog import Catalog, InstanceFacts, load_catalog
+from slurmstack.fabric import (
+    EnvTarget,
+    EnvVar,
+    FabricProfile,
+    fabric_env,
+    fabric_profile,
+    with_overrides,
+)
 from slurmstack.facts import resolve_facts
-from slurmstack.fsx import lustre_efa_blockers, resolved_throughput
+from slurmstack.fsx import (
+    LUSTRE_EFA_CONNECTION_LIMIT,
+    is_efa_lustre_client,
+    lustre_efa_blockers,
+    lustre_efa_interface_count,
+    resolved_throughput,
+)
 from slurmstack.spec import (
     CapacitySpec,
     CapacityType,
@@ -136,54 +150,6 @@ class MountPlan:
     shared: bool
 
 
-class EnvTarget(enum.StrEnum):
-    """Where a variable of the pool's NCCL/libfabric environment is written."""
-
-    NCCL_CONF = "nccl.conf"  # /etc/nccl.conf: NCCL reads it at init, whatever launched the process
-    PROCESS = "process"  # profile script and Slurm TaskProlog: the process environment
-
-
-@dataclass(frozen=True)
-class EnvVar:
-    """One variable of a pool's NCCL/libfabric environment, with why it is set."""
-
-    name: str
-    value: str
-    reason: str
-    target: EnvTarget
-    prepend: bool = False  # a search path put in front of the inherited value
-
-
-class FabricProfile(enum.StrEnum):
-    """What the pool's network and accelerators ask of NCCL/libfabric."""
-
-    EFA_GPUDIRECT = "efa-gpudirect"  # EFA with GPUDirect RDMA: p4d, p4de, p5, p5e, p5en, p6
-    EFA_GPU = "efa-gpu"  # EFA without RDMA reads: g5, g6, g6e
-    EFA_NEURON = "efa-neuron"  # Trainium over EFA: trn1, trn1n, trn2
-    EFA_CPU = "efa-cpu"  # MPI over EFA: hpc7a, c7i.48xlarge, ...
-    NONE = "none"  # no EFA: nothing fabric-specific is set
-
-
-# Where the AWS Deep Learning AMIs (Ubuntu) install the EFA software and the aws-ofi-nccl
-# plugin. The plugin's directory is lib/<multiarch triplet> on Ubuntu and lib elsewhere;
-# both go on the search path so the same file works on either layout.
-EFA_LIB_DIR = "/opt/amazon/efa/lib"
-OFI_NCCL_LIB_DIRS = ("/opt/amazon/ofi-nccl/lib/{triplet}", "/opt/amazon/ofi-nccl/lib")
-# The aws-ofi-nccl tuner has measured regions only for these platforms (doc/tuner.md:
-# "It supports P5/P5e, P5en, P6, and P6-B300"); elsewhere it defers to NCCL's own tuner.
-OFI_TUNER_FAMILIES = frozenset({"p5", "p5e", "p5en", "p6-b200", "p6-b300", "p6e-gb200"})
-OFI_TUNER_LIBRARY = "libnccl-ofi-tuner.so"
-
-SOURCE_OFI_CHEATSHEET = "aws-ofi-nccl doc/efa-env-var.md (EFA cheatsheet)"
-SOURCE_FI_EFA = "libfabric fi_efa(7), FI_EFA_USE_DEVICE_RDMA"
-SOURCE_OFI_NAME = "aws-ofi-nccl src/nccl_ofi_interface_nvidia.cpp, nvidia_plugin_name_fixup"
-SOURCE_NCCL_TUNER = "NCCL src/plugin/tuner.cc: NCCL_TUNER_PLUGIN is dlopen()ed as given first"
-SOURCE_NEURON_EFA = (
-    "AWS Neuron docs, 'How to prepare trn1.32xlarge for multi-node execution' "
-    "(setup-trn1-multi-node-execution)"
-)
-
-
 @dataclass(frozen=True)
 class PoolPlan:
     name: str
@@ -210,6 +176,11 @@ class PoolPlan:
     env: tuple[EnvVar, ...]  # NCCL/libfabric environment, the definition's overrides last
     mounts: tuple[MountPlan, ...]  # every mount of a node of this pool (shared, then local)
     container_root: str  # enroot's data/cache live here (local NVMe when the pool has it)
+    # Lustre over EFA: the file system is EFA-enabled, the pool has EFA on and its instance
+    # type can be an EFA Lustre client (slurmstack.fsx.is_efa_lustre_client). Otherwise the
+    # pool mounts the same file system over TCP.
+    lustre_over_efa: bool = False
+    lustre_efa_interfaces: int = 0  # EFA interfaces the node adds to LNet (0: TCP only)
 
     @property
     def partition(self) -> str:
@@ -329,6 +300,16 @@ class ClusterPlan:
         return sum(p.count for p in self.pools)
 
     @property
+    def lustre_efa_connections(self) -> int:
+        """EFA connections to the file system with every pool at full size: each EFA interface
+        a client configures counts as one, against a limit of LUSTRE_EFA_CONNECTION_LIMIT."""
+        return sum(p.count * p.lustre_efa_interfaces for p in self.pools)
+
+    @property
+    def lustre_efa_connections_exceed_limit(self) -> bool:
+        return self.lustre_efa_connections > LUSTRE_EFA_CONNECTION_LIMIT
+
+    @property
     def gpus(self) -> int:
         return sum(p.gpus for p in self.pools)
 
@@ -376,129 +357,6 @@ class ClusterPlan:
             if pool.name == name:
                 return pool
         raise KeyError(name)
-
-
-def _setting_text(value: str | int | float | bool) -> str:
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    return str(value)
-
-
-def fabric_profile(facts: InstanceFacts, efa: bool) -> FabricProfile:
-    if not efa:
-        return FabricProfile.NONE
-    acc = facts.accelerator
-    if acc is None:
-        return FabricProfile.EFA_CPU
-    if acc.kind == "neuron":
-        return FabricProfile.EFA_NEURON
-    return FabricProfile.EFA_GPUDIRECT if facts.gpudirect_rdma else FabricProfile.EFA_GPU
-
-
-def _library_path(profile: FabricProfile, facts: InstanceFacts) -> EnvVar | None:
-    triplet = "aarch64-linux-gnu" if facts.architecture.value == "arm64" else "x86_64-linux-gnu"
-    if profile in (FabricProfile.EFA_GPUDIRECT, FabricProfile.EFA_GPU):
-        dirs = [d.format(triplet=triplet) for d in OFI_NCCL_LIB_DIRS] + [EFA_LIB_DIR]
-        reason = (
-            "aws-ofi-nccl (libnccl-net.so, libnccl-ofi-tuner.so) and libfabric as the Deep "
-            "Learning AMI installs them; NCCL finds its net plugin on the library path"
-        )
-    elif profile is FabricProfile.EFA_NEURON:
-        dirs = [EFA_LIB_DIR]
-        reason = "libfabric of the EFA installer, which the Neuron runtime loads"
-    else:
-        return None
-    return EnvVar("LD_LIBRARY_PATH", ":".join(dirs), reason, EnvTarget.PROCESS, prepend=True)
-
-
-def fabric_env(family: str, facts: InstanceFacts, efa: bool) -> tuple[EnvVar, ...]:
-    """The NCCL/libfabric environment a pool's nodes get, each value with its reason.
-
-    Deliberately absent (see the EFA cheatsheet in aws-ofi-nccl, doc/efa-env-var.md):
-    NCCL_PROTO=simple (only for aws-ofi-nccl <= 1.5.0), RDMAV_FORK_SAFE ("Do not use"),
-    NCCL_MIN_NCHANNELS and NCCL_BUFFSIZE ("leave it out to use the default"), and on GPU
-    pools FI_EFA_FORK_SAFE (the plugin sets it itself).
-    """
-    profile = fabric_profile(facts, efa)
-    out: list[EnvVar] = []
-    proc, conf = EnvTarget.PROCESS, EnvTarget.NCCL_CONF
-    if profile is FabricProfile.NONE:
-        return ()
-    out.append(
-        EnvVar(
-            "FI_PROVIDER",
-            "efa",
-            "use only libfabric's EFA provider, so a broken EFA device fails the job instead "
-            "of falling back to TCP (required by aws-ofi-nccl up to 1.5.0, harmless after; "
-            f"{SOURCE_OFI_CHEATSHEET})",
-            proc,
-        )
-    )
-    if profile in (FabricProfile.EFA_GPUDIRECT, FabricProfile.EFA_NEURON):
-        out.append(
-            EnvVar(
-                "FI_EFA_USE_DEVICE_RDMA",
-                "1",
-                "GPUDirect RDMA over EFA. libfabric 1.18 and later turn it on by default where "
-                "the device supports RDMA (the cheatsheet: not needed with libfabric 1.18+ and "
-                "aws-ofi-nccl 1.7+, not harmful on p4/p5); set so a device without RDMA aborts "
-                f"the job rather than emulating RMA ({SOURCE_FI_EFA}), and for older stacks "
-                "where p4d needed it",
-                proc,
-            )
-        )
-    if profile is FabricProfile.EFA_NEURON:
-        out.append(
-            EnvVar(
-                "FI_EFA_FORK_SAFE",
-                "1",
-                "the Neuron runtime drives libfabric itself and forks workers; the Neuron "
-                f"multi-node setup exports it ({SOURCE_NEURON_EFA})",
-                proc,
-            )
-        )
-    path = _library_path(profile, facts)
-    if path is not None:
-        out.append(path)
-    if profile in (FabricProfile.EFA_GPUDIRECT, FabricProfile.EFA_GPU):
-        out.append(
-            EnvVar(
-                "NCCL_NET",
-                "AWS Libfabric",
-                "fail instead of silently using NCCL's socket transport when the aws-ofi-nccl "
-                "plugin does not load; every plugin version answers to this name "
-                f"({SOURCE_OFI_NAME})",
-                conf,
-            )
-        )
-    if family in OFI_TUNER_FAMILIES:
-        out.append(
-            EnvVar(
-                "NCCL_TUNER_PLUGIN",
-                OFI_TUNER_LIBRARY,
-                "the aws-ofi-nccl tuner picks algorithm and protocol per message size from "
-                "measurements on this platform (aws-ofi-nccl doc/tuner.md); found through the "
-                f"library path ({SOURCE_NCCL_TUNER})",
-                conf,
-            )
-        )
-    return tuple(out)
-
-
-def with_overrides(
-    env: tuple[EnvVar, ...], overrides: dict[str, str | int | float | bool]
-) -> tuple[EnvVar, ...]:
-    """The definition's nccl.env replaces a variable of the same name and comes last."""
-    for name, value in overrides.items():
-        if "\n" in str(value) or "=" in name:
-            raise PlanError(f"nccl.env.{name}: not a valid environment variable")
-    kept = [v for v in env if v.name not in overrides]
-    for name in sorted(overrides):
-        target = EnvTarget.NCCL_CONF if name.startswith("NCCL_") else EnvTarget.PROCESS
-        kept.append(
-            EnvVar(name, _setting_text(overrides[name]), "set by the definition (nccl.env)", target)
-        )
-    return tuple(kept)
 
 
 def efa_interfaces(facts: InstanceFacts, efa: bool) -> tuple[NetworkInterfacePlan, ...]:
@@ -557,6 +415,7 @@ def _pool_plan(
     catalog: Catalog,
     shared_mounts: tuple[MountPlan, ...],
     nccl_overrides: dict[str, str | int | float | bool],
+    lustre_efa: bool = False,
 ) -> PoolPlan:
     facts = resolve_facts(pool.instance_type, pool.instance_facts, catalog)
     if facts is None:
@@ -571,7 +430,13 @@ def _pool_plan(
     env = fabric_env(family, facts, efa)
     if env or facts.accelerator is not None:
         # Overrides apply where NCCL/libfabric run: accelerator and EFA pools.
-        env = with_overrides(env, nccl_overrides)
+        try:
+            env = with_overrides(env, nccl_overrides)
+        except ValueError as exc:
+            raise PlanError(str(exc)) from exc
+    interfaces = efa_interfaces(facts, efa)
+    over_efa = lustre_efa and efa and is_efa_lustre_client(pool.instance_type)
+    efa_devices = sum(1 for i in interfaces if i.interface_type is not InterfaceType.INTERFACE)
     return PoolPlan(
         name=pool.name,
         instance_type=pool.instance_type,
@@ -580,7 +445,7 @@ def _pool_plan(
         capacity=pool.capacity,
         efa=efa,
         placement_group=resolve_placement_group(pool, efa),
-        interfaces=efa_interfaces(facts, efa),
+        interfaces=interfaces,
         gpu=_gpu_plan(facts),
         real_memory_mib=schedulable_memory_mib(facts),
         cpus=facts.vcpus,
@@ -603,6 +468,12 @@ def _pool_plan(
         # Container images are large and node-local: enroot unpacks them on the NVMe RAID
         # when there is one, else on the root volume.
         container_root=f"{scratch}/enroot" if scratch else "/var/lib/enroot",
+        lustre_over_efa=over_efa,
+        lustre_efa_interfaces=(
+            lustre_efa_interface_count(pool.instance_type, facts.network_cards, efa_devices)
+            if over_efa
+            else 0
+        ),
     )
 
 
@@ -657,7 +528,12 @@ def build_plan(spec: ClusterSpec, catalog: Catalog | None = None) -> ClusterPlan
         if pool.name == "head":
             # "head" names the head node's role in the config store and the render layout.
             raise PlanError("pools: 'head' is reserved for the head node; rename the pool")
-    pools = tuple(_pool_plan(p, catalog, tuple(mounts), overrides) for p in spec.pools)
+    lustre_efa = lustre is not None and lustre.efa
+    pools = tuple(_pool_plan(p, catalog, tuple(mounts), overrides, lustre_efa) for p in spec.pools)
+    # The head node mounts Lustre over TCP: the stack gives it one plain ENA interface (EFA
+    # is the workers' fabric, and head instance sizes mostly lack it), an EFA-enabled file
+    # system still serves ENA clients, and the head's Lustre use (users staging data,
+    # administration) is not the bandwidth-bound training I/O that EFA is for.
     head = HeadPlan(
         instance_type=spec.head_node.instance_type,
         facts=head_facts,

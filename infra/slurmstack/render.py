@@ -25,6 +25,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from slurmstack.fabric import EnvTarget, FabricProfile
 from slurmstack.plan import (
     SLURMCTLD_PORT,
     SLURMD_PORT,
@@ -33,8 +34,6 @@ from slurmstack.plan import (
     STATE_VOLUME_MOUNT,
     ClusterPlan,
     DeployParameter,
-    EnvTarget,
-    FabricProfile,
     MountKind,
     PoolPlan,
 )
@@ -51,6 +50,8 @@ TASK_PROLOG_PATH = "/etc/slurmstack/task-prolog.sh"
 SLURM_DIR = "/etc/slurm"
 SLURMD_UNIT_PATH = "/etc/systemd/system/slurmstack-slurmd.service"
 SLURMCTLD_DROPIN_PATH = "/etc/systemd/system/slurmctld.service.d/slurmstack.conf"
+# Pools that reach an EFA-enabled Lustre file system over EFA: LNet setup before the mount.
+LNET_EFA_UNIT_PATH = "/etc/systemd/system/slurmstack-lustre-efa.service"
 NCCL_CONF_PATH = "/etc/nccl.conf"
 FABRIC_PROFILE_PATH = "/etc/profile.d/slurmstack-fabric.sh"
 ENROOT_CONF_PATH = "/etc/enroot/enroot.conf"
@@ -203,6 +204,9 @@ def _node_config(plan: ClusterPlan, pool: PoolPlan | None) -> str:
             "neuron_devices": pool.expected_neuron_devices,
             "efa_devices": pool.expected_efa_devices,
         }
+        if plan.lustre is not None:
+            # EFA interfaces LNet uses for Lustre; 0: the pool mounts Lustre over TCP.
+            data["lustre_efa_interfaces"] = pool.lustre_efa_interfaces
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
@@ -237,6 +241,13 @@ def pool_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
     if pool.gpu is not None or pool.env_for(EnvTarget.NCCL_CONF):
         files[NCCL_CONF_PATH] = _render(
             "nccl/nccl.conf.j2", pool=pool, env=pool.env_for(EnvTarget.NCCL_CONF)
+        )
+    if pool.lustre_over_efa and plan.lustre is not None:
+        files[LNET_EFA_UNIT_PATH] = _render(
+            "systemd/slurmstack-lustre-efa.service.j2",
+            plan=plan,
+            pool=pool,
+            lustre_mount=plan.lustre.spec.mount,
         )
     if pool.env_for(EnvTarget.PROCESS):
         files[FABRIC_PROFILE_PATH] = _render(

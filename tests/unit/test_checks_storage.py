@@ -20,7 +20,19 @@ def lustre(**values: Any) -> Mutation:
     return mutate
 
 
+def many_p5_on_demand(data: dict[str, Any]) -> None:
+    # 130 nodes x 8 LNet EFA interfaces = 1040 connections, over FSx's 1024.
+    data["pools"][0].update(count=130, capacity={"type": "on_demand"})
+
+
 CASES = [
+    Case(
+        "lustre-efa-connections",
+        many_p5_on_demand,
+        "storage.lustre.efa",
+        "1040 EFA connections",
+        level=W,
+    ),
     Case("mount-reserved", lustre(mount="/usr/fsx"), "storage.lustre.mount", "inside /usr"),
     Case(
         "mount-reserved",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import pytest
 
 from slurmstack.catalog import load_catalog
-from slurmstack.plan import EnvTarget, FabricProfile, fabric_env, fabric_profile, with_overrides
+from slurmstack.fabric import EnvTarget, FabricProfile, fabric_env, fabric_profile, with_overrides
 
 NEVER = {
     "NCCL_PROTO",

@@ -222,6 +222,284 @@ def fake_devices(root: Path, gpus: int, efa: int) -> None:
         (ib / f"rdmap{i}s0").mkdir()
 
 
+NODE_ADDRESS = "10.42.7.19"
+PRIMARY_INTERFACE = "enp71s0"
+# A p5.48xlarge's 32 EFA devices: 8 PCI switches of 4 consecutive buses each.
+P5_EFA_DEVICES = [f"rdmap{start + i}s0" for start in range(79, 199, 17) for i in range(4)]
+# AWS's p5 choice (every fourth device of the sorted list, one per PCI switch); the same
+# eight devices as the p5 example of AWS's guidance, in sorted-name order.
+P5_LUSTRE_EFA = [
+    "rdmap113s0",
+    "rdmap130s0",
+    "rdmap147s0",
+    "rdmap164s0",
+    "rdmap181s0",
+    "rdmap198s0",
+    "rdmap79s0",
+    "rdmap96s0",
+]
+
+
+def fake_efa_devices(root: Path, names: list[str], driver: str = "efa") -> None:
+    """/sys/class/infiniband/<name>/device/driver -> .../drivers/<driver>, as on a node."""
+    target = root / "sys/bus/pci/drivers" / driver
+    target.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        device = root / "sys/class/infiniband" / name / "device"
+        device.mkdir(parents=True)
+        (device / "driver").symlink_to(target)
+
+
+class LnetRunner(Runner):
+    """A node with the EFA driver and the Lustre client: answers modinfo and ip, and keeps
+    LNet's networks and selection rules as lnetctl would."""
+
+    def __init__(
+        self, efa_version: str = "2.13.0g", kefalnd: bool = True, fail: set[str] | None = None
+    ) -> None:
+        super().__init__(fail)
+        self.efa_version = efa_version
+        self.kefalnd = kefalnd
+        self.nets: dict[str, list[str]] = {}
+        self.udsp: list[str] = []
+        self.fail_next: list[list[str]] = []  # commands that fail once
+
+    def __call__(self, cmd: list[str], check: bool = True):
+        import subprocess
+
+        if cmd in self.fail_next:
+            self.fail_next.remove(cmd)
+            self.calls.append(cmd)
+            return subprocess.CompletedProcess(cmd, 1, "", "Resource temporarily unavailable")
+        out, code = "", 0
+        if cmd[:3] == ["modinfo", "-F", "version"]:
+            out, code = (self.efa_version + "\n", 0) if self.efa_version else ("", 1)
+        elif cmd[:3] == ["modinfo", "-F", "filename"]:
+            code = 0 if self.kefalnd else 1
+        elif cmd[:2] == ["ip", "-o"]:
+            out = (
+                "1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever\n"
+                f"2: {PRIMARY_INTERFACE}    inet {NODE_ADDRESS}/17 metric 1024 brd 10.42.127.255 "
+                f"scope global dynamic {PRIMARY_INTERFACE}\\       valid_lft 3300sec\n"
+            )
+        elif cmd[:3] == ["lnetctl", "net", "show"]:
+            out = self.net_show()
+        elif cmd[:3] == ["lnetctl", "net", "add"]:
+            self.nets.setdefault(cmd[4], []).append(cmd[6])
+        elif cmd[:3] == ["lnetctl", "net", "del"]:
+            self.nets.pop(cmd[4], None)
+        elif cmd[:3] == ["lnetctl", "udsp", "show"]:
+            out = "".join(f"- udsp:\n    idx: {i}\n    src: {s}\n" for i, s in enumerate(self.udsp))
+        elif cmd[:3] == ["lnetctl", "udsp", "add"]:
+            self.udsp.append(cmd[4])
+        if code:
+            self.calls.append(cmd)
+            return subprocess.CompletedProcess(cmd, code, out, "")
+        result = super().__call__(cmd, check)
+        return subprocess.CompletedProcess(cmd, result.returncode, out or result.stdout, "")
+
+    def net_show(self) -> str:
+        lines = ["net:", "    - net type: lo", "      local NI(s):", "        - nid: 0@lo"]
+        lines.append("          status: up")
+        for net, interfaces in self.nets.items():
+            lines += [f"    - net type: {net}", "      local NI(s):"]
+            for n, interface in enumerate(interfaces):
+                nid = f"{NODE_ADDRESS}@tcp" if net == "tcp" else f"1.{n}.0.0@efa"
+                lines += [f"        - nid: {nid}", "          status: up", "          interfaces:"]
+                lines.append(f"              0: {interface}")
+        return "\n".join(lines) + "\n"
+
+
+def lnet_node(tmp_path: Path, aws, run, role: str = "train") -> agent.Node:
+    """A node of ``role`` of the p5 example after sync-config and params."""
+    publish_config(aws, role)
+    node = make_node(tmp_path, aws, role, run=run)
+    node.sync_config(poll=0)
+    (tmp_path / "etc/slurmstack/node.env").write_text(f"SLURMSTACK_ADDRESS={NODE_ADDRESS}\n")
+    return node
+
+
+LNET_SETUP = [
+    ["modinfo", "-F", "version", "efa"],
+    ["modinfo", "-F", "filename", "kefalnd"],
+    ["ip", "-o", "-4", "addr", "show"],
+    ["modprobe", "lnet"],
+    ["modprobe", "kefalnd", f"ipif_name={PRIMARY_INTERFACE}"],
+    ["modprobe", "ksocklnd"],
+    ["lnetctl", "lnet", "configure"],
+    ["lnetctl", "net", "show"],
+]
+
+
+def test_lnet_efa_on_a_p5_node_runs_the_documented_commands(aws, tmp_path: Path) -> None:
+    run = LnetRunner()
+    node = lnet_node(tmp_path, aws, run)
+    fake_efa_devices(tmp_path, P5_EFA_DEVICES)
+    assert node.config()["lustre_efa_interfaces"] == 8
+    run.calls.clear()
+    assert node.lnet_efa(delay=0) == P5_LUSTRE_EFA
+    assert run.calls == [
+        *LNET_SETUP,
+        ["lnetctl", "net", "add", "--net", "tcp", "--if", PRIMARY_INTERFACE],
+        *(
+            ["lnetctl", "net", "add", "--net", "efa", "--if", device, "--peer-credits", "32"]
+            for device in P5_LUSTRE_EFA
+        ),
+        ["lnetctl", "set", "discovery", "1"],
+        ["lnetctl", "udsp", "show"],
+        ["lnetctl", "udsp", "add", "--src", "efa", "--priority", "0"],
+        ["modprobe", "lustre"],
+        ["lnetctl", "net", "show"],
+    ]
+    assert run.nets == {"tcp": [PRIMARY_INTERFACE], "efa": P5_LUSTRE_EFA}
+
+
+def test_lnet_efa_again_adds_nothing(aws, tmp_path: Path) -> None:
+    run = LnetRunner()
+    node = lnet_node(tmp_path, aws, run)
+    fake_efa_devices(tmp_path, P5_EFA_DEVICES)
+    node.lnet_efa(delay=0)
+    run.calls.clear()
+    assert agent.main(["--root", str(tmp_path), "lnet-efa"], node=node) == 0
+    assert run.calls == [
+        *LNET_SETUP,
+        ["lnetctl", "set", "discovery", "1"],
+        ["lnetctl", "udsp", "show"],
+        ["modprobe", "lustre"],
+        ["lnetctl", "net", "show"],
+    ]
+    assert run.nets == {"tcp": [PRIMARY_INTERFACE], "efa": P5_LUSTRE_EFA}
+    assert run.udsp == ["efa"]
+
+
+def test_lnet_efa_replaces_a_tcp_network_on_another_interface(aws, tmp_path: Path) -> None:
+    run = LnetRunner()
+    run.nets["tcp"] = ["docker0"]
+    node = lnet_node(tmp_path, aws, run)
+    fake_efa_devices(tmp_path, P5_EFA_DEVICES)
+    node.lnet_efa(delay=0)
+    deleted = run.calls.index(["lnetctl", "net", "del", "--net", "tcp"])
+    assert run.calls[deleted + 1] == ["lnetctl", "net", "add", "--net", "tcp", "--if", "enp71s0"]
+    assert run.nets["tcp"] == [PRIMARY_INTERFACE]
+
+
+def test_lnet_efa_retries_until_lnet_takes_the_interfaces(aws, tmp_path: Path) -> None:
+    run = LnetRunner()
+    node = lnet_node(tmp_path, aws, run)
+    fake_efa_devices(tmp_path, P5_EFA_DEVICES)
+    flaky = ["lnetctl", "net", "add", "--net", "efa", "--if", "rdmap147s0", "--peer-credits", "32"]
+    run.fail_next = [flaky, list(flaky)]
+    assert node.lnet_efa(attempts=3, delay=0) == P5_LUSTRE_EFA
+    assert run.calls.count(flaky) == 3
+    assert run.nets["efa"] == P5_LUSTRE_EFA  # each device once, whatever the retries
+    with pytest.raises(agent.AgentError, match="rdmap147s0"):
+        run.nets.clear()
+        run.fail_next = [flaky] * 2
+        node.lnet_efa(attempts=2, delay=0)
+
+
+@pytest.mark.parametrize(
+    ("efa_version", "kefalnd", "problem"),
+    [
+        ("", True, "not installed"),
+        ("2.10.0g", True, "older than 2.12.1"),
+        ("2.13.0g", False, "kefalnd"),
+    ],
+)
+def test_lnet_efa_refuses_a_node_without_the_efa_client(
+    aws, tmp_path, efa_version, kefalnd, problem
+) -> None:
+    run = LnetRunner(efa_version=efa_version, kefalnd=kefalnd)
+    node = lnet_node(tmp_path, aws, run)
+    fake_efa_devices(tmp_path, P5_EFA_DEVICES)
+    run.calls.clear()
+    with pytest.raises(agent.AgentError, match=problem):
+        node.lnet_efa(delay=0)
+    assert not any(c[0] in ("lnetctl", "modprobe") for c in run.calls)
+
+
+def test_mounts_over_efa_configure_lnet_before_the_lustre_mount(aws, tmp_path: Path) -> None:
+    run = LnetRunner()
+    node = lnet_node(tmp_path, aws, run)
+    fake_efa_devices(tmp_path, P5_EFA_DEVICES)
+    (tmp_path / "sbin").mkdir()
+    (tmp_path / "sbin/mount.lustre").touch()
+    (tmp_path / "etc/slurmstack/node.env").write_text(
+        "SLURMSTACK_EFS_ID=fs-0123\nSLURMSTACK_LUSTRE_DNS=fs-1.fsx.us-east-1.amazonaws.com\n"
+        f"SLURMSTACK_LUSTRE_MOUNT_NAME=abcd\nSLURMSTACK_ADDRESS={NODE_ADDRESS}\n"
+    )
+    node.mounts(delay=0)
+    udsp = run.calls.index(["lnetctl", "udsp", "add", "--src", "efa", "--priority", "0"])
+    assert udsp < run.calls.index(["mount", "/fsx"])
+    fstab = (tmp_path / "etc/fstab").read_text()
+    assert (
+        "fs-1.fsx.us-east-1.amazonaws.com@tcp:/abcd /fsx lustre noatime,flock,"
+        "x-systemd.requires=slurmstack-lustre-efa.service,_netdev,nofail 0 0" in fstab
+    )
+    unit = (tmp_path / "etc/systemd/system/slurmstack-lustre-efa.service").read_text()
+    assert "ExecStart=/usr/local/bin/slurmstack-node lnet-efa" in unit
+
+
+def test_a_tcp_only_node_runs_no_lnet_commands(aws, tmp_path: Path) -> None:
+    """p4d (Nitro v3) mounts Lustre over TCP: mount.lustre brings LNet up on its own."""
+    plan = example_plan("p4d-odcr")
+    run = LnetRunner()
+    node = make_node(tmp_path, aws, "a100", run=run)
+    files = role_files(plan, "a100")
+    assert "/etc/systemd/system/slurmstack-lustre-efa.service" not in files
+    config = tmp_path / "etc/slurmstack/node.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(files["/etc/slurmstack/node.json"])
+    assert node.config()["lustre_efa_interfaces"] == 0
+    (tmp_path / "sbin").mkdir()
+    (tmp_path / "sbin/mount.lustre").touch()
+    fake_efa_devices(tmp_path, [f"rdmap{n}s0" for n in range(4)])
+    (tmp_path / "etc/slurmstack/node.env").write_text(
+        "SLURMSTACK_EFS_ID=fs-0123\nSLURMSTACK_LUSTRE_DNS=fs-2.fsx.us-west-2.amazonaws.com\n"
+        f"SLURMSTACK_LUSTRE_MOUNT_NAME=wxyz\nSLURMSTACK_ADDRESS={NODE_ADDRESS}\n"
+    )
+    assert node.lnet_efa(delay=0) == []
+    assert node.mounts(delay=0) == ["/home", "/fsx"]
+    assert run.calls == [["mount", "/home"], ["mount", "/fsx"]]
+    fstab = (tmp_path / "etc/fstab").read_text()
+    assert (
+        "fs-2.fsx.us-west-2.amazonaws.com@tcp:/wxyz /fsx lustre noatime,flock,_netdev,nofail"
+        in fstab
+    )
+    assert "x-systemd" not in fstab
+
+
+def test_efa_devices_are_the_ones_the_efa_driver_owns(tmp_path: Path) -> None:
+    fake_efa_devices(tmp_path, ["rdmap2s0", "rdmap10s0"])
+    fake_efa_devices(tmp_path, ["mlx5_0"], driver="mlx5_core")
+    (tmp_path / "sys/class/infiniband/stray").mkdir()
+    assert agent.Node(root=tmp_path).efa_devices() == ["rdmap10s0", "rdmap2s0"]
+
+
+def test_efa_device_choice_follows_aws() -> None:
+    assert agent.pick_efa_devices(sorted(P5_EFA_DEVICES), 8) == P5_LUSTRE_EFA
+    sixteen = [f"rdmap{n}s0" for n in range(100, 116)]  # p5en: 16 devices, 8 used
+    assert agent.pick_efa_devices(sixteen, 8) == sixteen[::2]
+    assert agent.pick_efa_devices(["a", "b", "c"], 2) == ["a", "c"]  # first and last
+    assert agent.pick_efa_devices(["a", "b"], 1) == ["a"]
+    assert agent.pick_efa_devices(["a"], 2) == ["a"]
+
+
+def test_lnet_output_parsing() -> None:
+    shown = LnetRunner()
+    shown.nets = {"tcp": ["enp71s0"], "efa": ["rdmap79s0", "rdmap96s0"]}
+    assert agent.lnet_interfaces(shown.net_show()) == {
+        "lo": [],
+        "tcp": ["enp71s0"],
+        "efa": ["rdmap79s0", "rdmap96s0"],
+    }
+    assert agent.lnet_interfaces("net:\n    - net type: tcp0\n") == {"tcp": []}
+    assert agent.prefers_efa("- udsp:\n    idx: 0\n    src: efa\n    dst: NA\n")
+    assert not agent.prefers_efa("- udsp:\n    idx: 0\n    src: tcp\n")
+    assert agent.parse_version("2.13.0g\n") == (2, 13, 0)
+    assert agent.parse_version("") is None
+
+
 def asg_with_instance(session) -> str:
     ec2 = session.client("ec2")
     image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
@@ -321,7 +599,7 @@ def test_scratch_reuses_disks_the_image_already_assembled(aws, tmp_path: Path) -
 
 
 def test_mounts_retry_until_the_file_system_answers(aws, tmp_path: Path) -> None:
-    class Flaky(Runner):
+    class Flaky(LnetRunner):
         def __call__(self, cmd, check=True):
             if cmd == ["mount", "/home"] and sum(c == cmd for c in self.calls) < 2:
                 self.calls.append(cmd)
@@ -334,9 +612,10 @@ def test_mounts_retry_until_the_file_system_answers(aws, tmp_path: Path) -> None
     node = scratch_node(tmp_path, aws, run)
     (tmp_path / "sbin").mkdir()
     (tmp_path / "sbin/mount.lustre").touch()
+    fake_efa_devices(tmp_path, P5_EFA_DEVICES)
     (tmp_path / "etc/slurmstack/node.env").write_text(
         "SLURMSTACK_EFS_ID=fs-0123\nSLURMSTACK_LUSTRE_DNS=fs-1.fsx.us-east-1.amazonaws.com\n"
-        "SLURMSTACK_LUSTRE_MOUNT_NAME=abcd\n"
+        f"SLURMSTACK_LUSTRE_MOUNT_NAME=abcd\nSLURMSTACK_ADDRESS={NODE_ADDRESS}\n"
     )
     assert node.mounts(delay=0) == ["/home", "/fsx"]
     assert run.calls.count(["mount", "/home"]) == 3

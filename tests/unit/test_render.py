@@ -161,3 +161,23 @@ def test_cli_render_writes_every_file(tmp_path) -> None:
     written = {str(p.relative_to(out)): p.read_text() for p in out.rglob("*") if p.is_file()}
     assert written == expected
     assert written["head/cloud-init.yaml"].startswith("#cloud-config")
+
+
+def test_lnet_efa_unit_only_for_pools_over_efa() -> None:
+    plan = example_plan("p5-training")
+    unit = render.LNET_EFA_UNIT_PATH
+    train = render.role_files(plan, "train")
+    assert "8 EFA interfaces" in train[unit]
+    assert "ExecStart=/usr/local/bin/slurmstack-node lnet-efa" in train[unit]
+    assert json.loads(train[render.NODE_CONFIG_PATH])["lustre_efa_interfaces"] == 8
+    assert "1 EFA interface," in render.role_files(plan, "dev")[unit]
+    # The head node mounts Lustre over TCP: no LNet unit, no EFA interfaces in its config.
+    head = render.role_files(plan, "head")
+    assert unit not in head
+    assert "lustre_efa_interfaces" not in json.loads(head[render.NODE_CONFIG_PATH])
+    for example in ("p4d-odcr", "trainium", "cpu-hpc"):
+        other = example_plan(example)
+        for pool in other.pools:
+            files = render.role_files(other, pool.name)
+            assert unit not in files
+            assert json.loads(files[render.NODE_CONFIG_PATH])["lustre_efa_interfaces"] == 0

@@ -15,11 +15,14 @@ from slurmstack.checks.common import error, pools_with_facts, warning
 from slurmstack.findings import Finding
 from slurmstack.fsx import (
     HDD_STEP,
+    LUSTRE_EFA_CONNECTION_LIMIT,
     METADATA_IOPS,
     SCRATCH_1_STEP,
     SSD_STEP,
     THROUGHPUT,
+    is_efa_lustre_client,
     lustre_efa_blockers,
+    lustre_efa_interface_count,
     reads_lustre_with_gpudirect_storage,
     resolved_throughput,
     round_up,
@@ -327,4 +330,33 @@ def lustre_s3_deployment(spec: ClusterSpec, catalog: Catalog) -> Iterator[Findin
             "storage.lustre.s3_import_export",
             f"{lustre.deployment.value} file systems take no data repository association; "
             "use SCRATCH_2 or PERSISTENT_2, or remove s3_import_export",
+        )
+
+
+# why: every EFA interface a client adds to LNet is one connection, and FSx allows 1024 per
+# EFA-enabled file system (FSx for Lustre User Guide, "Configuring EFA clients"); past that,
+# clients cannot all reach it over EFA.
+@rule
+def lustre_efa_connections(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    lustre = spec.storage.lustre
+    if lustre is None or lustre.efa is False:
+        return
+    if lustre.efa == "auto" and lustre_efa_blockers(
+        lustre, spec.region, catalog.regions.get(spec.region)
+    ):
+        return
+    total = 0
+    for pf in pools_with_facts(spec, catalog):
+        if pf.efa and is_efa_lustre_client(pf.pool.instance_type):
+            per_node = lustre_efa_interface_count(
+                pf.pool.instance_type, pf.facts.network_cards, pf.facts.max_efa_interfaces
+            )
+            total += pf.pool.count * per_node
+    if total > LUSTRE_EFA_CONNECTION_LIMIT:
+        yield warning(
+            "storage.lustre.efa",
+            f"at full size the pools open {total} EFA connections to the file system (each "
+            f"node one per LNet EFA interface); FSx allows {LUSTRE_EFA_CONNECTION_LIMIT} per "
+            "file system, so some nodes would not reach it over EFA; set efa: false to use "
+            "TCP for all, or use a second file system",
         )
