@@ -56,12 +56,20 @@ SLURMD_PORT = 6818
 SRUN_PORT_RANGE = (60001, 63000)
 
 # MaxNodeCount headroom. A replacement instance usually gets a new private address, so it
-# registers as a new dynamic node while the DOWN record of the instance it replaces lives on
-# until the head node's reaper deletes it: during an instance refresh of a whole pool every
-# node briefly exists twice. The count is rounded up to a multiple of MAX_NODE_COUNT_STEP
-# because MaxNodeCount only takes effect when slurmctld restarts: small resizes keep it.
+# registers as a new dynamic node while the record of the instance it replaces lives on:
+# slurmctld marks it DOWN ("Not responding") after SlurmdTimeout, and the head node's reaper
+# (`slurmstack-node reap`, run by slurmstack-reaper.timer every REAPER_INTERVAL_MINUTES)
+# deletes it once it has been DOWN for REAPER_GRACE_SECONDS, unless a job, a reservation, an
+# operator's reason or a live instance at its address holds it. Until then, and during an
+# instance refresh of a whole pool, every node can exist twice. The count is rounded up to a
+# multiple of MAX_NODE_COUNT_STEP because MaxNodeCount only takes effect when slurmctld
+# restarts: small resizes keep it.
 MAX_NODE_COUNT_FACTOR = 2
 MAX_NODE_COUNT_STEP = 64
+# The reaper: how long a dead node's record stays DOWN before it is deleted (long enough for
+# a reboot, which keeps the address and so the name), and how often it looks.
+REAPER_GRACE_SECONDS = 900
+REAPER_INTERVAL_MINUTES = 5
 
 # Where the head node mounts its Slurm state volume, and the state directory on it (a
 # subdirectory, so the file system's root and lost+found stay apart from Slurm's files).

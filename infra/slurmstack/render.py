@@ -27,6 +27,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from slurmstack.fabric import EnvTarget, FabricProfile
 from slurmstack.plan import (
+    REAPER_GRACE_SECONDS,
+    REAPER_INTERVAL_MINUTES,
     SLURMCTLD_PORT,
     SLURMD_PORT,
     SRUN_PORT_RANGE,
@@ -50,6 +52,9 @@ TASK_PROLOG_PATH = "/etc/slurmstack/task-prolog.sh"
 SLURM_DIR = "/etc/slurm"
 SLURMD_UNIT_PATH = "/etc/systemd/system/slurmstack-slurmd.service"
 SLURMCTLD_DROPIN_PATH = "/etc/systemd/system/slurmctld.service.d/slurmstack.conf"
+# The head node's dead-node reaper (`slurmstack-node reap`) and the timer that runs it.
+REAPER_SERVICE_PATH = "/etc/systemd/system/slurmstack-reaper.service"
+REAPER_TIMER_PATH = "/etc/systemd/system/slurmstack-reaper.timer"
 # Pools that reach an EFA-enabled Lustre file system over EFA: LNet setup before the mount.
 LNET_EFA_UNIT_PATH = "/etc/systemd/system/slurmstack-lustre-efa.service"
 NCCL_CONF_PATH = "/etc/nccl.conf"
@@ -195,6 +200,11 @@ def _node_config(plan: ClusterPlan, pool: PoolPlan | None) -> str:
             "mount": STATE_VOLUME_MOUNT,
             "state_dir": STATE_SAVE_LOCATION,
         }
+        # The reaper deletes dead records of these pools' nodes only.
+        data["pools"] = [
+            {"name": p.name, "node_name_prefix": f"{p.name}-", "feature": p.feature}
+            for p in plan.pools
+        ]
     else:
         scratch = pool.local_scratch_mount
         data["node_name_prefix"] = f"{pool.name}-"
@@ -219,6 +229,14 @@ def head_files(plan: ClusterPlan) -> dict[str, str]:
         f"{SLURM_DIR}/plugstack.conf": plugstack_conf(plan),
         SLURMCTLD_DROPIN_PATH: _render(
             "systemd/slurmctld-dropin.conf.j2", plan=plan, state_volume_mount=STATE_VOLUME_MOUNT
+        ),
+        REAPER_SERVICE_PATH: _render(
+            "systemd/slurmstack-reaper.service.j2", plan=plan, grace_seconds=REAPER_GRACE_SECONDS
+        ),
+        REAPER_TIMER_PATH: _render(
+            "systemd/slurmstack-reaper.timer.j2",
+            plan=plan,
+            interval_minutes=REAPER_INTERVAL_MINUTES,
         ),
         NODE_CONFIG_PATH: _node_config(plan, None),
         AGENT_PATH: agent_source(),

@@ -201,8 +201,12 @@ def _key(line: str) -> str | None:
     return head.split("=", 1)[0].strip()
 
 
-def adapt_slurm_conf(rendered: str, cluster: Cluster, task_prolog: Path) -> str:
-    subs = substitutions(cluster, task_prolog)
+def adapt_slurm_conf(
+    rendered: str, cluster: Cluster, task_prolog: Path, overrides: dict[str, str] | None = None
+) -> str:
+    """The rendered slurm.conf with this test's substitutions, plus ``overrides``: rendered
+    keys one test changes in its own copy only (each must be a key the file sets)."""
+    subs = {**substitutions(cluster, task_prolog), **(overrides or {})}
     out, seen = [], set()
     for line in rendered.splitlines():
         key = _key(line)
@@ -214,14 +218,20 @@ def adapt_slurm_conf(rendered: str, cluster: Cluster, task_prolog: Path) -> str:
     assert seen == set(subs), f"rendered slurm.conf lacks {set(subs) - seen}"
     out += test_only_lines(cluster)
     text = "\n".join(out) + "\n"
-    assert_used_as_rendered(rendered, text, cluster, task_prolog)
+    assert_used_as_rendered(rendered, text, cluster, task_prolog, overrides)
     return text
 
 
-def assert_used_as_rendered(rendered: str, copy: str, cluster: Cluster, prolog: Path) -> None:
+def assert_used_as_rendered(
+    rendered: str,
+    copy: str,
+    cluster: Cluster,
+    prolog: Path,
+    overrides: dict[str, str] | None = None,
+) -> None:
     """Every line of the test copy is the rendered line, except the substituted keys, and
     the only additions are the test-only lines at the end."""
-    subs = substitutions(cluster, prolog)
+    subs = {**substitutions(cluster, prolog), **(overrides or {})}
     r_lines, c_lines = rendered.splitlines(), copy.splitlines()
     extra = test_only_lines(cluster)
     assert c_lines[len(r_lines) :] == extra
@@ -242,14 +252,20 @@ def make_devices(cluster: Cluster, prefix: str, count: int, major: int = 195) ->
             os.mknod(path, 0o666 | 0o020000, os.makedev(major, i))
 
 
-def write_config(cluster: Cluster, files: dict[str, str], task_prolog_text: str) -> None:
-    """Write the head node's rendered Slurm files into the test's etc/."""
+def write_config(
+    cluster: Cluster,
+    files: dict[str, str],
+    task_prolog_text: str,
+    overrides: dict[str, str] | None = None,
+) -> None:
+    """Write the head node's rendered Slurm files into the test's etc/ (``overrides``: see
+    adapt_slurm_conf)."""
     prolog = cluster.root / "etc" / "task-prolog.sh"
     prolog.write_text(task_prolog_text)
     prolog.chmod(0o755)
     etc = cluster.root / "etc"
     etc.joinpath("slurm.conf").write_text(
-        adapt_slurm_conf(files["/etc/slurm/slurm.conf"], cluster, prolog)
+        adapt_slurm_conf(files["/etc/slurm/slurm.conf"], cluster, prolog, overrides)
     )
     etc.joinpath("gres.conf").write_text(adapt_gres_conf(files["/etc/slurm/gres.conf"], cluster))
     etc.joinpath("cgroup.conf").write_text(files["/etc/slurm/cgroup.conf"])

@@ -696,3 +696,422 @@ def test_manifest_sha_keys_name_their_content() -> None:
     for key, text in store.objects.items():
         assert key == "config/" + hashlib.sha256(text.encode()).hexdigest()
     assert json.loads(store.manifest_json()) == store.manifest
+
+
+# --- reap (head) ------------------------------------------------------------------------
+
+# Slurm 22.05.8's own output (this machine's slurmctld, a dynamic node it marked DOWN after
+# its slurmd stopped), with the name, address, times and reason stamp of a production node:
+# OS holds blanks, AllocTRES is empty, Reason comes last.
+LINE_2205 = (
+    "NodeName=dev-1811 Arch=x86_64 CoresPerSocket=32  CPUAlloc=0 CPUEfctv=64 CPUTot=64 "
+    "CPULoad=0.65 AvailableFeatures=dev ActiveFeatures=dev Gres=(null) NodeAddr=10.42.7.11 "
+    "NodeHostName=dev-1811 Version=22.05.8 OS=Linux 6.18.44-fc-v669 #1 SMP PREEMPT_DYNAMIC @0  "
+    "RealMemory=124519 AllocMem=0 FreeMem=22929 Sockets=1 Boards=1 "
+    "State=DOWN+DYNAMIC_NORM+NOT_RESPONDING ThreadsPerCore=2 TmpDisk=0 Weight=1 Owner=N/A "
+    "MCS_label=N/A Partitions=dev  BootTime=2024-09-01T02:39:00 "
+    "SlurmdStartTime=2024-09-01T03:40:03 LastBusyTime=2024-09-01T03:40:03 "
+    "CfgTRES=cpu=64,mem=124519M,billing=64 AllocTRES= CapWatts=n/a CurrentWatts=0 AveWatts=0 "
+    "ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s "
+    "Reason=Not responding [slurm@2024-09-01T11:00:00]"
+)
+NOW = "2024-09-01T12:30:00"
+
+
+def record(
+    name: str,
+    state: str,
+    reason: str | None = "Not responding",
+    by: str = "slurm",
+    at: str = "2024-09-01T12:00:00",
+    cpu_alloc: int = 0,
+    alloc_tres: str = "",
+    feature: str | None = None,
+    started: str = "2024-09-01T10:02:00",
+    busy: str = "2024-09-01T11:00:00",
+    after: str = "",
+) -> str:
+    """One line of `scontrol show node -o` as Slurm 23.11 prints it (src/api/node_info.c)."""
+    feature = feature or name.rsplit("-", 1)[0]
+    line = (
+        f"NodeName={name} Arch=x86_64 CoresPerSocket=48 CPUAlloc={cpu_alloc} CPUEfctv=192 "
+        f"CPUTot=192 CPULoad=0.00 AvailableFeatures={feature} ActiveFeatures={feature} "
+        "Gres=gpu:h100:8(S:0-1) NodeAddr=10.42.7.19 NodeHostName=ip-10-42-7-19 Version=23.11.4 "
+        "OS=Linux 6.8.0-1015-aws #16-Ubuntu SMP Mon Aug 19 19:38:17 UTC 2024 "
+        "RealMemory=2000000 AllocMem=0 FreeMem=N/A Sockets=2 Boards=1 "
+        f"State={state} ThreadsPerCore=2 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A "
+        f"Partitions={feature} BootTime=2024-09-01T10:00:00 SlurmdStartTime={started} "
+        f"LastBusyTime={busy} ResumeAfterTime=None "
+        "CfgTRES=cpu=192,mem=2000000M,billing=192,gres/gpu=8 "
+        f"AllocTRES={alloc_tres} CurrentWatts=0 AveWatts=0"
+    )
+    if reason is not None:
+        line += f" Reason={reason} [{by}@{at}]"
+    return line + after
+
+
+SHOW_CONFIG = (
+    "Configuration data as of 2024-09-01T12:30:00\n"
+    "SlurmUser               = slurm(64030)\n"
+    "SlurmdTimeout           = 300 sec\n"
+)
+
+
+class Scontrol(Runner):
+    """scontrol on the head node: `show config`, `show node` (these lines), `delete`."""
+
+    def __init__(self, lines: list[str], refuse: set[str] | None = None) -> None:
+        super().__init__()
+        self.lines = lines
+        self.refuse = refuse or set()
+
+    def __call__(self, cmd: list[str], check: bool = True):
+        import subprocess
+
+        self.calls.append(cmd)
+        if cmd[:3] != list(agent.SCONTROL):
+            return subprocess.CompletedProcess(cmd, 0, "", "")
+        args = cmd[3:]
+        if args == ["show", "config"]:
+            return subprocess.CompletedProcess(cmd, 0, SHOW_CONFIG, "")
+        if args[-2:] == ["show", "node"]:
+            return subprocess.CompletedProcess(cmd, 0, "\n".join(self.lines) + "\n", "")
+        if args[0] == "delete":
+            name = args[1].removeprefix("nodename=")
+            if name in self.refuse:
+                return subprocess.CompletedProcess(cmd, 1, "", "Requested nodes are busy\n")
+            return subprocess.CompletedProcess(cmd, 0, "", "")
+        raise AssertionError(cmd)
+
+    @property
+    def deleted(self) -> list[str]:
+        return [c[-1].removeprefix("nodename=") for c in self.calls if "delete" in c]
+
+
+def head(tmp_path: Path, aws, lines: list[str], **kwargs) -> tuple[agent.Node, Scontrol]:
+    config = tmp_path / "etc/slurmstack/node.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(role_files(PLAN, "head")["/etc/slurmstack/node.json"])
+    run = Scontrol(lines, **kwargs)
+    node = make_node(tmp_path, aws, "head", run=run)
+    node.clock = lambda: agent.slurm_time(NOW)
+    return node, run
+
+
+def test_reaper_constants_match_the_plan_render_and_stack() -> None:
+    from slurmstack.plan import REAPER_GRACE_SECONDS
+    from slurmstack.render import REAPER_TIMER_PATH
+    from slurmstack.stack.common import CLUSTER_TAG, POOL_TAG
+
+    assert agent.REAP_GRACE_SECONDS == REAPER_GRACE_SECONDS
+    assert agent.REAPER_TIMER_PATH == REAPER_TIMER_PATH
+    assert (agent.CLUSTER_TAG, agent.POOL_TAG) == (CLUSTER_TAG, POOL_TAG)
+
+
+def test_parse_a_slurm_22_05_record() -> None:
+    fields = agent.parse_node_line(LINE_2205)
+    assert fields["NodeName"] == "dev-1811"
+    assert fields["State"] == "DOWN+DYNAMIC_NORM+NOT_RESPONDING"
+    assert fields["OS"] == "Linux 6.18.44-fc-v669 #1 SMP PREEMPT_DYNAMIC @0"
+    assert fields["CfgTRES"] == "cpu=64,mem=124519M,billing=64"
+    assert fields["AllocTRES"] == ""
+    assert fields["CPUAlloc"] == "0"
+    assert fields["Reason"] == "Not responding"
+    assert (fields["ReasonUser"], fields["ReasonTime"]) == ("slurm", "2024-09-01T11:00:00")
+    assert agent.slurm_time(fields["LastBusyTime"]) is not None
+    assert agent.slurm_time("None") is None and agent.slurm_time(None) is None
+
+
+def test_parse_a_slurm_23_11_record_whose_reason_looks_like_fields() -> None:
+    """Whatever an operator writes in a reason cannot pass for a field, and the keys 23.11
+    prints after Reason are still read."""
+    line = record(
+        "train-5",
+        "IDLE+DRAIN+DYNAMIC_NORM",
+        reason="bad HBM State=IDLE CPUAlloc=0 see [ticket 7]",
+        by="root",
+        after=" Comment=rma Extra=rack=12",
+    )
+    fields = agent.parse_node_line(line)
+    assert fields["State"] == "IDLE+DRAIN+DYNAMIC_NORM"
+    assert fields["Reason"] == "bad HBM State=IDLE CPUAlloc=0 see [ticket 7]"
+    assert fields["ReasonUser"] == "root"
+    assert (fields["Comment"], fields["Extra"]) == ("rma", "rack=12")
+    assert fields["OS"] == "Linux 6.8.0-1015-aws #16-Ubuntu SMP Mon Aug 19 19:38:17 UTC 2024"
+    assert fields["Gres"] == "gpu:h100:8(S:0-1)"
+    unstamped = agent.parse_node_line(record("train-6", "IDLE", reason=None) + " Reason=x y")
+    assert unstamped["Reason"] == "x y" and "ReasonUser" not in unstamped
+
+
+CLUSTER_NODES = {
+    # name: (record, deleted with the default grace?)
+    "dead 30 min ago": (record("train-1811", "DOWN+DYNAMIC_NORM+NOT_RESPONDING"), True),
+    "dead 22.05": (LINE_2205, True),
+    "dead 5 min ago": (
+        record("train-1812", "DOWN+DYNAMIC_NORM+NOT_RESPONDING", at="2024-09-01T12:25:00"),
+        False,
+    ),
+    "up": (record("train-1813", "IDLE+DYNAMIC_NORM", reason=None), False),
+    "allocated": (
+        record("train-1814", "ALLOCATED+DYNAMIC_NORM", reason=None, cpu_alloc=192),
+        False,
+    ),
+    "mixed, not responding": (
+        record(
+            "train-1815",
+            "MIXED+DYNAMIC_NORM+NOT_RESPONDING",
+            reason=None,
+            cpu_alloc=96,
+            alloc_tres="cpu=96,mem=500G,gres/gpu=4",
+        ),
+        False,
+    ),
+    "drained by an operator, then dead": (
+        record(
+            "train-1816",
+            "DOWN+DRAIN+DYNAMIC_NORM+NOT_RESPONDING",
+            reason="GPU Xid=79, RMA ticket 4411",
+            by="root",
+            at="2024-09-01T08:00:00",
+        ),
+        False,
+    ),
+    "drained by Slurm, then dead": (
+        record(
+            "train-1817",
+            "DOWN+DRAIN+DYNAMIC_NORM+NOT_RESPONDING",
+            reason="Kill task failed",
+            at="2024-09-01T11:30:00",
+        ),
+        True,
+    ),
+    "DOWN but slurmd answers": (record("train-1818", "DOWN+DYNAMIC_NORM"), False),
+    "static node": (record("train-99", "DOWN+NOT_RESPONDING"), False),
+    "not a pool of this cluster": (
+        record("login-3", "DOWN+DYNAMIC_NORM+NOT_RESPONDING", feature="login"),
+        False,
+    ),
+    "pool name without the pool's feature": (
+        record("train-1820", "DOWN+DYNAMIC_NORM+NOT_RESPONDING", feature="other"),
+        False,
+    ),
+    "still completing": (
+        record("train-1821", "DOWN+COMPLETING+DYNAMIC_NORM+NOT_RESPONDING"),
+        False,
+    ),
+    "in a reservation": (
+        record("train-1822", "DOWN+DYNAMIC_NORM+NOT_RESPONDING+RESERVED"),
+        False,
+    ),
+    "old Slurm reason, slurmd restarted since": (
+        record(
+            "train-1823",
+            "DOWN+DRAIN+DYNAMIC_NORM+NOT_RESPONDING",
+            reason="Kill task failed",
+            at="2024-09-01T09:00:00",
+            started="2024-09-01T12:20:00",
+            busy="2024-09-01T12:20:00",
+        ),
+        False,
+    ),
+}
+
+
+def test_reap_deletes_only_dead_dynamic_nodes_of_the_pools(aws, tmp_path: Path) -> None:
+    node, run = head(tmp_path, aws, [line for line, _ in CLUSTER_NODES.values()])
+    result = node.reap(ec2=False)
+    expected = [
+        agent.parse_node_line(line)["NodeName"] for line, go in CLUSTER_NODES.values() if go
+    ]
+    assert run.deleted == expected == ["train-1811", "dev-1811", "train-1817"]
+    assert result["deleted"] == expected and result["failed"] == {}
+    kept = result["kept"]
+    assert "grace" in kept["train-1812"]
+    assert "left for the operator" in kept["train-1816"] and "root" in kept["train-1816"]
+    assert kept["train-1818"] == "DOWN but slurmd responds"
+    assert kept["train-99"] == "not a dynamic node"
+    assert "COMPLETING" in kept["train-1821"] and "RESERVED" in kept["train-1822"]
+    assert "grace" in kept["train-1823"]
+    assert "MIXED" in kept["train-1815"]
+    # Up and allocated nodes, and other clusters' names, are not even mentioned.
+    assert not {"train-1813", "train-1814", "login-3"} & set(kept)
+    # The listing asked for every node, with times scontrol prints the same on 22.05 and 23.11.
+    assert [
+        "env",
+        "SLURM_TIME_FORMAT=standard",
+        "scontrol",
+        "--all",
+        "--oneliner",
+        "show",
+        "node",
+    ] in run.calls
+
+
+@pytest.mark.parametrize(
+    ("grace", "deleted"),
+    [
+        (900, ["train-1811"]),  # DOWN 30 min: past 15 min; the other 14 min 59 s
+        (1800, ["train-1811"]),
+        (1801, []),
+        (0, ["train-1811", "train-1812"]),
+    ],
+)
+def test_reap_grace_period_counts_from_the_down_stamp(aws, tmp_path, grace, deleted) -> None:
+    lines = [
+        record("train-1811", "DOWN+DYNAMIC_NORM+NOT_RESPONDING", at="2024-09-01T12:00:00"),
+        record("train-1812", "DOWN+DYNAMIC_NORM+NOT_RESPONDING", at="2024-09-01T12:15:01"),
+    ]
+    node, run = head(tmp_path, aws, lines)
+    assert node.reap(grace=grace, ec2=False)["deleted"] == deleted
+    assert run.deleted == deleted
+
+
+def test_reap_allocated_or_operator_drained_nodes_stay_even_with_no_grace(aws, tmp_path) -> None:
+    keep = [
+        record("train-1", "ALLOCATED+DYNAMIC_NORM", reason=None, cpu_alloc=192),
+        record("train-2", "DOWN+DYNAMIC_NORM+NOT_RESPONDING", cpu_alloc=8),
+        record("train-3", "DOWN+DYNAMIC_NORM+NOT_RESPONDING", alloc_tres="cpu=8"),
+        record("train-4", "DOWN+DRAIN+DYNAMIC_NORM+NOT_RESPONDING", reason="maint", by="alice"),
+        record("train-5", "DOWN+DYNAMIC_NORM+NOT_RESPONDING", reason="bad NIC", by="root"),
+        record("train-6", "IDLE+DRAIN+DYNAMIC_NORM+NOT_RESPONDING", reason="maint", by="root"),
+    ]
+    node, run = head(tmp_path, aws, keep)
+    result = node.reap(grace=0, ec2=False)
+    assert result["deleted"] == [] and run.deleted == []
+    assert result["kept"]["train-2"] == "resources still allocated"
+    assert "alice" in result["kept"]["train-4"]
+
+
+def test_reap_slurm_user_by_uid(aws, tmp_path: Path) -> None:
+    """A reason stamp shows the uid when the name does not resolve."""
+    node, _run = head(
+        tmp_path, aws, [record("train-1", "DOWN+DYNAMIC_NORM+NOT_RESPONDING", by="64030")]
+    )
+    assert node.slurm_users() == {"slurm", "64030"}
+    assert node.reap(ec2=False)["deleted"] == ["train-1"]
+
+
+def test_reap_dry_run_deletes_nothing(aws, tmp_path: Path) -> None:
+    node, run = head(tmp_path, aws, [record("train-1", "DOWN+DYNAMIC_NORM+NOT_RESPONDING")])
+    result = node.reap(ec2=False, dry_run=True)
+    assert result["would_delete"] == ["train-1"] and result["deleted"] == []
+    assert run.deleted == []
+
+
+def test_reap_reports_a_refused_delete_and_goes_on(aws, tmp_path: Path, capsys) -> None:
+    lines = [
+        record("train-1", "DOWN+DYNAMIC_NORM+NOT_RESPONDING"),
+        record("train-2", "DOWN+DYNAMIC_NORM+NOT_RESPONDING"),
+    ]
+    node, _run = head(tmp_path, aws, lines, refuse={"train-1"})
+    assert agent.main(["reap", "--no-ec2"], node=node) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["deleted"] == ["train-2"]
+    assert out["failed"] == {"train-1": "Requested nodes are busy"}
+
+
+def test_reap_fails_cleanly_without_slurmctld(aws, tmp_path: Path) -> None:
+    import subprocess
+
+    def down(cmd, check=True):
+        return subprocess.CompletedProcess(
+            cmd, 1, "", "slurm_load_ctl_conf error: Unable to contact slurm controller"
+        )
+
+    node, _run = head(tmp_path, aws, [])
+    node.run = down
+    assert agent.main(["reap"], node=node) == 1
+
+
+def pool_instance(session, subnet: str, address: str, pool: str, cluster: str = PLAN.name) -> str:
+    ec2 = session.client("ec2")
+    image = "ami-12c6146b"  # one of moto's built-in images (listing them takes seconds)
+    tags = [
+        {"Key": "slurmstack:cluster", "Value": cluster},
+        {"Key": "slurmstack:pool", "Value": pool},
+    ]
+    made = ec2.run_instances(
+        ImageId=image,
+        InstanceType="t3.micro",
+        MinCount=1,
+        MaxCount=1,
+        SubnetId=subnet,
+        PrivateIpAddress=address,
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+    )
+    return str(made["Instances"][0]["InstanceId"])
+
+
+def test_reap_keeps_nodes_a_live_instance_still_answers_for(aws, tmp_path: Path) -> None:
+    """The EC2 cross-check (moto): one DescribeInstances by the cluster tag. A record whose
+    name or address belongs to a live instance of the cluster stays; a terminated instance's
+    record, or one whose address another cluster uses, goes."""
+    ec2 = aws.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.42.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.42.0.0/16")["Subnet"]["SubnetId"]
+    pool_instance(aws, subnet, "10.42.7.19", "train")  # still running: same name, train-1811
+    gone = pool_instance(aws, subnet, "10.42.7.20", "train")
+    ec2.terminate_instances(InstanceIds=[gone])
+    pool_instance(aws, subnet, "10.42.7.21", "train", cluster="someone-else")
+    stopped = pool_instance(aws, subnet, "10.42.8.1", "dev")
+    ec2.stop_instances(InstanceIds=[stopped])
+
+    def dead(name: str, address: str) -> str:
+        line = record(name, "DOWN+DYNAMIC_NORM+NOT_RESPONDING")
+        return line.replace("NodeAddr=10.42.7.19", f"NodeAddr={address}")
+
+    lines = [
+        dead("train-1811", "10.42.7.19"),
+        dead("train-1812", "10.42.7.20"),
+        dead("train-1813", "10.42.7.21"),
+        dead("dev-2049", "10.42.8.1"),
+        dead("train-9999", "train-9999"),  # NodeAddr a host name: matched by name only
+    ]
+    node, run = head(tmp_path, aws, lines)
+    result = node.reap()
+    assert result["deleted"] == run.deleted == ["train-1812", "train-1813", "train-9999"]
+    assert "instance" in result["kept"]["train-1811"]
+    assert "instance" in result["kept"]["dev-2049"]
+
+
+def test_reap_deletes_nothing_when_ec2_cannot_be_asked(aws, tmp_path: Path) -> None:
+    node, run = head(tmp_path, aws, [record("train-1", "DOWN+DYNAMIC_NORM+NOT_RESPONDING")])
+
+    class Broken:
+        def client(self, *_a, **_k):
+            raise RuntimeError("AccessDenied")
+
+    node._session = Broken()
+    with pytest.raises(agent.AgentError, match="cannot list the cluster's instances"):
+        node.reap()
+    assert run.deleted == []
+
+
+class SystemctlRunner(Runner):
+    def __init__(self, enabled: str) -> None:
+        super().__init__()
+        self.enabled = enabled
+
+    def __call__(self, cmd: list[str], check: bool = True):
+        import subprocess
+
+        if cmd[:2] == ["systemctl", "is-enabled"]:
+            self.calls.append(cmd)
+            return subprocess.CompletedProcess(cmd, 1, f"{self.enabled}\n", "")
+        return super().__call__(cmd, check)
+
+
+@pytest.mark.parametrize(
+    ("enabled", "enables"), [("disabled", True), ("masked", False), ("enabled", False)]
+)
+def test_sync_config_enables_the_reaper_timer_on_the_head(aws, tmp_path, enabled, enables) -> None:
+    publish_config(aws, "head")
+    run = SystemctlRunner(enabled)
+    make_node(tmp_path, aws, "head", run=run).sync_config(poll=0)
+    assert (tmp_path / agent.REAPER_TIMER_PATH.lstrip("/")).exists()
+    start = ["systemctl", "enable", "--now", agent.REAPER_TIMER]
+    assert (start in run.calls) is enables
+    # A pool node has no reaper.
+    pool = SystemctlRunner("disabled")
+    make_node(tmp_path / "pool", aws, "train", run=pool).sync_config(poll=0)
+    assert not any("is-enabled" in c for c in pool.calls)

@@ -181,3 +181,33 @@ def test_lnet_efa_unit_only_for_pools_over_efa() -> None:
             files = render.role_files(other, pool.name)
             assert unit not in files
             assert json.loads(files[render.NODE_CONFIG_PATH])["lustre_efa_interfaces"] == 0
+
+
+@pytest.mark.parametrize("example", EXAMPLE_IDS)
+def test_head_node_carries_the_reaper(example: str) -> None:
+    """The reaper's service and timer travel to the head node only, through the config
+    store (not the user data), and its node.json names the pools whose records it may
+    delete."""
+    from slurmstack.plan import REAPER_GRACE_SECONDS, REAPER_INTERVAL_MINUTES
+
+    plan = example_plan(example)
+    head = render.role_files(plan, "head")
+    service = head[render.REAPER_SERVICE_PATH]
+    timer = head[render.REAPER_TIMER_PATH]
+    assert f"ExecStart=/usr/local/bin/slurmstack-node reap --grace {REAPER_GRACE_SECONDS}\n" in (
+        service
+    )
+    assert "Type=oneshot" in service
+    assert f"OnUnitInactiveSec={REAPER_INTERVAL_MINUTES}min\n" in timer
+    assert "WantedBy=timers.target" in timer
+    manifest = config_store(plan).manifest
+    assert {render.REAPER_SERVICE_PATH, render.REAPER_TIMER_PATH} <= set(manifest["head"])
+    assert "slurmstack-reaper" not in user_data(plan, "head")
+    pools = json.loads(head[render.NODE_CONFIG_PATH])["pools"]
+    assert pools == [
+        {"name": p.name, "node_name_prefix": f"{p.name}-", "feature": p.feature} for p in plan.pools
+    ]
+    for pool in plan.pools:
+        files = render.role_files(plan, pool.name)
+        assert render.REAPER_SERVICE_PATH not in files
+        assert "pools" not in json.loads(files[render.NODE_CONFIG_PATH])

@@ -5,7 +5,8 @@ One self-contained file (Python 3 standard library and boto3), installed from th
 config store by the bootstrap in the node's cloud-init document. Subcommands:
 
   sync-config   read the manifest (named by its parameter), download this role's files from the config
-                store, check their sha256, write them atomically; print what changed
+                store, check their sha256, write them atomically; print what changed (head: enable
+                the reaper's timer where it is disabled)
   params        wait for the deploy-time SSM parameters this role needs, write node.env,
                 name the node (<pool>-<n>, n = low 16 bits of its private address)
   munge-key     write /etc/munge/munge.key (0400, munge) from Secrets Manager
@@ -17,6 +18,11 @@ config store by the bootstrap in the node's cloud-init document. Subcommands:
                 the pool's EFA interfaces, EFA preferred; idempotent, retried (also run by
                 slurmstack-lustre-efa.service before the Lustre mount at every boot)
   state-volume  (head) the Slurm state EBS volume: find, format once, mount
+  reap          (head) delete the records of dead dynamic nodes: a replaced instance registers
+                under a new name and the old record would stay DOWN for ever. Only nodes of the
+                cluster's pools that slurmctld itself marked DOWN and not responding, with no
+                job, longer than the grace period ago, and no live instance of the cluster at
+                their address; run every few minutes by slurmstack-reaper.timer
 
 Every filesystem path goes through --root (default /), so tests run on fake device trees.
 """
@@ -24,6 +30,7 @@ Every filesystem path goes through --root (default /), so tests run on fake devi
 from __future__ import annotations
 
 import argparse
+import datetime
 import hashlib
 import ipaddress
 import json
@@ -79,6 +86,24 @@ EFA_DRIVER_MIN_VERSION = (2, 12, 1)
 RESTART_KEYS = ("MaxNodeCount", "SlurmctldPort", "SlurmdPort", "SlurmctldParameters")
 HOSTS_BEGIN = "# slurmstack begin"
 HOSTS_END = "# slurmstack end"
+# The reaper (head node). Its timer is enabled by sync-config wherever it is merely disabled;
+# an operator turns the reaper off for good with `systemctl mask slurmstack-reaper.timer`.
+REAPER_TIMER = "slurmstack-reaper.timer"
+REAPER_TIMER_PATH = f"/etc/systemd/system/{REAPER_TIMER}"
+# How long a record must have been DOWN before it is deleted (slurmstack.plan.REAPER_GRACE_SECONDS).
+REAP_GRACE_SECONDS = 900
+# Slurm's times in the form SLURM_TIME_FORMAT=standard prints, on Slurm 22.05 and 23.11.
+SCONTROL = ("env", "SLURM_TIME_FORMAT=standard", "scontrol")
+SLURM_TIME = "%Y-%m-%dT%H:%M:%S"
+# State flags a record may carry and still be deleted. Any other (COMPLETING, RESERVED, MAINT,
+# FAIL, REBOOT_*, POWER*, PLANNED, ...) keeps it: a job, a reservation or an operator's
+# intention is attached to the node.
+REAPABLE_FLAGS = frozenset({"DYNAMIC_NORM", "NOT_RESPONDING", "DRAIN", "INVALID_REG"})
+# Tags every instance of a pool carries (slurmstack.stack.common).
+CLUSTER_TAG = "slurmstack:cluster"
+POOL_TAG = "slurmstack:pool"
+# EC2 states in which an instance still holds its private address.
+LIVE_INSTANCE_STATES = ("pending", "running", "stopping", "stopped")
 
 
 class AgentError(Exception):
@@ -154,12 +179,14 @@ class Node:
         run: object = run_command,
         sleep: object = time.sleep,
         owner: object | None = None,
+        clock: object = time.time,
     ) -> None:
         self.root = Path(root)
         self._session = session
         self.imds = imds
         self.run = run
         self.sleep = sleep
+        self.clock = clock
         # (uid, gid) lookup by user name; tests pass their own.
         self.owner = owner or (lambda name: (pwd.getpwnam(name).pw_uid, pwd.getpwnam(name).pw_gid))
 
@@ -252,6 +279,8 @@ class Node:
             changed.append(node_path)
         if any(p.startswith("/etc/systemd/") for p in changed):
             self.sh("systemctl", "daemon-reload", check=False)
+        if role == HEAD_ROLE:
+            self._enable_reaper()
         if role == HEAD_ROLE and "/etc/slurm/slurm.conf" in changed and old_slurm_conf:
             new = self._read("/etc/slurm/slurm.conf") or ""
             if _restart_keys(old_slurm_conf) != _restart_keys(new):
@@ -264,6 +293,15 @@ class Node:
     def _read(self, node_path: str) -> str | None:
         path = self.path(node_path)
         return path.read_text() if path.exists() else None
+
+    def _enable_reaper(self) -> None:
+        """Enable the reaper's timer where it is installed and merely disabled: on a new head
+        node, and on one that got the timer from an older agent. A masked timer stays off."""
+        if not self.path(REAPER_TIMER_PATH).exists():
+            return
+        state = self.sh("systemctl", "is-enabled", REAPER_TIMER, check=False).stdout.strip()
+        if state == "disabled":
+            self.sh("systemctl", "enable", "--now", REAPER_TIMER, check=False)
 
     # --- params -------------------------------------------------------------------------
 
@@ -659,6 +697,91 @@ class Node:
         os.chmod(self.path(state_dir), 0o700)
         return device
 
+    # --- reap (head) --------------------------------------------------------------------
+
+    def slurm_users(self) -> set[str]:
+        """SlurmUser, by name and uid: who stamps the reasons slurmctld sets itself."""
+        config = self._ok(*SCONTROL, "show", "config")
+        match = re.search(r"^SlurmUser\s*=\s*([^\s(]+)(?:\((\d+)\))?", config, re.MULTILINE)
+        if match is None:
+            raise AgentError("`scontrol show config` names no SlurmUser")
+        return {g for g in match.groups() if g}
+
+    def slurm_nodes(self) -> list[dict[str, str]]:
+        """Every node record, from `scontrol show node` in one-line form."""
+        out = self._ok(*SCONTROL, "--all", "--oneliner", "show", "node")
+        return [parse_node_line(line) for line in out.splitlines() if line.startswith("NodeName=")]
+
+    def live_instances(
+        self, cluster: str, pools: list[dict[str, str]]
+    ) -> tuple[set[str], set[str]]:
+        """(Slurm names, private addresses) of the cluster's instances that still exist: one
+        paginated DescribeInstances filtered by the cluster tag."""
+        prefixes = {p["name"]: p["node_name_prefix"] for p in pools}
+        names: set[str] = set()
+        addresses: set[str] = set()
+        filters = [
+            {"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
+            {"Name": "instance-state-name", "Values": list(LIVE_INSTANCE_STATES)},
+        ]
+        pages = self.client("ec2").get_paginator("describe_instances").paginate(Filters=filters)
+        for page in pages:
+            for reservation in page["Reservations"]:
+                for instance in reservation["Instances"]:
+                    address = instance.get("PrivateIpAddress")
+                    if not address:
+                        continue
+                    addresses.add(address)
+                    tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
+                    if tags.get(POOL_TAG) in prefixes:
+                        names.add(node_name(prefixes[tags[POOL_TAG]], address))
+        return names, addresses
+
+    def reap(
+        self, grace: float = REAP_GRACE_SECONDS, ec2: bool = True, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Delete the records of dead dynamic nodes of the cluster's pools (reap_verdict says
+        which); with ``ec2``, keep any whose name or address a live instance of the cluster
+        still has. Returns what was deleted, what failed, and why DOWN records were kept."""
+        config = self.config()
+        pools = list(config.get("pools") or [])
+        users = self.slurm_users()
+        now = float(self.clock())  # type: ignore[operator]
+        chosen: list[dict[str, str]] = []
+        kept: dict[str, str] = {}
+        for node in self.slurm_nodes():
+            verdict = reap_verdict(node, pools, users, now, grace)
+            if verdict is None:
+                chosen.append(node)
+            elif _looks_down(node) and _pool_of(node.get("NodeName", ""), pools) is not None:
+                kept[node["NodeName"]] = verdict
+        if chosen and ec2:
+            try:
+                names, addresses = self.live_instances(str(config["cluster"]), pools)
+            except Exception as exc:  # botocore's errors: delete nothing unconfirmed
+                raise AgentError(f"cannot list the cluster's instances: {exc}") from exc
+            for node in list(chosen):
+                if node["NodeName"] in names or node.get("NodeAddr") in addresses:
+                    kept[node["NodeName"]] = "an instance of the cluster still has its address"
+                    chosen.remove(node)
+        for name, why in sorted(kept.items()):
+            log(f"reap: keeping {name}: {why}")
+        result: dict[str, Any] = {"deleted": [], "failed": {}, "kept": dict(sorted(kept.items()))}
+        if dry_run:
+            result["would_delete"] = [n["NodeName"] for n in chosen]
+            return result
+        for node in chosen:
+            name = node["NodeName"]
+            done = self.sh(*SCONTROL, "delete", f"nodename={name}", check=False)
+            if done.returncode == 0:
+                log(f"reap: deleted {name} ({node.get('State')}, {node.get('Reason')})")
+                result["deleted"].append(name)
+            else:
+                detail = (done.stderr or done.stdout or "").strip()
+                log(f"reap: scontrol delete nodename={name} failed: {detail}")
+                result["failed"][name] = detail
+        return result
+
 
 def _read_strip(path: Path) -> str:
     return path.read_text().strip() if path.exists() else ""
@@ -725,6 +848,118 @@ def prefers_efa(udsp_show: str) -> bool:
     return re.search(r"\bsrc:\s*efa\b", udsp_show) is not None
 
 
+# --- node records (reap) ---------------------------------------------------------------
+
+# A key of `scontrol show node -o`: a word followed by "=", at the start or after a blank
+# (values such as CfgTRES=cpu=64,mem=... hold "=" too, never after a blank).
+_NODE_KEY = re.compile(r"(?:^|(?<=\s))([A-Za-z][A-Za-z0-9_]*)=")
+# "Reason=<text> [<user>@<time>]": slurmctld stamps a reason with who set it and when.
+_REASON = re.compile(r"^(?P<text>.*?) \[(?P<user>[^\s@\]]+)@(?P<time>[^\s\]]+)\](?=\s|$)")
+# Keys that may follow Reason on the line (Slurm 23.11 and later).
+_AFTER_REASON = re.compile(r" (?:Comment|Extra|InstanceId|InstanceType|ReservationName)=")
+
+
+def _key_values(text: str, into: dict[str, str]) -> None:
+    """Key=value pairs of a one-line record; a value runs to the next key (OS=Linux 6.8.0 #1
+    SMP ... holds blanks). The first occurrence of a key wins."""
+    matches = list(_NODE_KEY.finditer(text))
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        into.setdefault(match.group(1), text[match.end() : end].strip())
+
+
+def parse_node_line(line: str) -> dict[str, str]:
+    """One record of `scontrol show node -o` (Slurm 22.05 and 23.11) as a dict. Reason, free
+    text set by whoever set it, is split off first: its stamp becomes ReasonUser and
+    ReasonTime, and nothing in it can pass for another field."""
+    fields: dict[str, str] = {}
+    head, marker, tail = line.rstrip("\n").partition(" Reason=")
+    _key_values(head, fields)
+    if marker:
+        stamped = _REASON.match(tail)
+        if stamped:
+            fields["Reason"] = stamped["text"]
+            fields["ReasonUser"] = stamped["user"]
+            fields["ReasonTime"] = stamped["time"]
+            rest = tail[stamped.end() :]
+        else:
+            after = _AFTER_REASON.search(tail)
+            fields["Reason"] = (tail[: after.start()] if after else tail).strip()
+            rest = tail[after.start() :] if after else ""
+        _key_values(rest, fields)
+    return fields
+
+
+def slurm_time(value: str | None) -> float | None:
+    """Seconds since the epoch from a Slurm time (local time, as scontrol prints it), or None
+    for None, Unknown and anything else."""
+    try:
+        return datetime.datetime.strptime(value or "", SLURM_TIME).timestamp()
+    except ValueError:
+        return None
+
+
+def _pool_of(name: str, pools: list[dict[str, str]]) -> dict[str, str] | None:
+    for pool in pools:
+        prefix = pool["node_name_prefix"]
+        index = name[len(prefix) :]
+        if name.startswith(prefix) and index.isdigit() and int(index) <= 0xFFFF:
+            return pool
+    return None
+
+
+def _looks_down(node: dict[str, str]) -> bool:
+    state = node.get("State", "").split("+")
+    return state[0] == "DOWN" or "NOT_RESPONDING" in state[1:] or "DRAIN" in state[1:]
+
+
+def reap_verdict(
+    node: dict[str, str],
+    pools: list[dict[str, str]],
+    slurm_users: set[str],
+    now: float,
+    grace: float,
+) -> str | None:
+    """None when the record may be deleted, else why it stays. Deleted only: a dynamic node
+    (DYNAMIC_NORM) named and featured as a node of one of the pools, DOWN and not responding,
+    with no flag outside REAPABLE_FLAGS, nothing allocated, a reason stamped by SlurmUser
+    (slurmctld's own "Not responding", or a drain Slurm itself set: an operator's reason stays
+    for the operator), and DOWN for at least ``grace`` seconds. The DOWN time is the reason's
+    stamp, which slurmctld sets when it marks the node DOWN; LastBusyTime and SlurmdStartTime
+    count when later, so an older reason cannot shorten the grace."""
+    name = node.get("NodeName", "")
+    pool = _pool_of(name, pools)
+    if pool is None:
+        return "not a node of this cluster's pools"
+    if pool["feature"] not in node.get("AvailableFeatures", "").split(","):
+        return f"lacks the feature of pool {pool['name']}"
+    base, *flags = node.get("State", "").split("+")
+    if "DYNAMIC_NORM" not in flags:
+        return "not a dynamic node"
+    if base != "DOWN":
+        return f"{base}, not DOWN"
+    if "NOT_RESPONDING" not in flags:
+        return "DOWN but slurmd responds"
+    others = sorted(set(flags) - REAPABLE_FLAGS)
+    if others:
+        return f"state flags {'+'.join(others)}"
+    if node.get("CPUAlloc", "0") != "0" or node.get("AllocTRES", ""):
+        return "resources still allocated"
+    user = node.get("ReasonUser")
+    if user is None:
+        return "its reason carries no stamp"
+    if user not in slurm_users:
+        return f"reason set by {user}, not by Slurm: left for the operator"
+    times = [slurm_time(node.get(k)) for k in ("ReasonTime", "LastBusyTime", "SlurmdStartTime")]
+    known = [t for t in times if t is not None]
+    if not known:
+        return "no time to measure the grace period from"
+    down_for = now - max(known)
+    if down_for < grace:
+        return f"DOWN for {int(down_for)} s, less than the grace period ({int(grace)} s)"
+    return None
+
+
 def main(argv: list[str] | None = None, node: Node | None = None) -> int:
     parser = argparse.ArgumentParser(prog="slurmstack-node", description=__doc__.split("\n")[0])
     parser.add_argument("--root", default=os.environ.get("SLURMSTACK_ROOT", "/"))
@@ -740,6 +975,17 @@ def main(argv: list[str] | None = None, node: Node | None = None) -> int:
         "state-volume",
     ):
         sub.add_parser(name)
+    reap = sub.add_parser("reap", help="delete the records of dead dynamic nodes (head node)")
+    reap.add_argument(
+        "--grace",
+        type=float,
+        default=REAP_GRACE_SECONDS,
+        help="seconds a node must have been DOWN (default %(default)s)",
+    )
+    reap.add_argument("--dry-run", action="store_true", help="print what would be deleted")
+    reap.add_argument(
+        "--no-ec2", action="store_true", help="skip the check against the cluster's instances"
+    )
     args = parser.parse_args(argv)
     node = node or Node(root=args.root)
     try:
@@ -760,6 +1006,11 @@ def main(argv: list[str] | None = None, node: Node | None = None) -> int:
             node.lnet_efa()
         elif args.command == "state-volume":
             node.state_volume()
+        elif args.command == "reap":
+            result = node.reap(grace=args.grace, ec2=not args.no_ec2, dry_run=args.dry_run)
+            print(json.dumps(result, sort_keys=True))
+            if result["failed"]:
+                return 1
     except AgentError as exc:
         log(f"{args.command}: {exc}")
         return 1
