@@ -12,6 +12,12 @@ def _money(value: float | None) -> str:
     return "unpriced" if value is None else f"${value:,.2f}"
 
 
+def _short(text: str, limit: int = 90) -> str:
+    """The first clause of a basis, for the table; --json keeps it whole."""
+    first = text.split("; ")[0]
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
 def _minutes(seconds: int) -> str:
     return f"{seconds / 60:.1f} min"
 
@@ -30,6 +36,8 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
     table.add_column("resources", justify="right")
     table.add_column("types")
     for comp in doc["components"]:
+        if not comp["resources"]:
+            continue  # a component that only groups others (the cluster itself)
         types = ", ".join(f"{t.split(':')[-1]} ×{n}" for t, n in comp["by_type"].items())
         table.add_row(comp["component"], str(comp["resources"]), types)
     console.print(table)
@@ -127,9 +135,13 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
         table.add_column(col, justify="right" if col in ("start", "finish") else "left")
     for step in ready["critical_path"]:
         table.add_row(
-            _minutes(step["start_s"]), _minutes(step["finish_s"]), step["step"], step["basis"]
+            _minutes(step["start_s"]),
+            _minutes(step["finish_s"]),
+            step["step"],
+            _short(step["basis"]),
         )
     console.print(table)
+    console.print("  (each step's full basis: slurmstack plan --json)")
 
     if doc["warnings"]:
         console.print("[yellow]Warnings[/yellow]")
