@@ -63,7 +63,7 @@ def summary_line(spec) -> str:  # type: ignore[no-untyped-def]
     by_model: Counter[str] = Counter()
     for pool in plan.pools:
         acc = pool.facts.accelerator
-        if acc is not None:
+        if acc is not None and pool.count:
             by_model[acc.model] += acc.count * pool.count
     gpus = sum(by_model.values())
     models = ", ".join(f"{n} {m}" for m, n in sorted(by_model.items()))

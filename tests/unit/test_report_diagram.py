@@ -58,3 +58,30 @@ def test_dot_is_well_formed(example: Path) -> None:
     assert text.count("{") == text.count("}")
     if shutil.which("dot"):
         subprocess.run(["dot", "-Tsvg"], input=text.encode(), check=True, capture_output=True)
+
+
+def test_existing_vpc_has_no_endpoint_and_empty_pools_count_no_gpus() -> None:
+    import yaml
+
+    p5 = next(p for p in EXAMPLES if p.stem == "p5-training")
+    data = yaml.safe_load(p5.read_text())
+    data["network"] = {
+        "vpc_cidr": None,
+        "vpc_id": "vpc-0123456789abcdef0",
+        "compute_subnet_id": "subnet-0123456789abcdef0",
+        "compute_subnet_cidr": "10.0.0.0/20",
+    }
+    data["pools"][0]["count"] = 0
+    from slurmstack.loader import load_object
+    from slurmstack.report.capacity import cluster_capacity
+
+    loaded = load_object(data)
+    assert loaded.spec is not None, loaded.findings
+    spec = loaded.spec
+    plan = build_plan(spec)
+    text = mermaid(plan)
+    assert "S3 gateway endpoint" not in text and "NAT gateway" not in text
+    assert "VPC vpc-0123456789abcdef0" in text
+    zero_model = plan.pools[0].facts.accelerator
+    assert zero_model is not None
+    assert zero_model.model not in cluster_capacity(plan).accelerators_by_model

@@ -43,7 +43,7 @@ class ClusterCapacity:
     def accelerators_by_model(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for p in self.pools:
-            if p.accelerator_model:
+            if p.accelerator_model and p.accelerators:
                 out[p.accelerator_model] = out.get(p.accelerator_model, 0) + p.accelerators
         return out
 

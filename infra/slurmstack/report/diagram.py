@@ -98,7 +98,9 @@ def diagram_model(plan: ClusterPlan) -> tuple[list[Group], list[Node], list[Edge
         public = Group("public", f"public subnet {plan.public_subnet_cidr}")
         public.nodes.append(Node("nat", ("NAT gateway",)))
         vpc.groups.append(public)
-    vpc.nodes.append(Node("s3_endpoint", ("S3 gateway endpoint",)))
+    if net.vpc_id is None:
+        # Only a VPC slurmstack creates gets its S3 gateway endpoint.
+        vpc.nodes.append(Node("s3_endpoint", ("S3 gateway endpoint",)))
     bucket_lines = ["S3 bucket", "datasets · checkpoints"]
     if spec.storage.bucket.versioning:
         bucket_lines.append("versioned")
@@ -108,8 +110,11 @@ def diagram_model(plan: ClusterPlan) -> tuple[list[Group], list[Node], list[Edge
     ]
     if net.vpc_id is None:
         edges.append(Edge("head", "nat", "egress"))
-    edges.append(Edge("s3_endpoint", "bucket", "S3 traffic off the NAT"))
-    edges.append(Edge("head", "s3_endpoint", "config store"))
+    if net.vpc_id is None:
+        edges.append(Edge("s3_endpoint", "bucket", "S3 traffic off the NAT"))
+        edges.append(Edge("head", "s3_endpoint", "config store"))
+    else:
+        edges.append(Edge("head", "bucket", "config store"))
     if plan.lustre is not None and plan.lustre.spec.s3_import_export:
         edges.append(
             Edge(
