@@ -10,7 +10,8 @@ Public API (kept stable for the stack):
   store, keyed by content hash, and the manifest (role -> node path -> store key).
 
 Every file except the cloud-init documents travels through the config store; the cloud-init
-document only installs the node agent (``slurmstack/node/agent.py``), which pulls the rest.
+document only installs the node agent (the modules of ``slurmstack/node`` and their launcher),
+which pulls the rest.
 """
 
 from __future__ import annotations
@@ -46,7 +47,12 @@ CLOUD_INIT = "cloud-init.yaml"
 USER_DATA_LIMIT = 16 * 1024
 
 # Where files land on the nodes.
+# The node agent: its launcher, and the package (slurmstack/node but bootstrap.py) it runs,
+# installed as AGENT_PACKAGE in AGENT_LIB_DIR (slurmstack.node.bootstrap.AGENT_DIR).
 AGENT_PATH = "/usr/local/bin/slurmstack-node"
+AGENT_LIB_DIR = "/usr/local/lib/slurmstack"
+AGENT_PACKAGE = "node_agent"
+AGENT_DIR = f"{AGENT_LIB_DIR}/{AGENT_PACKAGE}"
 NODE_CONFIG_PATH = "/etc/slurmstack/node.json"
 TASK_PROLOG_PATH = "/etc/slurmstack/task-prolog.sh"
 SLURM_DIR = "/etc/slurm"
@@ -141,8 +147,20 @@ def store_key(text: str) -> str:
     return f"config/{sha256(text)}"
 
 
-def agent_source() -> str:
-    return (NODE_DIR / "agent.py").read_text()
+def agent_modules() -> tuple[Path, ...]:
+    """The node agent's modules: every module of slurmstack/node but the bootstrap, which
+    travels in the cloud-init document and installs them."""
+    return tuple(sorted(p for p in NODE_DIR.glob("*.py") if p.name != "bootstrap.py"))
+
+
+def agent_files() -> dict[str, str]:
+    """Absolute node path -> text: the agent's launcher and its modules, for every role."""
+    files = {
+        AGENT_PATH: _render("node/slurmstack-node.j2", lib_dir=AGENT_LIB_DIR, package=AGENT_PACKAGE)
+    }
+    for module in agent_modules():
+        files[f"{AGENT_DIR}/{module.name}"] = module.read_text()
+    return files
 
 
 def bootstrap_source() -> str:
@@ -239,7 +257,7 @@ def head_files(plan: ClusterPlan) -> dict[str, str]:
             interval_minutes=REAPER_INTERVAL_MINUTES,
         ),
         NODE_CONFIG_PATH: _node_config(plan, None),
-        AGENT_PATH: agent_source(),
+        **agent_files(),
     }
 
 
@@ -254,7 +272,7 @@ def pool_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
         ),
         ENROOT_CONF_PATH: _render("enroot/enroot.conf.j2", pool=pool),
         NODE_CONFIG_PATH: _node_config(plan, pool),
-        AGENT_PATH: agent_source(),
+        **agent_files(),
     }
     if pool.gpu is not None or pool.env_for(EnvTarget.NCCL_CONF):
         files[NCCL_CONF_PATH] = _render(

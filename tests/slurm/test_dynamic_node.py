@@ -10,7 +10,7 @@ import pytest
 
 from helpers_examples import example_plan
 from slurm.conftest import Cluster, make_devices, run, wait_for, write_config
-from slurmstack.node.agent import node_name
+from slurmstack.node.base import node_name
 from slurmstack.plan import SLURMCTLD_PORT
 from slurmstack.render import SLURMD_UNIT_PATH, TASK_PROLOG_PATH, head_files, pool_files
 

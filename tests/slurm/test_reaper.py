@@ -18,7 +18,8 @@ import pytest
 from helpers_examples import example_plan
 from slurm.conftest import Cluster, wait_for, write_config
 from slurm.test_dynamic_node import node_fields, slurmd_command
-from slurmstack.node import agent
+from slurmstack.node import base, cli, slurm_records
+from slurmstack.node.node import Node
 from slurmstack.render import (
     NODE_CONFIG_PATH,
     SLURMD_UNIT_PATH,
@@ -32,7 +33,7 @@ pytestmark = pytest.mark.slurm
 SLURMD_TIMEOUT = "3"
 
 
-def head_node(cluster: Cluster, files: dict[str, str]) -> agent.Node:
+def head_node(cluster: Cluster, files: dict[str, str]) -> Node:
     """The agent as on the head node: its node.json as rendered, scontrol for real (with this
     test's SLURM_CONF), no AWS."""
     root = cluster.root / "head"
@@ -44,7 +45,7 @@ def head_node(cluster: Cluster, files: dict[str, str]) -> agent.Node:
         env = cluster.env()
         return subprocess.run(cmd, check=check, text=True, capture_output=True, env=env)
 
-    return agent.Node(root=root, run=run, sleep=lambda _s: None, owner=lambda _n: (0, 0))
+    return Node(root=root, run=run, sleep=lambda _s: None, owner=lambda _n: (0, 0))
 
 
 def state(cluster: Cluster, name: str) -> str:
@@ -64,7 +65,7 @@ def test_reap_deletes_the_node_slurmctld_found_dead_and_keeps_the_live_one(
 
     # The instance that dies. Both slurmds listen on this host's one SlurmdPort, so the
     # replacement starts only once slurmctld has given up on the first.
-    dead = agent.node_name(f"{pool.name}-", "10.42.7.19")
+    dead = base.node_name(f"{pool.name}-", "10.42.7.19")
     slurmd = cluster.start_slurmd(slurmd_command(unit, cluster, dead), dead)
     wait_for(lambda: state(cluster, dead).startswith("IDLE"), f"{dead} idle", cluster)
     slurmd.terminate()
@@ -75,7 +76,7 @@ def test_reap_deletes_the_node_slurmctld_found_dead_and_keeps_the_live_one(
     assert fields["State"] == "DOWN+DYNAMIC_NORM+NOT_RESPONDING"
 
     # Its replacement: a new address, so a new name.
-    live = agent.node_name(f"{pool.name}-", "10.42.9.3")
+    live = base.node_name(f"{pool.name}-", "10.42.9.3")
     cluster.start_slurmd(slurmd_command(unit, cluster, live), live)
     wait_for(lambda: state(cluster, live).startswith("IDLE"), f"{live} idle", cluster)
 
@@ -84,14 +85,14 @@ def test_reap_deletes_the_node_slurmctld_found_dead_and_keeps_the_live_one(
     records = {n["NodeName"]: n for n in node.slurm_nodes()}
     assert records[dead]["Reason"] == "Not responding"
     assert records[dead]["ReasonUser"] in node.slurm_users()
-    assert agent.slurm_time(records[dead]["ReasonTime"]) is not None
+    assert slurm_records.slurm_time(records[dead]["ReasonTime"]) is not None
 
     # Within the default grace period nothing goes.
     early = node.reap(ec2=False)
     assert early["deleted"] == []
     assert "grace" in early["kept"][dead]
 
-    code = agent.main(["reap", "--grace", "0", "--no-ec2"], node=node)
+    code = cli.main(["reap", "--grace", "0", "--no-ec2"], node=node)
     assert code == 0
     result = json.loads(capsys.readouterr().out)
     assert result["deleted"] == [dead]

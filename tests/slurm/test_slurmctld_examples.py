@@ -15,7 +15,7 @@ import pytest
 
 from helpers_examples import EXAMPLE_IDS, example_plan
 from slurm.conftest import make_devices, run, write_config
-from slurmstack.node.agent import node_name
+from slurmstack.node.base import node_name
 from slurmstack.render import head_files, pool_files
 
 pytestmark = pytest.mark.slurm

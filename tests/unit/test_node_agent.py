@@ -1,4 +1,4 @@
-"""The node agent (slurmstack/node/agent.py and bootstrap.py) against moto's in-process AWS,
+"""The node agent (the package slurmstack/node) and its bootstrap against moto's in-process AWS,
 with the node's filesystem rooted in tmp_path so device trees are fakes made by the test."""
 
 from __future__ import annotations
@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import boto3
@@ -13,9 +15,28 @@ import pytest
 from moto import mock_aws
 
 from helpers_examples import example_plan
-from slurmstack.node import agent, bootstrap
+from slurmstack.node import (
+    base,
+    bootstrap,
+    cli,
+    config_sync,
+    lnet,
+    params,
+    reaper,
+    scratch,
+    slurm_records,
+    state_volume,
+)
+from slurmstack.node.node import Node
 from slurmstack.plan import DeployParameter
-from slurmstack.render import config_store, role_files
+from slurmstack.render import (
+    AGENT_DIR,
+    AGENT_LIB_DIR,
+    AGENT_PATH,
+    agent_modules,
+    config_store,
+    role_files,
+)
 
 REGION = "us-east-1"
 PLAN = example_plan("p5-training")
@@ -68,7 +89,7 @@ def publish_config(session, role: str) -> None:
     )
 
 
-def make_node(tmp_path: Path, session, role: str, run=None, imds=None) -> agent.Node:
+def make_node(tmp_path: Path, session, role: str, run=None, imds=None) -> Node:
     env = tmp_path / "etc/slurmstack/bootstrap.env"
     env.parent.mkdir(parents=True, exist_ok=True)
     env.write_text(
@@ -78,7 +99,7 @@ def make_node(tmp_path: Path, session, role: str, run=None, imds=None) -> agent.
         f"SLURMSTACK_BUCKET_PARAMETER={PLAN.parameter(DeployParameter.BUCKET)}\n"
     )
     metadata = {"local-ipv4": "10.42.7.19", "instance-id": "i-0123456789abcdef0"}
-    return agent.Node(
+    return Node(
         root=tmp_path,
         session=session,
         imds=imds or metadata.__getitem__,
@@ -89,35 +110,55 @@ def make_node(tmp_path: Path, session, role: str, run=None, imds=None) -> agent.
 
 
 def test_parameter_keys_match_the_plan() -> None:
-    assert DeployParameter.HEAD_ADDRESS.value == agent.PARAM_HEAD_ADDRESS
-    assert DeployParameter.BUCKET.value == agent.PARAM_BUCKET
-    assert DeployParameter.LUSTRE_DNS.value == agent.PARAM_LUSTRE_DNS
-    assert DeployParameter.LUSTRE_MOUNT_NAME.value == agent.PARAM_LUSTRE_MOUNT_NAME
-    assert DeployParameter.EFS_ID.value == agent.PARAM_EFS_ID
-    assert DeployParameter.CONFIG_MANIFEST.value == agent.PARAM_CONFIG_MANIFEST
-    assert DeployParameter.STATE_VOLUME_ID.value == agent.PARAM_STATE_VOLUME_ID
+    assert DeployParameter.HEAD_ADDRESS.value == base.PARAM_HEAD_ADDRESS
+    assert DeployParameter.BUCKET.value == base.PARAM_BUCKET
+    assert DeployParameter.LUSTRE_DNS.value == base.PARAM_LUSTRE_DNS
+    assert DeployParameter.LUSTRE_MOUNT_NAME.value == base.PARAM_LUSTRE_MOUNT_NAME
+    assert DeployParameter.EFS_ID.value == base.PARAM_EFS_ID
+    assert DeployParameter.CONFIG_MANIFEST.value == base.PARAM_CONFIG_MANIFEST
+    assert DeployParameter.STATE_VOLUME_ID.value == base.PARAM_STATE_VOLUME_ID
 
 
 def test_node_name_is_pool_and_low_16_bits_of_the_address() -> None:
-    assert agent.node_name("train-", "10.42.7.19") == f"train-{7 * 256 + 19}"
-    assert agent.node_name("train-", "10.43.255.255") == "train-65535"
+    assert base.node_name("train-", "10.42.7.19") == f"train-{7 * 256 + 19}"
+    assert base.node_name("train-", "10.43.255.255") == "train-65535"
 
 
 def test_bootstrap_installs_the_agent_from_the_store(aws, tmp_path: Path) -> None:
     publish_config(aws, "train")
     node = make_node(tmp_path, aws, "train")
     target = bootstrap.install(node.bootstrap_env(), aws, root=str(tmp_path), poll=0)
-    assert Path(target).read_text() == (Path(agent.__file__)).read_text()
-    assert os.stat(target).st_mode & 0o777 == 0o755
+    assert target == str(tmp_path / AGENT_PATH.lstrip("/"))
+    agent = {p: t for p, t in role_files(PLAN, "train").items() if p.startswith("/usr/local/")}
+    assert sorted(agent) == sorted(
+        [AGENT_PATH] + [f"{AGENT_DIR}/{m.name}" for m in agent_modules()]
+    )
+    assert AGENT_DIR + "/" == bootstrap.AGENT_DIR
+    for path, text in agent.items():
+        installed = tmp_path / path.lstrip("/")
+        assert installed.read_text() == text
+        assert os.stat(installed).st_mode & 0o777 == (0o755 if path == AGENT_PATH else 0o644)
+    for module in agent_modules():
+        assert agent[f"{AGENT_DIR}/{module.name}"] == module.read_text()
+    # The launcher runs the installed package (pointed at tmp_path's copy of the library).
+    launcher = Path(target).read_text().replace(AGENT_LIB_DIR, str(tmp_path / AGENT_LIB_DIR[1:]))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", launcher, "--help"], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert "slurmstack-node" in done.stdout and "state-volume" in done.stdout
 
 
-def test_bootstrap_refuses_a_tampered_agent(aws, tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", [AGENT_PATH, f"{AGENT_DIR}/base.py"])
+def test_bootstrap_refuses_a_tampered_agent(aws, tmp_path: Path, path: str) -> None:
     publish_config(aws, "train")
-    key = config_store(PLAN).manifest["train"]["/usr/local/bin/slurmstack-node"]
+    key = config_store(PLAN).manifest["train"][path]
     aws.client("s3").put_object(Bucket=BUCKET, Key=key, Body=b"evil")
     node = make_node(tmp_path, aws, "train")
     with pytest.raises(SystemExit, match="does not match"):
         bootstrap.install(node.bootstrap_env(), aws, root=str(tmp_path), poll=0)
+    assert not (tmp_path / "usr/local").exists()
 
 
 def test_sync_config_writes_the_role_files_then_reports_no_change(aws, tmp_path: Path) -> None:
@@ -140,7 +181,7 @@ def test_sync_config_rejects_an_object_that_does_not_match_its_hash(aws, tmp_pat
     key = config_store(PLAN).manifest["head"]["/etc/slurm/slurm.conf"]
     aws.client("s3").put_object(Bucket=BUCKET, Key=key, Body=b"ClusterName=evil\n")
     node = make_node(tmp_path, aws, "head")
-    with pytest.raises(agent.AgentError, match="sha256"):
+    with pytest.raises(base.AgentError, match="sha256"):
         node.sync_config(poll=0)
     assert not (tmp_path / "etc/slurm/slurm.conf").exists()
 
@@ -159,13 +200,13 @@ def test_sync_config_refuses_a_manifest_that_does_not_match_its_key(aws, tmp_pat
     publish_config(aws, "train")
     store = config_store(PLAN)
     aws.client("s3").put_object(Bucket=BUCKET, Key=store.manifest_key, Body=b'{"train": {}}')
-    with pytest.raises(agent.AgentError, match="does not match its sha256"):
+    with pytest.raises(base.AgentError, match="does not match its sha256"):
         make_node(tmp_path, aws, "train").sync_config(poll=0)
 
 
 def test_sync_config_waits_for_the_manifest(aws, tmp_path: Path) -> None:
     node = make_node(tmp_path, aws, "train")
-    with pytest.raises(agent.AgentError, match="did not appear"):
+    with pytest.raises(base.AgentError, match="did not appear"):
         node.sync_config(timeout=30, poll=10)
 
 
@@ -175,7 +216,7 @@ def test_params_waits_for_deploy_values_and_names_the_node(aws, tmp_path: Path) 
     node = make_node(tmp_path, aws, "train", run=run)
     node.sync_config(poll=0)
     ssm = aws.client("ssm")
-    with pytest.raises(agent.AgentError, match="head/address"):
+    with pytest.raises(base.AgentError, match="head/address"):
         node.params(timeout=0, poll=0)
     for key, value in {
         DeployParameter.HEAD_ADDRESS: "10.42.0.10",
@@ -185,16 +226,16 @@ def test_params_waits_for_deploy_values_and_names_the_node(aws, tmp_path: Path) 
     }.items():
         ssm.put_parameter(Name=PLAN.parameter(key), Value=value, Type="String")
     env = node.params(poll=0)
-    name = agent.node_name("train-", "10.42.7.19")
+    name = base.node_name("train-", "10.42.7.19")
     assert env["SLURMSTACK_NODE_NAME"] == name
-    written = agent.read_env_file(tmp_path / "etc/slurmstack/node.env")
+    written = base.read_env_file(tmp_path / "etc/slurmstack/node.env")
     assert written["SLURMSTACK_HEAD_ADDRESS"] == "10.42.0.10"
     assert written["SLURMSTACK_LUSTRE_MOUNT_NAME"] == "abcdefgh"
     hosts = (tmp_path / "etc/hosts").read_text()
     assert "10.42.0.10 llm-train-head" in hosts and f"10.42.7.19 {name}" in hosts
     assert ["hostnamectl", "set-hostname", name] in run.calls
     node.params(poll=0)  # idempotent: one slurmstack block in /etc/hosts
-    assert (tmp_path / "etc/hosts").read_text().count(agent.HOSTS_BEGIN) == 1
+    assert (tmp_path / "etc/hosts").read_text().count(params.HOSTS_BEGIN) == 1
 
 
 def test_munge_key_comes_from_secrets_manager(aws, tmp_path: Path) -> None:
@@ -207,7 +248,7 @@ def test_munge_key_comes_from_secrets_manager(aws, tmp_path: Path) -> None:
 
 def test_munge_key_refuses_a_short_key(aws, tmp_path: Path) -> None:
     aws.client("secretsmanager").create_secret(Name=PLAN.munge_secret_name, SecretBinary=b"x")
-    with pytest.raises(agent.AgentError, match="at least 32"):
+    with pytest.raises(base.AgentError, match="at least 32"):
         make_node(tmp_path, aws, "train").munge_key()
 
 
@@ -310,7 +351,7 @@ class LnetRunner(Runner):
         return "\n".join(lines) + "\n"
 
 
-def lnet_node(tmp_path: Path, aws, run, role: str = "train") -> agent.Node:
+def lnet_node(tmp_path: Path, aws, run, role: str = "train") -> Node:
     """A node of ``role`` of the p5 example after sync-config and params."""
     publish_config(aws, role)
     node = make_node(tmp_path, aws, role, run=run)
@@ -360,7 +401,7 @@ def test_lnet_efa_again_adds_nothing(aws, tmp_path: Path) -> None:
     fake_efa_devices(tmp_path, P5_EFA_DEVICES)
     node.lnet_efa(delay=0)
     run.calls.clear()
-    assert agent.main(["--root", str(tmp_path), "lnet-efa"], node=node) == 0
+    assert cli.main(["--root", str(tmp_path), "lnet-efa"], node=node) == 0
     assert run.calls == [
         *LNET_SETUP,
         ["lnetctl", "set", "discovery", "1"],
@@ -392,7 +433,7 @@ def test_lnet_efa_retries_until_lnet_takes_the_interfaces(aws, tmp_path: Path) -
     assert node.lnet_efa(attempts=3, delay=0) == P5_LUSTRE_EFA
     assert run.calls.count(flaky) == 3
     assert run.nets["efa"] == P5_LUSTRE_EFA  # each device once, whatever the retries
-    with pytest.raises(agent.AgentError, match="rdmap147s0"):
+    with pytest.raises(base.AgentError, match="rdmap147s0"):
         run.nets.clear()
         run.fail_next = [flaky] * 2
         node.lnet_efa(attempts=2, delay=0)
@@ -413,7 +454,7 @@ def test_lnet_efa_refuses_a_node_without_the_efa_client(
     node = lnet_node(tmp_path, aws, run)
     fake_efa_devices(tmp_path, P5_EFA_DEVICES)
     run.calls.clear()
-    with pytest.raises(agent.AgentError, match=problem):
+    with pytest.raises(base.AgentError, match=problem):
         node.lnet_efa(delay=0)
     assert not any(c[0] in ("lnetctl", "modprobe") for c in run.calls)
 
@@ -473,31 +514,31 @@ def test_efa_devices_are_the_ones_the_efa_driver_owns(tmp_path: Path) -> None:
     fake_efa_devices(tmp_path, ["rdmap2s0", "rdmap10s0"])
     fake_efa_devices(tmp_path, ["mlx5_0"], driver="mlx5_core")
     (tmp_path / "sys/class/infiniband/stray").mkdir()
-    assert agent.Node(root=tmp_path).efa_devices() == ["rdmap10s0", "rdmap2s0"]
+    assert Node(root=tmp_path).efa_devices() == ["rdmap10s0", "rdmap2s0"]
 
 
 def test_efa_device_choice_follows_aws() -> None:
-    assert agent.pick_efa_devices(sorted(P5_EFA_DEVICES), 8) == P5_LUSTRE_EFA
+    assert lnet.pick_efa_devices(sorted(P5_EFA_DEVICES), 8) == P5_LUSTRE_EFA
     sixteen = [f"rdmap{n}s0" for n in range(100, 116)]  # p5en: 16 devices, 8 used
-    assert agent.pick_efa_devices(sixteen, 8) == sixteen[::2]
-    assert agent.pick_efa_devices(["a", "b", "c"], 2) == ["a", "c"]  # first and last
-    assert agent.pick_efa_devices(["a", "b"], 1) == ["a"]
-    assert agent.pick_efa_devices(["a"], 2) == ["a"]
+    assert lnet.pick_efa_devices(sixteen, 8) == sixteen[::2]
+    assert lnet.pick_efa_devices(["a", "b", "c"], 2) == ["a", "c"]  # first and last
+    assert lnet.pick_efa_devices(["a", "b"], 1) == ["a"]
+    assert lnet.pick_efa_devices(["a"], 2) == ["a"]
 
 
 def test_lnet_output_parsing() -> None:
     shown = LnetRunner()
     shown.nets = {"tcp": ["enp71s0"], "efa": ["rdmap79s0", "rdmap96s0"]}
-    assert agent.lnet_interfaces(shown.net_show()) == {
+    assert lnet.lnet_interfaces(shown.net_show()) == {
         "lo": [],
         "tcp": ["enp71s0"],
         "efa": ["rdmap79s0", "rdmap96s0"],
     }
-    assert agent.lnet_interfaces("net:\n    - net type: tcp0\n") == {"tcp": []}
-    assert agent.prefers_efa("- udsp:\n    idx: 0\n    src: efa\n    dst: NA\n")
-    assert not agent.prefers_efa("- udsp:\n    idx: 0\n    src: tcp\n")
-    assert agent.parse_version("2.13.0g\n") == (2, 13, 0)
-    assert agent.parse_version("") is None
+    assert lnet.lnet_interfaces("net:\n    - net type: tcp0\n") == {"tcp": []}
+    assert lnet.prefers_efa("- udsp:\n    idx: 0\n    src: efa\n    dst: NA\n")
+    assert not lnet.prefers_efa("- udsp:\n    idx: 0\n    src: tcp\n")
+    assert lnet.parse_version("2.13.0g\n") == (2, 13, 0)
+    assert lnet.parse_version("") is None
 
 
 def asg_with_instance(session) -> str:
@@ -519,7 +560,7 @@ def asg_with_instance(session) -> str:
     return str(group["Instances"][0]["InstanceId"])
 
 
-def health_node(tmp_path, aws, instance: str) -> agent.Node:
+def health_node(tmp_path, aws, instance: str) -> Node:
     publish_config(aws, "train")
     node = make_node(tmp_path, aws, "train", imds={"instance-id": instance}.__getitem__)
     node.sync_config(poll=0)
@@ -544,7 +585,7 @@ def test_health_marks_the_instance_unhealthy(aws, tmp_path, gpus, efa, problem) 
     assert len(problems) == 1 and problem in problems[0]
     status = aws.client("autoscaling").describe_auto_scaling_instances(InstanceIds=[instance])
     assert status["AutoScalingInstances"][0]["HealthStatus"].upper() == "UNHEALTHY"
-    assert agent.main(["--root", str(tmp_path), "health"], node=node) == 1
+    assert cli.main(["--root", str(tmp_path), "health"], node=node) == 1
 
 
 def fake_disks(root: Path, models: list[str], holders: dict[str, str] | None = None) -> None:
@@ -557,7 +598,7 @@ def fake_disks(root: Path, models: list[str], holders: dict[str, str] | None = N
             (dev / "holders" / holders[f"nvme{i}n1"]).mkdir()
 
 
-def scratch_node(tmp_path, aws, run) -> agent.Node:
+def scratch_node(tmp_path, aws, run) -> Node:
     publish_config(aws, "train")
     node = make_node(tmp_path, aws, "train", run=run)
     node.sync_config(poll=0)
@@ -567,20 +608,20 @@ def scratch_node(tmp_path, aws, run) -> agent.Node:
 def test_scratch_raid0_over_instance_store_disks_only(aws, tmp_path: Path) -> None:
     run = Runner(fail={"blkid"})
     node = scratch_node(tmp_path, aws, run)
-    store = agent.INSTANCE_STORE_MODEL
-    fake_disks(tmp_path, [agent.EBS_MODEL] + [store] * 8)
+    store = scratch.INSTANCE_STORE_MODEL
+    fake_disks(tmp_path, [state_volume.EBS_MODEL] + [store] * 8)
     assert node.scratch() == "/scratch"
     create = next(c for c in run.calls if c[0] == "mdadm")
     assert "--level=0" in create and "--raid-devices=8" in create
     assert "/dev/nvme0n1" not in create  # the root EBS volume
-    assert ["mount", "-o", "noatime", agent.SCRATCH_MD, "/scratch"] in run.calls
+    assert ["mount", "-o", "noatime", scratch.SCRATCH_MD, "/scratch"] in run.calls
     assert any(c[0] == "mkfs.ext4" for c in run.calls)
 
 
 def test_scratch_single_disk_needs_no_raid(aws, tmp_path: Path) -> None:
     run = Runner(fail={"blkid"})
     node = scratch_node(tmp_path, aws, run)
-    fake_disks(tmp_path, [agent.EBS_MODEL, agent.INSTANCE_STORE_MODEL])
+    fake_disks(tmp_path, [state_volume.EBS_MODEL, scratch.INSTANCE_STORE_MODEL])
     node.scratch()
     assert not any(c[0] == "mdadm" for c in run.calls)
     assert ["mount", "-o", "noatime", "/dev/nvme1n1", "/scratch"] in run.calls
@@ -589,8 +630,8 @@ def test_scratch_single_disk_needs_no_raid(aws, tmp_path: Path) -> None:
 def test_scratch_reuses_disks_the_image_already_assembled(aws, tmp_path: Path) -> None:
     run = Runner()
     node = scratch_node(tmp_path, aws, run)
-    store = agent.INSTANCE_STORE_MODEL
-    fake_disks(tmp_path, [agent.EBS_MODEL, store, store], holders={"nvme1n1": "md127"})
+    store = scratch.INSTANCE_STORE_MODEL
+    fake_disks(tmp_path, [state_volume.EBS_MODEL, store, store], holders={"nvme1n1": "md127"})
     (tmp_path / "proc").mkdir()
     (tmp_path / "proc/mounts").write_text("/dev/md127 /opt/dlami/nvme ext4 rw 0 0\n")
     node.scratch()
@@ -636,7 +677,7 @@ def test_mounts_give_up_after_the_last_attempt(aws, tmp_path: Path) -> None:
     (tmp_path / "etc/slurmstack/node.env").write_text(
         "SLURMSTACK_EFS_ID=fs-1\nSLURMSTACK_LUSTRE_DNS=x\nSLURMSTACK_LUSTRE_MOUNT_NAME=y\n"
     )
-    with pytest.raises(agent.AgentError, match="failed 3 times"):
+    with pytest.raises(base.AgentError, match="failed 3 times"):
         node.mounts(attempts=3, delay=0)
 
 
@@ -658,7 +699,7 @@ def test_state_volume_found_by_volume_id(aws, tmp_path: Path) -> None:
 
     node = make_node(tmp_path, aws, "head", run=Blkid())
     node.sync_config(poll=0)
-    fake_disks(tmp_path, [agent.EBS_MODEL, agent.EBS_MODEL])
+    fake_disks(tmp_path, [state_volume.EBS_MODEL, state_volume.EBS_MODEL])
     (tmp_path / "sys/block/nvme0n1/device/serial").write_text("vol0root\n")
     (tmp_path / "sys/block/nvme1n1/device/serial").write_text("vol0abc\n")
     assert node.state_volume(timeout=0) == "/dev/nvme1n1"
@@ -671,24 +712,33 @@ def test_state_volume_waits_then_gives_up(aws, tmp_path: Path) -> None:
     publish_config(aws, "head")
     node = make_node(tmp_path, aws, "head")
     node.sync_config(poll=0)
-    with pytest.raises(agent.AgentError, match="not attached"):
+    with pytest.raises(base.AgentError, match="not attached"):
         node.state_volume(timeout=10, poll=5)
 
 
 def test_agent_is_self_contained() -> None:
-    """Standard library and boto3 only: it runs on nodes without slurmstack installed."""
+    """Standard library and boto3 only: it runs on nodes without slurmstack installed, its
+    modules importing one another relatively (the package is node_agent there)."""
     import ast
 
-    for module in (agent, bootstrap):
-        tree = ast.parse(Path(module.__file__).read_text())
+    modules = {m.stem for m in agent_modules()}
+    for path in [*agent_modules(), Path(bootstrap.__file__)]:
+        tree = ast.parse(path.read_text())
         names = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level:
+                assert path.name != "bootstrap.py" and node.module in modules, path
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names.add(node.module.split(".")[0])
-        assert "slurmstack" not in names
-        assert names <= set(__import__("sys").stdlib_module_names) | {"boto3", "__future__"}
+        assert "slurmstack" not in names, path
+        assert names <= set(sys.stdlib_module_names) | {"boto3", "__future__"}, path
+
+
+def test_agent_modules_stay_small() -> None:
+    for module in agent_modules():
+        assert len(module.read_text().splitlines()) <= 300, module.name
 
 
 def test_manifest_sha_keys_name_their_content() -> None:
@@ -769,7 +819,7 @@ class Scontrol(Runner):
         import subprocess
 
         self.calls.append(cmd)
-        if cmd[:3] != list(agent.SCONTROL):
+        if cmd[:3] != list(slurm_records.SCONTROL):
             return subprocess.CompletedProcess(cmd, 0, "", "")
         args = cmd[3:]
         if args == ["show", "config"]:
@@ -788,13 +838,13 @@ class Scontrol(Runner):
         return [c[-1].removeprefix("nodename=") for c in self.calls if "delete" in c]
 
 
-def head(tmp_path: Path, aws, lines: list[str], **kwargs) -> tuple[agent.Node, Scontrol]:
+def head(tmp_path: Path, aws, lines: list[str], **kwargs) -> tuple[Node, Scontrol]:
     config = tmp_path / "etc/slurmstack/node.json"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(role_files(PLAN, "head")["/etc/slurmstack/node.json"])
     run = Scontrol(lines, **kwargs)
     node = make_node(tmp_path, aws, "head", run=run)
-    node.clock = lambda: agent.slurm_time(NOW)
+    node.clock = lambda: slurm_records.slurm_time(NOW)
     return node, run
 
 
@@ -803,13 +853,13 @@ def test_reaper_constants_match_the_plan_render_and_stack() -> None:
     from slurmstack.render import REAPER_TIMER_PATH
     from slurmstack.stack.common import CLUSTER_TAG, POOL_TAG
 
-    assert agent.REAP_GRACE_SECONDS == REAPER_GRACE_SECONDS
-    assert agent.REAPER_TIMER_PATH == REAPER_TIMER_PATH
-    assert (agent.CLUSTER_TAG, agent.POOL_TAG) == (CLUSTER_TAG, POOL_TAG)
+    assert reaper.REAP_GRACE_SECONDS == REAPER_GRACE_SECONDS
+    assert config_sync.REAPER_TIMER_PATH == REAPER_TIMER_PATH
+    assert (reaper.CLUSTER_TAG, reaper.POOL_TAG) == (CLUSTER_TAG, POOL_TAG)
 
 
 def test_parse_a_slurm_22_05_record() -> None:
-    fields = agent.parse_node_line(LINE_2205)
+    fields = slurm_records.parse_node_line(LINE_2205)
     assert fields["NodeName"] == "dev-1811"
     assert fields["State"] == "DOWN+DYNAMIC_NORM+NOT_RESPONDING"
     assert fields["OS"] == "Linux 6.18.44-fc-v669 #1 SMP PREEMPT_DYNAMIC @0"
@@ -818,8 +868,8 @@ def test_parse_a_slurm_22_05_record() -> None:
     assert fields["CPUAlloc"] == "0"
     assert fields["Reason"] == "Not responding"
     assert (fields["ReasonUser"], fields["ReasonTime"]) == ("slurm", "2024-09-01T11:00:00")
-    assert agent.slurm_time(fields["LastBusyTime"]) is not None
-    assert agent.slurm_time("None") is None and agent.slurm_time(None) is None
+    assert slurm_records.slurm_time(fields["LastBusyTime"]) is not None
+    assert slurm_records.slurm_time("None") is None and slurm_records.slurm_time(None) is None
 
 
 def test_parse_a_slurm_23_11_record_whose_reason_looks_like_fields() -> None:
@@ -832,14 +882,16 @@ def test_parse_a_slurm_23_11_record_whose_reason_looks_like_fields() -> None:
         by="root",
         after=" Comment=rma Extra=rack=12",
     )
-    fields = agent.parse_node_line(line)
+    fields = slurm_records.parse_node_line(line)
     assert fields["State"] == "IDLE+DRAIN+DYNAMIC_NORM"
     assert fields["Reason"] == "bad HBM State=IDLE CPUAlloc=0 see [ticket 7]"
     assert fields["ReasonUser"] == "root"
     assert (fields["Comment"], fields["Extra"]) == ("rma", "rack=12")
     assert fields["OS"] == "Linux 6.8.0-1015-aws #16-Ubuntu SMP Mon Aug 19 19:38:17 UTC 2024"
     assert fields["Gres"] == "gpu:h100:8(S:0-1)"
-    unstamped = agent.parse_node_line(record("train-6", "IDLE", reason=None) + " Reason=x y")
+    unstamped = slurm_records.parse_node_line(
+        record("train-6", "IDLE", reason=None) + " Reason=x y"
+    )
     assert unstamped["Reason"] == "x y" and "ReasonUser" not in unstamped
 
 
@@ -921,7 +973,7 @@ def test_reap_deletes_only_dead_dynamic_nodes_of_the_pools(aws, tmp_path: Path) 
     node, run = head(tmp_path, aws, [line for line, _ in CLUSTER_NODES.values()])
     result = node.reap(ec2=False)
     expected = [
-        agent.parse_node_line(line)["NodeName"] for line, go in CLUSTER_NODES.values() if go
+        slurm_records.parse_node_line(line)["NodeName"] for line, go in CLUSTER_NODES.values() if go
     ]
     assert run.deleted == expected == ["train-1811", "dev-1811", "train-1817"]
     assert result["deleted"] == expected and result["failed"] == {}
@@ -1004,7 +1056,7 @@ def test_reap_reports_a_refused_delete_and_goes_on(aws, tmp_path: Path, capsys) 
         record("train-2", "DOWN+DYNAMIC_NORM+NOT_RESPONDING"),
     ]
     node, _run = head(tmp_path, aws, lines, refuse={"train-1"})
-    assert agent.main(["reap", "--no-ec2"], node=node) == 1
+    assert cli.main(["reap", "--no-ec2"], node=node) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["deleted"] == ["train-2"]
     assert out["failed"] == {"train-1": "Requested nodes are busy"}
@@ -1020,7 +1072,7 @@ def test_reap_fails_cleanly_without_slurmctld(aws, tmp_path: Path) -> None:
 
     node, _run = head(tmp_path, aws, [])
     node.run = down
-    assert agent.main(["reap"], node=node) == 1
+    assert cli.main(["reap"], node=node) == 1
 
 
 def pool_instance(session, subnet: str, address: str, pool: str, cluster: str = PLAN.name) -> str:
@@ -1082,7 +1134,7 @@ def test_reap_deletes_nothing_when_ec2_cannot_be_asked(aws, tmp_path: Path) -> N
             raise RuntimeError("AccessDenied")
 
     node._session = Broken()
-    with pytest.raises(agent.AgentError, match="cannot list the cluster's instances"):
+    with pytest.raises(base.AgentError, match="cannot list the cluster's instances"):
         node.reap()
     assert run.deleted == []
 
@@ -1108,8 +1160,8 @@ def test_sync_config_enables_the_reaper_timer_on_the_head(aws, tmp_path, enabled
     publish_config(aws, "head")
     run = SystemctlRunner(enabled)
     make_node(tmp_path, aws, "head", run=run).sync_config(poll=0)
-    assert (tmp_path / agent.REAPER_TIMER_PATH.lstrip("/")).exists()
-    start = ["systemctl", "enable", "--now", agent.REAPER_TIMER]
+    assert (tmp_path / config_sync.REAPER_TIMER_PATH.lstrip("/")).exists()
+    start = ["systemctl", "enable", "--now", config_sync.REAPER_TIMER]
     assert (start in run.calls) is enables
     # A pool node has no reaper.
     pool = SystemctlRunner("disabled")

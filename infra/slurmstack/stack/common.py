@@ -50,7 +50,7 @@ STATE_VOLUME_DEVICE = "/dev/sdf"
 # device name would get an extra, empty volume instead of a resized root.
 ROOT_DEVICE = "/dev/sda1"
 
-# The node agent the rendered bootstrap installs on every node (slurmstack.node.agent). The
+# The node agent the rendered bootstrap installs on every node (slurmstack.node.cli). The
 # config-apply SSM document runs `slurmstack-node sync-config` on the head node, then
 # `scontrol reconfigure`; by absolute path, as Run Command's PATH is not the login PATH.
 NODE_AGENT = "/usr/local/bin/slurmstack-node"
