@@ -1,7 +1,11 @@
-"""Golden files: the full render output of every example, as `slurmstack render` writes it.
+"""Golden files: the render output of every example, as `slurmstack render` writes it.
 
 Refreshed only on purpose: `SLURMSTACK_UPDATE_GOLDEN=1 pytest tests/golden` (or
 `python tests/golden/refresh.py`), then review the diff like any other change.
+
+The node agent's modules are left out of the golden copies: they are the package's own
+source files delivered verbatim (tests/unit/test_render.py checks that), so a copy per role
+and example would only repeat them. This test checks each role still receives all of them.
 """
 
 from __future__ import annotations
@@ -12,17 +16,23 @@ from pathlib import Path
 import pytest
 
 from helpers_examples import EXAMPLE_IDS, example_plan
-from slurmstack.render import render_cluster
+from slurmstack.render import AGENT_DIR, agent_modules, render_cluster
 
 GOLDEN = Path(__file__).resolve().parent / "files"
 UPDATE = os.environ.get("SLURMSTACK_UPDATE_GOLDEN") == "1"
+AGENT_MARK = AGENT_DIR + "/"
+
+
+def golden_view(rendered: dict[str, str]) -> dict[str, str]:
+    """The rendered files a golden copy keeps: all but the agent's modules."""
+    return {rel: text for rel, text in rendered.items() if AGENT_MARK not in "/" + rel}
 
 
 def write_golden(example: str) -> None:
     root = GOLDEN / example
     for old in sorted(root.rglob("*"), reverse=True) if root.exists() else []:
         old.unlink() if old.is_file() else old.rmdir()
-    for rel, text in render_cluster(example_plan(example)).items():
+    for rel, text in golden_view(render_cluster(example_plan(example))).items():
         target = root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
@@ -34,7 +44,15 @@ def test_render_matches_golden(example: str) -> None:
         write_golden(example)
     root = GOLDEN / example
     assert root.is_dir(), f"no golden files for {example}: run with SLURMSTACK_UPDATE_GOLDEN=1"
-    rendered = render_cluster(example_plan(example))
+    everything = render_cluster(example_plan(example))
+    rendered = golden_view(everything)
+    # "head/..." or "pools/<pool>/...": the role directories of the render layout.
+    roles = {"/".join(rel.split("/")[: 1 if rel.startswith("head/") else 2]) for rel in rendered}
+    modules = sorted(m.name for m in agent_modules())
+    for role in roles:
+        prefix = f"{role}{AGENT_DIR}/"
+        delivered = sorted(rel[len(prefix) :] for rel in everything if rel.startswith(prefix))
+        assert delivered == modules, f"{role} does not receive every agent module"
     on_disk = {str(p.relative_to(root)): p.read_text() for p in root.rglob("*") if p.is_file()}
     assert sorted(on_disk) == sorted(rendered), "files added or removed"
     for rel, text in rendered.items():
