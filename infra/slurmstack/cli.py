@@ -10,7 +10,6 @@ from __future__ import annotations
 import enum
 import json
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Annotated, TextIO
 
@@ -56,21 +55,17 @@ def _validated_or_exit(file: Path):  # type: ignore[no-untyped-def]
 
 
 def summary_line(spec) -> str:  # type: ignore[no-untyped-def]
-    """'llm-train: 18 nodes in 2 pools, 144 GPUs (128 H100, 16 L40S), head m7i.4xlarge'."""
+    """'llm-train: 18 nodes in 2 pools, 136 accelerators (128 H100, 8 L40S), head node ...'."""
     from slurmstack.plan import build_plan
+    from slurmstack.report.capacity import cluster_capacity
 
     plan = build_plan(spec)
-    by_model: Counter[str] = Counter()
-    for pool in plan.pools:
-        acc = pool.facts.accelerator
-        if acc is not None and pool.count:
-            by_model[acc.model] += acc.count * pool.count
-    gpus = sum(by_model.values())
-    models = ", ".join(f"{n} {m}" for m, n in sorted(by_model.items()))
+    capacity = cluster_capacity(plan)
+    models = ", ".join(f"{n} {m}" for m, n in sorted(capacity.accelerators_by_model.items()))
     pools = len(plan.pools)
     text = (
-        f"{plan.name}: {plan.max_node_count} nodes in {pools} pool{'s' if pools != 1 else ''}, "
-        f"{gpus} accelerators"
+        f"{plan.name}: {capacity.nodes} nodes in {pools} pool{'s' if pools != 1 else ''}, "
+        f"{capacity.accelerators} accelerators"
     )
     if models:
         text += f" ({models})"

@@ -85,6 +85,14 @@ def lustre_efa_blockers(lustre: LustreSpec, region: str, info: RegionInfo | None
 GPUDIRECT_STORAGE_FAMILIES = frozenset({"p5", "p5e", "p5en", "p6-b200"})
 
 
+def lustre_efa_enabled(lustre: LustreSpec, region: str, info: RegionInfo | None) -> bool:
+    """Whether the file system is created EFA-enabled: ``efa: auto`` means exactly when AWS
+    allows it (no blockers), so auto never asks AWS for something it refuses."""
+    if lustre.efa == "auto":
+        return not lustre_efa_blockers(lustre, region, info)
+    return bool(lustre.efa)
+
+
 def reads_lustre_with_gpudirect_storage(instance_type: str) -> bool:
     return instance_type.split(".", 1)[0] in GPUDIRECT_STORAGE_FAMILIES
 

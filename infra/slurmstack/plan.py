@@ -27,7 +27,7 @@ from slurmstack.facts import resolve_facts
 from slurmstack.fsx import (
     LUSTRE_EFA_CONNECTION_LIMIT,
     is_efa_lustre_client,
-    lustre_efa_blockers,
+    lustre_efa_enabled,
     lustre_efa_interface_count,
     resolved_throughput,
 )
@@ -489,12 +489,7 @@ def _lustre_plan(spec: ClusterSpec, catalog: Catalog) -> LustrePlan | None:
     lustre = spec.storage.lustre
     if lustre is None:
         return None
-    # auto: EFA exactly when AWS would create this file system EFA-enabled (same rules the
-    # checks apply to efa: true), so `auto` never asks AWS for something it refuses.
-    if lustre.efa == "auto":
-        efa = not lustre_efa_blockers(lustre, spec.region, catalog.regions.get(spec.region))
-    else:
-        efa = bool(lustre.efa)
+    efa = lustre_efa_enabled(lustre, spec.region, catalog.regions.get(spec.region))
     return LustrePlan(spec=lustre, efa=efa, per_unit_storage_throughput=resolved_throughput(lustre))
 
 

@@ -22,6 +22,7 @@ from slurmstack.fsx import (
     THROUGHPUT,
     is_efa_lustre_client,
     lustre_efa_blockers,
+    lustre_efa_enabled,
     lustre_efa_interface_count,
     reads_lustre_with_gpudirect_storage,
     resolved_throughput,
@@ -339,9 +340,7 @@ def lustre_s3_deployment(spec: ClusterSpec, catalog: Catalog) -> Iterator[Findin
 @rule
 def lustre_efa_connections(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     lustre = spec.storage.lustre
-    if lustre is None or lustre.efa is False:
-        return
-    if lustre.efa == "auto" and lustre_efa_blockers(
+    if lustre is None or not lustre_efa_enabled(
         lustre, spec.region, catalog.regions.get(spec.region)
     ):
         return
