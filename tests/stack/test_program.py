@@ -4,6 +4,7 @@ definition, the project files Pulumi reads."""
 from __future__ import annotations
 
 import json
+import os
 
 import jsonschema
 import pytest
@@ -119,7 +120,12 @@ def test_head_node_ami_resolved_once_and_then_ignored() -> None:
 
 
 def test_pulumi_yaml_matches_pulumis_project_schema() -> None:
-    assert SCHEMA.is_file(), f"Pulumi's project schema is expected at {SCHEMA} (../shared)"
+    if not SCHEMA.is_file():
+        # The schema is the team's shared copy beside the checkout (CI lays it there); a
+        # clone elsewhere skips, while CI=true treats its absence as a failure.
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true but Pulumi's project schema is missing at {SCHEMA} (../shared)")
+        pytest.skip(f"Pulumi's project schema is not beside this checkout ({SCHEMA})")
     schema = json.loads(SCHEMA.read_text())
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
     jsonschema.validate(project, schema)
