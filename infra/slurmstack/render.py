@@ -26,6 +26,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from slurmstack import imds_firewall
 from slurmstack.fabric import EnvTarget, FabricProfile
 from slurmstack.plan import (
     REAPER_GRACE_SECONDS,
@@ -314,7 +315,15 @@ def _bootstrap_env(plan: ClusterPlan, role: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-COMMON_PACKAGES = ("munge", "slurm-client", "python3-boto3", "nvme-cli", "nfs-common")
+# nftables: the metadata-service firewall (imds_firewall) is loaded with its `nft`.
+COMMON_PACKAGES = (
+    "munge",
+    "slurm-client",
+    "python3-boto3",
+    "nvme-cli",
+    "nfs-common",
+    "nftables",
+)
 # Debian/Ubuntu's mpi/pmix plugin dlopen()s the unversioned libpmix.so, which only the
 # -dev package installs; without it MpiDefault=pmix fails to load.
 PMIX_PACKAGES = ("libpmix-dev",)
@@ -336,12 +345,31 @@ def pool_packages(pool: PoolPlan) -> tuple[str, ...]:
     return tuple(packages)
 
 
+def imds_firewall_files(plan: ClusterPlan, role: str) -> dict[str, str]:
+    """Absolute node path -> text: the metadata-service firewall of ``role`` and the unit that
+    loads it. They travel in the cloud-init document itself, not the config store, so they are
+    on disk before anything on the node fetches a credential."""
+    fw = imds_firewall.firewall(role, head=role == HEAD_ROLE)
+    return {
+        fw.rules_path: _render("nftables/imds-firewall.nft.j2", plan=plan, fw=fw),
+        imds_firewall.UNIT_PATH: _render(
+            "systemd/slurmstack-imds-firewall.service.j2", plan=plan, fw=fw
+        ),
+    }
+
+
 def user_data(plan: ClusterPlan, role: str) -> str:
     """The cloud-init document of ``role`` ("head" or a pool name)."""
+    firewall_files = imds_firewall_files(plan, role)
     common = {
         "plan": plan,
         "bootstrap_env": _bootstrap_env(plan, role),
         "bootstrap_script": bootstrap_source(),
+        "imds_firewall_rules_path": imds_firewall.RULES_PATH,
+        "imds_firewall_rules": firewall_files[imds_firewall.RULES_PATH],
+        "imds_firewall_unit_path": imds_firewall.UNIT_PATH,
+        "imds_firewall_unit": firewall_files[imds_firewall.UNIT_PATH],
+        "imds_firewall_unit_name": imds_firewall.UNIT_NAME,
     }
     if role == HEAD_ROLE:
         text = _render(

@@ -50,7 +50,12 @@ def test_every_document_passes_schema(example: str, tmp_path: Path) -> None:
         # YAML as cloud-init reads it: the files it writes are the ones rendered.
         doc = yaml.safe_load(text)
         paths = [f["path"] for f in doc["write_files"]]
-        assert paths == ["/etc/slurmstack/bootstrap.env", "/usr/local/sbin/slurmstack-bootstrap"]
+        assert paths == [
+            "/etc/slurmstack/bootstrap.env",
+            "/usr/local/sbin/slurmstack-bootstrap",
+            "/etc/slurmstack/imds-firewall.nft",
+            "/etc/systemd/system/slurmstack-imds-firewall.service",
+        ]
 
 
 def test_schema_check_catches_an_invalid_document(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from jinja2 import UndefinedError
 
 from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack import render
+from slurmstack.imds_firewall import IMDS_IPV4
 from slurmstack.plan import build_plan
 from slurmstack.render import (
     AGENT_DIR,
@@ -68,7 +69,9 @@ def test_user_data_carries_only_stable_identifiers(example: str) -> None:
         text = user_data(plan, role)
         assert text.startswith("#cloud-config\n")
         assert len(text.encode()) < USER_DATA_LIMIT
-        assert not IPV4.findall(text), IPV4.findall(text)
+        # No deploy-time address; the metadata service's fixed one (its firewall) is no such.
+        addresses = set(IPV4.findall(text)) - {IMDS_IPV4}
+        assert not addresses, addresses
         assert not re.search(r"\b(fs|vol)-[0-9a-f]", text) and "amazonaws.com" not in text
         assert f"SLURMSTACK_PARAMETER_PREFIX={plan.parameter_prefix}" in text
         assert f"SLURMSTACK_MUNGE_SECRET={plan.munge_secret_name}" in text

@@ -84,7 +84,8 @@ class HeadNode(pulumi.ComponentResource):
             metadata_options={
                 "http_endpoint": "enabled",
                 "http_tokens": "required",
-                # No containers on the head node: the token must not travel past the host.
+                # 1: the token must not travel past the host (no container reaches it); on the
+                # host only root does (slurmstack.imds_firewall).
                 "http_put_response_hop_limit": 1,
             },
             root_block_device={

@@ -138,9 +138,12 @@ class WorkerPool(pulumi.ComponentResource):
             metadata_options=ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled",
                 http_tokens="required",
-                # 2, not 1: containers (enroot/pyxis, docker) reach the metadata service
-                # through one more network hop, and IMDSv2's token reply would die on the way.
-                http_put_response_hop_limit=2,
+                # 1: no container may reach the metadata service. Enroot/pyxis containers use
+                # the host's network namespace (no extra hop, and the node's nftables rules
+                # refuse every user but root); a bridged container is one hop further, so its
+                # IMDSv2 token reply dies on the way: a second control behind the rules' forward
+                # drop (slurmstack.imds_firewall).
+                http_put_response_hop_limit=1,
             ),
             block_device_mappings=[root_volume(pool)],
             instance_market_options=market_options(pool),

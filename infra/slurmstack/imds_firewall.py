@@ -1,0 +1,72 @@
+"""Who may reach the instance metadata service (IMDS) on a node: root, and no one else.
+
+IMDS hands the instance role's credentials to any process that asks. Left open, a job user
+could take them, read the munge key from Secrets Manager and forge munge credentials as uid 0
+on every node. Every node therefore loads an nftables rule set (templates/nftables/
+imds-firewall.nft.j2) that refuses IMDS traffic from every socket not owned by one of the users
+below, and all IMDS traffic forwarded from other network namespaces (bridged containers),
+whatever uid sent it. Enroot/pyxis containers share the host's network namespace and keep the
+job user's uid as the kernel sees it (a user namespace's "root" is the job user outside it), so
+the owner match covers them.
+
+Deliberately not allowed (named so nobody adds them without a reason):
+- ``slurm`` (SlurmUser): slurmctld runs as it on the head node; nothing it runs calls AWS.
+- ``munge``: munged never talks to AWS; the key is fetched by root.
+- ``ssm-user``: the Session Manager shell; an operator who needs the node's credentials uses
+  sudo, which the SSM user has (see the README's threat model).
+- ``ec2-instance-connect``: sshd's EC2 Instance Connect key lookup; the cluster's shells are
+  Session Manager, or SSH with keys when ``network.ssh_cidrs`` asks for it.
+- ``_chrony``: Amazon Time Sync is 169.254.169.123, another address, untouched here.
+
+Pure: no Pulumi import; render passes :func:`firewall` to the templates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The metadata service's addresses (IPv6 only answers on Nitro instances that enable it;
+# refused all the same, so enabling it later opens nothing).
+IMDS_IPV4 = "169.254.169.254"
+IMDS_IPV6 = "fd00:ec2::254"
+# The one nftables table slurmstack owns: loading replaces only this table, so docker's,
+# ufw's or an operator's own rule sets are left as they are.
+TABLE = "slurmstack_imds"
+
+RULES_PATH = "/etc/slurmstack/imds-firewall.nft"
+UNIT_NAME = "slurmstack-imds-firewall.service"
+UNIT_PATH = f"/etc/systemd/system/{UNIT_NAME}"
+NFT = "/usr/sbin/nft"
+
+
+@dataclass(frozen=True)
+class MetadataUser:
+    """A local user allowed to reach the metadata service, and why it must."""
+
+    name: str
+    why: str
+
+
+ROOT = MetadataUser("root", "cloud-init, the node agent, slurmd, the SSM agent")
+
+
+@dataclass(frozen=True)
+class MetadataFirewall:
+    """What the rule set and its systemd unit are rendered from."""
+
+    role: str  # "head" or a pool name
+    users: tuple[MetadataUser, ...]
+    # Units that must not start before the rules are loaded (and do not start if they fail).
+    guarded_units: tuple[str, ...]
+    ipv4: str = IMDS_IPV4
+    ipv6: str = IMDS_IPV6
+    table: str = TABLE
+    rules_path: str = RULES_PATH
+    nft: str = NFT
+    unit_name: str = UNIT_NAME
+
+
+def firewall(role: str, *, head: bool) -> MetadataFirewall:
+    """The metadata firewall of the head node (``head``) or of a node of pool ``role``."""
+    daemon = "slurmctld.service" if head else "slurmstack-slurmd.service"
+    return MetadataFirewall(role=role, users=(ROOT,), guarded_units=("munge.service", daemon))
