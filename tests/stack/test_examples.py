@@ -46,6 +46,7 @@ UNTAGGABLE = {
     "aws:ec2/volumeAttachment:VolumeAttachment",
     "aws:iam/rolePolicy:RolePolicy",
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+    "aws:s3/bucketPolicy:BucketPolicy",
     "aws:s3/bucketOwnershipControls:BucketOwnershipControls",
     "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
     T_SSE,
@@ -95,10 +96,11 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
     c[T_EGRESS] = egress
     c.update(
         {
-            "aws:iam/role:Role": 2,
-            "aws:iam/rolePolicy:RolePolicy": 2,
-            "aws:iam/rolePolicyAttachment:RolePolicyAttachment": 2,
-            "aws:iam/instanceProfile:InstanceProfile": 2,
+            # One role (inline policy, profile) for the head node and one per pool.
+            "aws:iam/role:Role": 1 + len(plan.pools),
+            "aws:iam/rolePolicy:RolePolicy": 1 + len(plan.pools),
+            "aws:iam/instanceProfile:InstanceProfile": 1 + len(plan.pools),
+            "aws:s3/bucketPolicy:BucketPolicy": 1,
             T_RANDOM: 1,
             "aws:secretsmanager/secret:Secret": 1,
             T_SECRET_VERSION: 1,

@@ -1,11 +1,10 @@
-"""Instance roles scoped to the cluster's own resources; the config store and its live
-update path to the head node."""
+"""The config store and its live update path to the head node (the node roles' policies are
+checked in test_iam.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
 
 import pytest
 
@@ -15,7 +14,6 @@ from helpers_stack import (
     T_INSTANCE,
     T_OBJECT,
     T_PARAM,
-    T_ROLE_POLICY,
     example,
     plan_of,
     run_ok,
@@ -24,47 +22,6 @@ from slurmstack import render
 from slurmstack.stack.common import NODE_AGENT
 
 pytestmark = pytest.mark.stack
-
-READ_ONLY_ON_STAR = {"ec2:DescribeInstances", "autoscaling:DescribeAutoScalingInstances"}
-
-
-def statements(policy_json: str) -> list[dict[str, Any]]:
-    policy = json.loads(policy_json)
-    assert policy["Version"] == "2012-10-17"
-    return list(policy["Statement"])
-
-
-@pytest.mark.parametrize("kind", ["head", "worker"])
-def test_node_roles_reach_only_the_clusters_own_resources(kind: str) -> None:
-    result = run_ok(example("p5-training"))
-    bucket = result.one(T_BUCKET)
-    secret = result.one("aws:secretsmanager/secret:Secret")
-    policy = result.one(T_ROLE_POLICY, f"llm-train-{kind}")
-    for statement in statements(policy.inputs["policy"]):
-        actions, resources = statement["Action"], statement["Resource"]
-        for resource in resources:
-            if resource == "*":
-                assert kind == "head" and set(actions) <= READ_ONLY_ON_STAR
-                continue
-            assert (
-                resource == secret.id
-                or resource.startswith(bucket.outputs["arn"])
-                or ":parameter/slurmstack/llm-train" in resource
-                or "autoScalingGroupName/llm-train-pool-" in resource
-            ), resource
-        if "secretsmanager:GetSecretValue" in actions:
-            assert resources == [secret.id]
-        if any(a.startswith("ssm:") for a in actions):
-            assert resources == [
-                "arn:aws:ssm:us-east-1:123456789012:parameter/slurmstack/llm-train",
-                "arn:aws:ssm:us-east-1:123456789012:parameter/slurmstack/llm-train/*",
-            ]
-    denied = [s for s in statements(policy.inputs["policy"]) if s["Effect"] == "Deny"]
-    assert denied and denied[0]["Resource"] == [f"{bucket.outputs['arn']}/config/*"]
-    attachment = result.one(
-        "aws:iam/rolePolicyAttachment:RolePolicyAttachment", f"llm-train-{kind}-ssm"
-    )
-    assert attachment.inputs["policyArn"].endswith(":iam::aws:policy/AmazonSSMManagedInstanceCore")
 
 
 def test_config_store_objects_manifest_and_association() -> None:

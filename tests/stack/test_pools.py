@@ -104,7 +104,10 @@ def test_resources_grow_with_pools() -> None:
     )
     two = run_ok(definition)
     added = two.count_by_type() - one.count_by_type()
-    # One launch template and one group for the new pool (no placement group: no EFA),
-    # plus the config store objects that are new with the pool's files.
+    # One launch template and one group for the new pool (no placement group: no EFA), its
+    # instance role (policy, profile), plus the config store objects new with its files.
     assert added[T_LT] == 1 and added[T_ASG] == 1 and added[T_PG] == 0
-    assert set(added) <= {T_LT, T_ASG, "aws:s3/bucketObjectv2:BucketObjectv2"}
+    iam = {"aws:iam/role:Role", "aws:iam/rolePolicy:RolePolicy"}
+    iam.add("aws:iam/instanceProfile:InstanceProfile")
+    assert all(added[t] == 1 for t in iam)
+    assert set(added) <= {T_LT, T_ASG, "aws:s3/bucketObjectv2:BucketObjectv2", *iam}

@@ -34,6 +34,7 @@ GUARDED = {
     "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
     "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
     "aws:s3/bucketOwnershipControls:BucketOwnershipControls",
+    "aws:s3/bucketPolicy:BucketPolicy",
     T_LUSTRE,
     T_DRA,
     T_EFS,

@@ -1,14 +1,19 @@
 """The cluster bucket: durable datasets and checkpoints, and the config store's objects.
 Versioned, encrypted, public access blocked, objects owned by the bucket owner, old
-checkpoint versions expired after the definition's number of days."""
+checkpoint versions expired after the definition's number of days. Its policy
+(slurmstack.stack.policies.bucket_policy) refuses requests without TLS, writes to the config
+store by the cluster's nodes, and deleting object versions by anyone but an administrator."""
 
 from __future__ import annotations
 
+import json
+
 import pulumi
 import pulumi_aws.s3 as s3
+from pulumi_aws import get_caller_identity_output
 
 from slurmstack.plan import ClusterPlan, DeployParameter
-from slurmstack.stack import parameters
+from slurmstack.stack import parameters, policies
 from slurmstack.stack.common import Role, resource_name, tags
 
 ABORT_INCOMPLETE_UPLOADS_DAYS = 7
@@ -45,7 +50,7 @@ class ClusterBucket(pulumi.ComponentResource):
         s3.BucketOwnershipControls(
             name, bucket=bucket_id, rule={"object_ownership": "BucketOwnerEnforced"}, opts=child
         )
-        s3.BucketPublicAccessBlock(
+        public_access = s3.BucketPublicAccessBlock(
             name,
             bucket=bucket_id,
             block_public_acls=True,
@@ -91,5 +96,22 @@ class ClusterBucket(pulumi.ComponentResource):
                 }
             )
         s3.BucketLifecycleConfiguration(name, bucket=bucket_id, rules=rules, opts=child)  # type: ignore[arg-type]
+        caller = get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        policy = pulumi.Output.all(caller.account_id, self.bucket.arn, caller.user_id).apply(
+            lambda args: json.dumps(
+                policies.bucket_policy(
+                    plan, account=args[0], bucket_arn=args[1], deployer_user_id=args[2]
+                ),
+                sort_keys=True,
+            )
+        )
+        # After the public access block: S3 checks a new policy against it (this one only
+        # denies, so it is not public either way).
+        s3.BucketPolicy(
+            name,
+            bucket=bucket_id,
+            policy=policy,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[public_access]),
+        )
         parameters.publish(plan, DeployParameter.BUCKET, bucket_id, role=Role.BUCKET, parent=self)
         self.register_outputs({"bucket": bucket_id})

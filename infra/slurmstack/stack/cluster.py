@@ -93,7 +93,7 @@ class SlurmCluster(pulumi.ComponentResource):
                 pool,
                 subnet_id=net.compute_subnet_id,
                 security_group_id=self.security.workers.id,
-                instance_profile_arn=self.identity.worker_profile.arn,
+                instance_profile_arn=self.identity.pool_profiles[pool.name].arn,
                 network_ready=net.ready,
                 opts=child,
             )

@@ -1,6 +1,8 @@
-"""Instance roles and profiles for the head node and the workers, each with only what it
-needs: Session Manager, the cluster's munge secret, its parameters, its bucket, and marking
-instances of the cluster's own Auto Scaling groups unhealthy."""
+"""Instance roles and profiles: one for the head node, one per pool (a node can mark only its
+own pool's instances Unhealthy, and IAM can only say that with a role per pool). Each role has
+one inline policy from slurmstack.stack.policies and nothing attached: the SSM agent's
+permissions are part of that policy rather than AWS's managed one, which also lets a node read
+every SSM parameter in the account."""
 
 from __future__ import annotations
 
@@ -12,111 +14,21 @@ import pulumi
 import pulumi_aws.iam as iam
 from pulumi_aws import get_caller_identity_output
 
-from slurmstack.plan import ClusterPlan
-from slurmstack.stack.common import Role, partition, resource_name, ssm_parameter_arn, tags
+from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.stack import policies
+from slurmstack.stack.common import POOL_TAG, Role, resource_name, tags
 
-EC2_TRUST_POLICY = json.dumps(
-    {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": "ec2.amazonaws.com"},
-                "Action": "sts:AssumeRole",
-            }
-        ],
-    }
-)
-
-# Prefix of every pool's Auto Scaling group name (see worker_pool.asg_name).
-ASG_NAME_PREFIX_ROLE = "pool"
-CONFIG_PREFIX = "config/"
+EC2_TRUST_POLICY = json.dumps(policies.EC2_TRUST_POLICY)
 
 
-def asg_arn_pattern(plan: ClusterPlan, account: str) -> str:
-    prefix = resource_name(plan.name, ASG_NAME_PREFIX_ROLE)
-    return (
-        f"arn:{partition(plan.region)}:autoscaling:{plan.region}:{account}:"
-        f"autoScalingGroup:*:autoScalingGroupName/{prefix}-*"
-    )
-
-
-def node_policy(
-    plan: ClusterPlan, *, account: str, bucket_arn: str, secret_arn: str, head: bool
-) -> dict[str, Any]:
-    """The inline policy of a node role (pure: tested without Pulumi).
-
-    Read access covers the whole bucket (datasets, checkpoints, the config store). Jobs write
-    checkpoints from every node, so objects may be written anywhere except under the config
-    store prefix, which only the stack writes (a compromised node cannot change what the head
-    node applies).
-    """
-    params = ssm_parameter_arn(plan.region, account, plan.parameter_prefix)
-    statements: list[dict[str, Any]] = [
-        {
-            "Sid": "MungeKey",
-            "Effect": "Allow",
-            "Action": ["secretsmanager:GetSecretValue"],
-            "Resource": [secret_arn],
-        },
-        {
-            "Sid": "DeployParameters",
-            "Effect": "Allow",
-            "Action": ["ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath"],
-            "Resource": [params, f"{params}/*"],
-        },
-        {
-            "Sid": "BucketList",
-            "Effect": "Allow",
-            "Action": ["s3:ListBucket", "s3:GetBucketLocation"],
-            "Resource": [bucket_arn],
-        },
-        {
-            "Sid": "BucketObjects",
-            "Effect": "Allow",
-            "Action": [
-                "s3:GetObject",
-                "s3:PutObject",
-                "s3:DeleteObject",
-                "s3:AbortMultipartUpload",
-                "s3:ListMultipartUploadParts",
-            ],
-            "Resource": [f"{bucket_arn}/*"],
-        },
-        {
-            "Sid": "ConfigStoreIsWrittenByTheStackOnly",
-            "Effect": "Deny",
-            "Action": ["s3:PutObject", "s3:DeleteObject"],
-            "Resource": [f"{bucket_arn}/{CONFIG_PREFIX}*"],
-        },
-        {
-            # A node that fails its boot health check marks itself unhealthy so its group
-            # replaces it; the head node may mark nodes slurmctld found dead.
-            "Sid": "MarkUnhealthy",
-            "Effect": "Allow",
-            "Action": ["autoscaling:SetInstanceHealth"],
-            "Resource": [asg_arn_pattern(plan, account)],
-        },
-    ]
-    if head:
-        statements.append(
-            {
-                # Read-only, and EC2 offers no resource-level scoping for Describe calls:
-                # the head maps Slurm node addresses to instance ids for health marking.
-                "Sid": "DescribeNodes",
-                "Effect": "Allow",
-                "Action": ["ec2:DescribeInstances", "autoscaling:DescribeAutoScalingInstances"],
-                "Resource": ["*"],
-            }
-        )
-    return {"Version": "2012-10-17", "Statement": statements}
-
-
-def _policy_json(plan: ClusterPlan, *, head: bool) -> Callable[[list[Any]], str]:
+def _policy_json(plan: ClusterPlan, pool: PoolPlan | None) -> Callable[[list[Any]], str]:
     def render(args: list[Any]) -> str:
         account, bucket_arn, secret_arn = (str(a) for a in args)
-        policy = node_policy(
-            plan, account=account, bucket_arn=bucket_arn, secret_arn=secret_arn, head=head
+        scope = {"account": account, "bucket_arn": bucket_arn, "secret_arn": secret_arn}
+        policy = (
+            policies.head_policy(plan, **scope)
+            if pool is None
+            else policies.pool_policy(plan, pool, **scope)
         )
         return json.dumps(policy, sort_keys=True)
 
@@ -124,12 +36,12 @@ def _policy_json(plan: ClusterPlan, *, head: bool) -> Callable[[list[Any]], str]
 
 
 class Identity(pulumi.ComponentResource):
-    """Two roles (head, worker), their inline policies and instance profiles."""
+    """The head node's role and one per pool, each with its inline policy and profile."""
 
     head_profile: iam.InstanceProfile
-    worker_profile: iam.InstanceProfile
     head_role: iam.Role
-    worker_role: iam.Role
+    pool_profiles: dict[str, iam.InstanceProfile]
+    pool_roles: dict[str, iam.Role]
 
     def __init__(
         self,
@@ -142,34 +54,48 @@ class Identity(pulumi.ComponentResource):
         super().__init__(
             "slurmstack:stack:Identity", resource_name(plan.name, Role.IDENTITY), None, opts
         )
-        child = pulumi.ResourceOptions(parent=self)
+        self._child = pulumi.ResourceOptions(parent=self)
+        self._plan = plan
         account = get_caller_identity_output(
             opts=pulumi.InvokeOutputOptions(parent=self)
         ).account_id
-        ssm_core = f"arn:{partition(plan.region)}:iam::aws:policy/AmazonSSMManagedInstanceCore"
-        made: dict[str, tuple[iam.Role, iam.InstanceProfile]] = {}
-        for kind in ("head", "worker"):
-            name = resource_name(plan.name, kind)
-            role = iam.Role(
-                name,
-                name=name,
-                assume_role_policy=EC2_TRUST_POLICY,
-                description=f"slurmstack {plan.name}: {kind} node instance role",
-                tags=tags(plan, Role.IDENTITY, name),
-                opts=child,
-            )
-            # Session Manager is the shell (no SSH by default) and runs the config-apply command.
-            iam.RolePolicyAttachment(f"{name}-ssm", role=role.name, policy_arn=ssm_core, opts=child)
-            document = pulumi.Output.all(account, bucket_arn, secret_arn).apply(
-                _policy_json(plan, head=kind == "head")
-            )
-            iam.RolePolicy(name, name=name, role=role.id, policy=document, opts=child)
-            profile = iam.InstanceProfile(
-                name, name=name, role=role.name, tags=tags(plan, Role.IDENTITY, name), opts=child
-            )
-            made[kind] = (role, profile)
-        self.head_role, self.head_profile = made["head"]
-        self.worker_role, self.worker_profile = made["worker"]
+        self._scope = pulumi.Output.all(account, bucket_arn, secret_arn)
+        self.head_role, self.head_profile = self._role(None)
+        self.pool_roles, self.pool_profiles = {}, {}
+        for pool in plan.pools:
+            self.pool_roles[pool.name], self.pool_profiles[pool.name] = self._role(pool)
         self.register_outputs(
-            {"head_profile": self.head_profile.arn, "worker_profile": self.worker_profile.arn}
+            {
+                "head_profile": self.head_profile.arn,
+                "pool_profiles": {name: p.arn for name, p in self.pool_profiles.items()},
+            }
         )
+
+    def _role(self, pool: PoolPlan | None) -> tuple[iam.Role, iam.InstanceProfile]:
+        plan = self._plan
+        name = policies.role_name(plan, pool)
+        # The tags say whose role this is; the bucket policy names the cluster's node roles
+        # by them (aws:PrincipalTag), so it does not change when a pool is added.
+        role_tags = tags(plan, Role.IDENTITY, name)
+        if pool is not None:
+            role_tags[POOL_TAG] = pool.name
+        kind = "head node" if pool is None else f"pool {pool.name} node"
+        role = iam.Role(
+            name,
+            name=name,
+            assume_role_policy=EC2_TRUST_POLICY,
+            description=f"slurmstack {plan.name}: {kind} instance role",
+            tags=role_tags,
+            opts=self._child,
+        )
+        iam.RolePolicy(
+            name,
+            name=name,
+            role=role.id,
+            policy=self._scope.apply(_policy_json(plan, pool)),
+            opts=self._child,
+        )
+        profile = iam.InstanceProfile(
+            name, name=name, role=role.name, tags=role_tags, opts=self._child
+        )
+        return role, profile

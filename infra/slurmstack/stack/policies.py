@@ -1,0 +1,287 @@
+"""Every IAM document of the cluster, as pure functions (no Pulumi): the head node's role, one
+role per pool, and the bucket policy. identity.py and bucket.py attach them; the tests lint them.
+
+What each node may do, and nothing else:
+- read the munge key (its one secret), the cluster's deploy parameters and the config store
+  (``config/`` in the bucket): what the node agent reads at boot and on a config change;
+- run the SSM agent (Session Manager, Run Command, the config-apply association);
+- a pool node: mark an instance of its own pool's Auto Scaling group Unhealthy (its boot health
+  check). Auto Scaling authorizes SetInstanceHealth against the group, with the group's tags
+  as the only condition keys, and no key names the instance
+  (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2autoscaling.html,
+  SetInstanceHealth: resource autoScalingGroup*, keys autoscaling:ResourceTag/${TagKey},
+  aws:ResourceTag/${TagKey}), so "its own pool" is as narrow as IAM can say: one role per pool;
+- the head node: find the cluster's instances (the reaper) and mark an instance of any of the
+  cluster's groups Unhealthy, so its group replaces it (the head's repair path).
+
+No node writes to the bucket: job users cannot reach the instance role at all (only root
+reaches the metadata service, slurmstack.imds_firewall), so its data access would serve only
+someone who is already root on a node. Jobs reach datasets and checkpoints through /fsx (the
+data repository association) or with credentials of their own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.stack.common import (
+    CLUSTER_TAG,
+    POOL_TAG,
+    ROLE_TAG,
+    Role,
+    partition,
+    resource_name,
+    ssm_parameter_arn,
+)
+
+VERSION = "2012-10-17"
+CONFIG_PREFIX = "config/"
+
+EC2_TRUST_POLICY: dict[str, Any] = {
+    "Version": VERSION,
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "ec2.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+        }
+    ],
+}
+
+# The SSM agent's calls, as AWS's managed policy AmazonSSMManagedInstanceCore (v2) grants them
+# (https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AmazonSSMManagedInstanceCore.html),
+# less ssm:GetParameter(s) on every parameter of the account: nodes read their own cluster's
+# parameters only (DeployParameters). Session Manager and Run Command offer no resource types
+# to scope these to (ssmmessages and ec2messages have none); the service binds each call to the
+# calling instance's own record. Reads stay as AWS grants them.
+SSM_AGENT_READS = (
+    "ssm:DescribeAssociation",
+    "ssm:DescribeDocument",
+    "ssm:GetDeployablePatchSnapshotForInstance",
+    "ssm:GetDocument",
+    "ssm:GetManifest",
+    "ssm:ListAssociations",
+    "ssm:ListInstanceAssociations",
+    "ssm:PutConfigurePackageResult",  # AWS classes it as Read
+    "ec2messages:GetEndpoint",
+    "ec2messages:GetMessages",
+)
+SSM_AGENT_WRITES = (
+    "ssm:PutComplianceItems",
+    "ssm:PutInventory",
+    "ssm:UpdateAssociationStatus",
+    "ssm:UpdateInstanceAssociationStatus",
+    "ssm:UpdateInstanceInformation",
+    "ssmmessages:CreateControlChannel",
+    "ssmmessages:CreateDataChannel",
+    "ssmmessages:OpenControlChannel",
+    "ssmmessages:OpenDataChannel",
+    "ec2messages:AcknowledgeMessage",
+    "ec2messages:DeleteMessage",
+    "ec2messages:FailMessage",
+    "ec2messages:SendReply",
+)
+# Bucket settings through which object versions could be removed, or this policy lifted:
+# never a node's business, whatever else is attached to its role.
+BUCKET_ADMIN_ACTIONS = (
+    "s3:DeleteObjectVersion",
+    "s3:PutBucketVersioning",
+    "s3:PutLifecycleConfiguration",
+    "s3:PutBucketPolicy",
+    "s3:DeleteBucketPolicy",
+)
+
+
+def role_name(plan: ClusterPlan, pool: PoolPlan | None) -> str:
+    """``{cluster}-head``, or ``{cluster}-pool-{pool}`` like the pool's other resources."""
+    if pool is None:
+        return resource_name(plan.name, Role.HEAD)
+    return resource_name(plan.name, Role.POOL, pool.name)
+
+
+def asg_arn(plan: ClusterPlan, account: str, group_name: str) -> str:
+    """ARN of an Auto Scaling group by name (``*`` stands for the group id, unknown until the
+    group exists; the name is unique in an account and region)."""
+    return (
+        f"arn:{partition(plan.region)}:autoscaling:{plan.region}:{account}:"
+        f"autoScalingGroup:*:autoScalingGroupName/{group_name}"
+    )
+
+
+def _region_only(plan: ClusterPlan) -> dict[str, Any]:
+    return {"StringEquals": {"aws:RequestedRegion": plan.region}}
+
+
+def _common_statements(
+    plan: ClusterPlan, *, account: str, bucket_arn: str, secret_arn: str
+) -> list[dict[str, Any]]:
+    params = ssm_parameter_arn(plan.region, account, plan.parameter_prefix)
+    return [
+        {
+            "Sid": "MungeKey",
+            "Effect": "Allow",
+            "Action": ["secretsmanager:GetSecretValue"],
+            "Resource": [secret_arn],
+        },
+        {
+            "Sid": "DeployParameters",
+            "Effect": "Allow",
+            "Action": ["ssm:GetParameter", "ssm:GetParameters"],
+            "Resource": [f"{params}/*"],
+        },
+        {
+            "Sid": "ConfigStoreRead",
+            "Effect": "Allow",
+            "Action": ["s3:GetObject"],
+            "Resource": [f"{bucket_arn}/{CONFIG_PREFIX}*"],
+        },
+        {
+            "Sid": "SsmAgentReads",
+            "Effect": "Allow",
+            "Action": list(SSM_AGENT_READS),
+            "Resource": ["*"],
+        },
+        {
+            # Only in the cluster's region: a copied credential registers no instance and
+            # opens no session anywhere else.
+            "Sid": "SsmAgentWrites",
+            "Effect": "Allow",
+            "Action": list(SSM_AGENT_WRITES),
+            "Resource": ["*"],
+            "Condition": _region_only(plan),
+        },
+        {
+            # Defence in depth: the roles grant no write, and a policy attached later by
+            # someone else still cannot let a node change what the head node applies.
+            "Sid": "ConfigStoreIsWrittenByTheStackOnly",
+            "Effect": "Deny",
+            "Action": ["s3:PutObject", "s3:DeleteObject"],
+            "Resource": [f"{bucket_arn}/{CONFIG_PREFIX}*"],
+        },
+        {
+            "Sid": "VersionsAndBucketSettingsAreForAdministrators",
+            "Effect": "Deny",
+            "Action": list(BUCKET_ADMIN_ACTIONS),
+            "Resource": [bucket_arn, f"{bucket_arn}/*"],
+        },
+    ]
+
+
+def head_policy(
+    plan: ClusterPlan, *, account: str, bucket_arn: str, secret_arn: str
+) -> dict[str, Any]:
+    """The head node role's inline policy."""
+    statements = _common_statements(
+        plan, account=account, bucket_arn=bucket_arn, secret_arn=secret_arn
+    )
+    statements += [
+        {
+            # Replace a node: its group terminates and relaunches it. Any of this cluster's
+            # groups (name pattern), and only groups tagged as this cluster's (another cluster
+            # may be named "<this>-pool-x").
+            "Sid": "ReplaceClusterNodes",
+            "Effect": "Allow",
+            "Action": ["autoscaling:SetInstanceHealth"],
+            "Resource": [asg_arn(plan, account, resource_name(plan.name, Role.POOL) + "-*")],
+            "Condition": {"StringEquals": {f"aws:ResourceTag/{CLUSTER_TAG}": plan.name}},
+        },
+        {
+            # Read-only, and EC2's Describe calls take no resource (only ec2:Region): the
+            # reaper filters by the cluster tag itself.
+            "Sid": "FindClusterInstances",
+            "Effect": "Allow",
+            "Action": ["ec2:DescribeInstances"],
+            "Resource": ["*"],
+        },
+    ]
+    return {"Version": VERSION, "Statement": statements}
+
+
+def pool_policy(
+    plan: ClusterPlan, pool: PoolPlan, *, account: str, bucket_arn: str, secret_arn: str
+) -> dict[str, Any]:
+    """The inline policy of the role of ``pool``'s nodes."""
+    statements = _common_statements(
+        plan, account=account, bucket_arn=bucket_arn, secret_arn=secret_arn
+    )
+    statements.append(
+        {
+            # The boot health check: a node that fails it is replaced by its group. Only
+            # this pool's group (by name, and by its cluster and pool tags).
+            "Sid": "MarkOwnPoolUnhealthy",
+            "Effect": "Allow",
+            "Action": ["autoscaling:SetInstanceHealth"],
+            "Resource": [asg_arn(plan, account, resource_name(plan.name, Role.POOL, pool.name))],
+            "Condition": {
+                "StringEquals": {
+                    f"aws:ResourceTag/{CLUSTER_TAG}": plan.name,
+                    f"aws:ResourceTag/{POOL_TAG}": pool.name,
+                }
+            },
+        }
+    )
+    return {"Version": VERSION, "Statement": statements}
+
+
+def administrator_user_ids(account: str, deployer_user_id: str) -> list[str]:
+    """``aws:userid`` patterns of the principals that may delete object versions: the account
+    root (its userid is the account id) and the principal that deploys the stack, any session
+    of it. A role session's userid is ``<role id>:<session name>``, an IAM user's its unique
+    id; a federated user's is ``<account>:<name>``, so deploying as one admits all of the
+    account's federated users. Anyone allowed to change the bucket policy can lift the
+    statement; nobody is locked out of that."""
+    deployer = deployer_user_id
+    if ":" in deployer:
+        deployer = deployer.split(":", 1)[0] + ":*"
+    return sorted({account, deployer})
+
+
+def bucket_policy(
+    plan: ClusterPlan, *, account: str, bucket_arn: str, deployer_user_id: str
+) -> dict[str, Any]:
+    """The cluster bucket's policy: denials only (same-account access is granted by identity
+    policies), independent of the pools, so adding one never touches the bucket."""
+    everything = [bucket_arn, f"{bucket_arn}/*"]
+    return {
+        "Version": VERSION,
+        "Statement": [
+            {
+                "Sid": "RequireTls",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": everything,
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            },
+            {
+                # The nodes of this cluster (their roles carry its tags), whatever their
+                # identity policies say.
+                "Sid": "ConfigStoreIsWrittenByTheStackOnly",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": ["s3:PutObject", "s3:DeleteObject"],
+                "Resource": [f"{bucket_arn}/{CONFIG_PREFIX}*"],
+                "Condition": {
+                    "StringEquals": {
+                        f"aws:PrincipalTag/{CLUSTER_TAG}": plan.name,
+                        f"aws:PrincipalTag/{ROLE_TAG}": Role.IDENTITY.value,
+                    }
+                },
+            },
+            {
+                # Old checkpoint versions are the undo of an overwrite: only an administrator
+                # removes them (S3 lifecycle expiry is not subject to bucket policies).
+                "Sid": "OnlyAdministratorsDeleteVersions",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": ["s3:DeleteObjectVersion"],
+                "Resource": [f"{bucket_arn}/*"],
+                "Condition": {
+                    "StringNotLike": {
+                        "aws:userid": administrator_user_ids(account, deployer_user_id)
+                    }
+                },
+            },
+        ],
+    }

@@ -1,0 +1,299 @@
+"""The IAM documents the program registers (every example, under the offline engine): each
+node role's inline policy, the roles' trust policy and the bucket policy. Scoped to the
+cluster's own resources, linted with parliament (ol-parliament, offline), and asked concrete
+questions through a stand-in evaluator (iam_eval.py)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import parliament
+import pytest
+
+from helpers_stack import EXAMPLE_IDS, T_ASG, T_BUCKET, T_INSTANCE, T_LT, example, plan_of, run_ok
+from slurmstack.offline.standins import ACCOUNT_ID, call_stand_in
+from slurmstack.plan import ClusterPlan
+from slurmstack.stack.common import CLUSTER_TAG, POOL_TAG, ROLE_TAG
+from stack.iam_eval import decide
+
+pytestmark = pytest.mark.stack
+
+T_ROLE = "aws:iam/role:Role"
+T_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+T_PROFILE = "aws:iam/instanceProfile:InstanceProfile"
+T_BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
+T_SECRET = "aws:secretsmanager/secret:Secret"
+T_CALLER = "aws:index/getCallerIdentity:getCallerIdentity"
+
+# Access levels AWS gives each action in its service authorization reference (shipped with
+# parliament). Everything but List and Read changes something.
+READ_LEVELS = {"List", "Read"}
+
+# Every linter finding the documents may have, each with the reason it stands. Anything else,
+# at any severity, fails the test.
+ACCEPTED_FINDINGS = {
+    ("trust", "MALFORMED", "Statement contains neither Resource nor NotResource"): (
+        "a role's trust policy has no Resource by definition (it is evaluated against the "
+        "role itself); parliament reads it as an identity policy"
+    ),
+    ("node", "RESOURCE_STAR", "['ssm:DescribeDocument', 'ssm:GetDocument']"): (
+        "LOW: the SSM agent reads documents as AWS's managed instance policy lets it (any "
+        "document: AWS's own, the account's); reads only"
+    ),
+    (
+        "node",
+        "RESOURCE_STAR",
+        "['ssm:UpdateAssociationStatus', 'ssm:UpdateInstanceAssociationStatus']",
+    ): (
+        "LOW: the agent reports the status of its own instance's associations; granted on * "
+        "as AWS's managed policy does, held to the cluster's region by a condition"
+    ),
+}
+
+
+@cache
+def access_levels() -> dict[str, str]:
+    data = json.loads(resources.files("parliament").joinpath("iam_definition.json").read_text())
+    return {
+        f"{service['prefix']}:{action['privilege']}".lower(): action["access_level"]
+        for service in data
+        for action in service["privileges"]
+    }
+
+
+@dataclass(frozen=True)
+class ClusterIam:
+    stem: str
+    plan: ClusterPlan
+    role_policies: dict[str, dict[str, Any]]  # role name -> inline policy
+    role_tags: dict[str, dict[str, str]]
+    trust_policies: dict[str, dict[str, Any]]
+    bucket_policy: dict[str, Any]
+    bucket_arn: str
+    secret_arn: str
+    groups: dict[str, tuple[str, dict[str, str]]]  # pool -> (ASG ARN, ASG tags)
+    deployer_user_id: str
+
+    @property
+    def head(self) -> str:
+        return f"{self.plan.name}-head"
+
+    def pool_role(self, pool: str) -> str:
+        return f"{self.plan.name}-pool-{pool}"
+
+
+@cache
+def cluster_iam(stem: str) -> ClusterIam:
+    definition = example(stem)
+    plan = plan_of(definition)
+    result = run_ok(definition)
+    # The deployer's identity, as the program saw it.
+    assert any(token == T_CALLER for token, _ in result.invokes)
+    user_id = call_stand_in(T_CALLER, {}, plan.region)["userId"]
+    groups = {
+        g.inputs["name"].removeprefix(f"{definition['name']}-pool-"): (
+            g.outputs["arn"],
+            {t["key"]: t["value"] for t in g.inputs["tags"]},
+        )
+        for g in result.of_type(T_ASG)
+    }
+    return ClusterIam(
+        stem=stem,
+        plan=plan,
+        role_policies={
+            p.inputs["name"]: json.loads(p.inputs["policy"]) for p in result.of_type(T_ROLE_POLICY)
+        },
+        role_tags={r.inputs["name"]: r.inputs["tags"] for r in result.of_type(T_ROLE)},
+        trust_policies={
+            r.inputs["name"]: json.loads(r.inputs["assumeRolePolicy"])
+            for r in result.of_type(T_ROLE)
+        },
+        bucket_policy=json.loads(result.one(T_BUCKET_POLICY).inputs["policy"]),
+        bucket_arn=result.one(T_BUCKET).outputs["arn"],
+        secret_arn=result.one(T_SECRET).id,
+        groups=groups,
+        deployer_user_id=user_id,
+    )
+
+
+@pytest.fixture(params=EXAMPLE_IDS)
+def iam(request: pytest.FixtureRequest) -> ClusterIam:
+    return cluster_iam(request.param)
+
+
+def listed(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def test_one_role_per_pool_and_each_node_uses_its_own(iam: ClusterIam) -> None:
+    plan = iam.plan
+    expected = {iam.head} | {iam.pool_role(p.name) for p in plan.pools}
+    assert set(iam.role_policies) == expected == set(iam.role_tags)
+    result = run_ok(example(iam.stem))
+    profiles = {p.inputs["name"]: p.inputs["role"] for p in result.of_type(T_PROFILE)}
+    assert profiles == {name: name for name in expected}
+    assert result.one(T_INSTANCE).inputs["iamInstanceProfile"] == iam.head
+    for template in result.of_type(T_LT):
+        arn = template.inputs["iamInstanceProfile"]["arn"]
+        assert arn == f"arn:aws:iam::{ACCOUNT_ID}:instance-profile/{template.inputs['name']}"
+    # Nothing attached beyond the inline policy (no managed policy reads every parameter).
+    assert not result.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+    for name, trust in iam.trust_policies.items():
+        (statement,) = trust["Statement"]
+        assert statement == {
+            "Effect": "Allow",
+            "Principal": {"Service": "ec2.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+        }, name
+    for name, tags in iam.role_tags.items():
+        assert tags[CLUSTER_TAG] == plan.name and tags[ROLE_TAG] == "identity", name
+        if name != iam.head:
+            assert tags[POOL_TAG] == name.removeprefix(f"{plan.name}-pool-")
+
+
+def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
+    plan = iam.plan
+    region, levels = plan.region, access_levels()
+    own = (
+        iam.secret_arn,
+        f"{iam.bucket_arn}/config/*",
+        f"arn:aws:ssm:{region}:{ACCOUNT_ID}:parameter{plan.parameter_prefix}/*",
+    )
+    group_prefix = f"arn:aws:autoscaling:{region}:{ACCOUNT_ID}:autoScalingGroup:*:"
+    for role, policy in iam.role_policies.items():
+        for statement in policy["Statement"]:
+            actions = listed(statement["Action"])
+            for action in actions:
+                assert action.lower() in levels, f"{action} is not an AWS action"
+            if statement["Effect"] == "Deny":
+                continue
+            mutating = [a for a in actions if levels[a.lower()] not in READ_LEVELS]
+            for resource in listed(statement["Resource"]):
+                if resource == "*":
+                    # No mutating action on every resource without a condition.
+                    assert not mutating or statement.get("Condition"), (role, mutating)
+                    continue
+                assert resource in own or (
+                    resource.startswith(group_prefix)
+                    and f"autoScalingGroupName/{plan.name}-pool-" in resource
+                ), (role, resource)
+
+
+def test_a_pool_node_marks_only_its_own_pools_instances(iam: ClusterIam) -> None:
+    action = "autoscaling:SetInstanceHealth"
+    for pool in iam.plan.pools:
+        policy = iam.role_policies[iam.pool_role(pool.name)]
+        for other, (arn, group_tags) in iam.groups.items():
+            context = {f"aws:ResourceTag/{k}": v for k, v in group_tags.items()}
+            expected = "allow" if other == pool.name else "implicit-deny"
+            assert decide([policy], action, arn, context) == expected, (pool.name, other)
+    # The head node replaces any node of the cluster, and only of the cluster: a group of a
+    # cluster named "<this>-pool-x" matches the name pattern, not the tag.
+    head = iam.role_policies[iam.head]
+    for arn, group_tags in iam.groups.values():
+        context = {f"aws:ResourceTag/{k}": v for k, v in group_tags.items()}
+        assert decide([head], action, arn, context) == "allow"
+    name = iam.plan.name
+    foreign = arn.rsplit("/", 1)[0] + f"/{name}-pool-x-pool-a"
+    context = {f"aws:ResourceTag/{CLUSTER_TAG}": f"{name}-pool-x"}
+    assert decide([head], action, foreign, context) == "implicit-deny"
+
+
+def test_nodes_read_the_config_store_and_write_nothing(iam: ClusterIam) -> None:
+    bucket = iam.bucket_arn
+    prefix = iam.plan.parameter_prefix
+    parameter = f"arn:aws:ssm:{iam.plan.region}:{ACCOUNT_ID}:parameter"
+    for role, policy in iam.role_policies.items():
+
+        def ask(action: str, resource: str, policy: dict[str, Any] = policy) -> str:
+            return decide([policy], action, resource)
+
+        assert ask("s3:GetObject", f"{bucket}/config/0123abcd") == "allow", role
+        assert ask("s3:GetObject", f"{bucket}/datasets/shard-0") == "implicit-deny"
+        assert ask("s3:PutObject", f"{bucket}/config/0123abcd") == "deny"
+        assert ask("s3:DeleteObject", f"{bucket}/config/0123abcd") == "deny"
+        assert ask("s3:PutObject", f"{bucket}/checkpoints/step-100") == "implicit-deny"
+        for action in ("s3:DeleteObjectVersion", "s3:PutLifecycleConfiguration"):
+            resource = f"{bucket}/checkpoints/step-100" if "Object" in action else bucket
+            assert ask(action, resource) == "deny", (role, action)
+        assert ask("secretsmanager:GetSecretValue", iam.secret_arn) == "allow"
+        other_secret = iam.secret_arn.replace("munge-key", "other")
+        assert ask("secretsmanager:GetSecretValue", other_secret) == "implicit-deny"
+        assert ask("ssm:GetParameter", f"{parameter}{prefix}/head/address") == "allow"
+        assert ask("ssm:GetParameter", f"{parameter}/another-app/db-password") == "implicit-deny"
+
+
+def test_ssm_agent_writes_only_in_the_clusters_region(iam: ClusterIam) -> None:
+    region = iam.plan.region
+    elsewhere = "eu-west-1" if region != "eu-west-1" else "us-east-1"
+    for policy in iam.role_policies.values():
+        for action in ("ssm:UpdateInstanceInformation", "ssmmessages:OpenDataChannel"):
+            assert decide([policy], action, "*", {"aws:RequestedRegion": region}) == "allow"
+            assert decide([policy], action, "*", {"aws:RequestedRegion": elsewhere}) == (
+                "implicit-deny"
+            )
+
+
+def lint(document: dict[str, Any]) -> list[tuple[str, str, str]]:
+    policy = parliament.analyze_policy_string(json.dumps(document), include_community_auditors=True)
+    found = []
+    for finding in policy.findings:
+        parliament.enhance_finding(finding)
+        found.append((finding.severity, finding.issue, str(finding.detail)))
+    return found
+
+
+def test_every_document_passes_the_linter(iam: ClusterIam) -> None:
+    documents: list[tuple[str, str, dict[str, Any]]] = [
+        ("node", role, policy) for role, policy in iam.role_policies.items()
+    ]
+    documents += [("trust", role, trust) for role, trust in iam.trust_policies.items()]
+    documents.append(("bucket", "bucket", iam.bucket_policy))
+    for kind, name, document in documents:
+        for severity, issue, detail in lint(document):
+            assert (kind, issue, detail) in ACCEPTED_FINDINGS, (name, severity, issue, detail)
+
+
+def test_the_linter_is_not_a_rubber_stamp() -> None:
+    """The same linter flags what the rules above forbid."""
+    loose = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": "autoscaling:SetInstanceHealth", "Resource": "*"},
+            {"Effect": "Allow", "Action": "s3:GetObjectt", "Resource": "*"},
+        ],
+    }
+    issues = {issue for _, issue, _ in lint(loose)}
+    assert {"RESOURCE_STAR", "UNKNOWN_ACTION"} <= issues
+
+
+def test_bucket_refuses_plain_http_and_keeps_versions_for_administrators(iam: ClusterIam) -> None:
+    policy, bucket = iam.bucket_policy, iam.bucket_arn
+    obj = f"{bucket}/checkpoints/step-100"
+    deployer = {"aws:userid": iam.deployer_user_id, "aws:SecureTransport": "true"}
+    # Without TLS nobody gets anything, the deployer included.
+    for action, resource in (("s3:GetObject", obj), ("s3:ListBucket", bucket)):
+        insecure = {**deployer, "aws:SecureTransport": "false"}
+        assert decide([policy], action, resource, insecure) == "deny"
+        assert decide([policy], action, resource, deployer) == "implicit-deny"  # not denied
+    # Object versions: the deployer and the account root; no one else, nodes included.
+    version = "s3:DeleteObjectVersion"
+    root = {"aws:userid": ACCOUNT_ID, "aws:SecureTransport": "true"}
+    assert decide([policy], version, obj, deployer) != "deny"
+    assert decide([policy], version, obj, root) != "deny"
+    node_session = {"aws:userid": "AROAEXAMPLENODEROLE:i-0123456789abcdef0"}
+    someone = {"aws:userid": "AIDAEXAMPLEOTHERUSER"}
+    for context in (node_session, someone):
+        assert decide([policy], version, obj, {**context, "aws:SecureTransport": "true"}) == "deny"
+    # The cluster's node roles (by the tags they carry) never write the config store.
+    for role, role_tags in iam.role_tags.items():
+        context = {f"aws:PrincipalTag/{k}": v for k, v in role_tags.items()}
+        context["aws:SecureTransport"] = "true"
+        assert decide([policy], "s3:PutObject", f"{bucket}/config/x", context) == "deny", role
+        assert decide([policy], "s3:GetObject", f"{bucket}/config/x", context) != "deny"
+    # The stack (the deployer, no such tags) writes it.
+    assert decide([policy], "s3:PutObject", f"{bucket}/config/x", deployer) != "deny"
