@@ -77,7 +77,10 @@ def read_env_file(path: Path) -> dict[str, str]:
 def write_atomic(path: Path, data: bytes, mode: int, owner: tuple[int, int] | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.slurmstack-new")
-    with open(temporary, "wb") as handle:
+    temporary.unlink(missing_ok=True)
+    # Created owner-only whatever the umask: a secret (the munge key) is never readable by
+    # anyone else, not even while it is being written.
+    with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
