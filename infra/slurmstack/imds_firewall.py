@@ -7,7 +7,8 @@ imds-firewall.nft.j2) that refuses IMDS traffic from every socket not owned by o
 below, and all IMDS traffic forwarded from other network namespaces (bridged containers),
 whatever uid sent it. Enroot/pyxis containers share the host's network namespace and keep the
 job user's uid as the kernel sees it (a user namespace's "root" is the job user outside it), so
-the owner match covers them.
+the owner match covers them. (A container given the host's network with real uid 0, as a
+member of docker's group can start, is root: such membership must not be handed to job users.)
 
 Deliberately not allowed (named so nobody adds them without a reason):
 - ``slurm`` (SlurmUser): slurmctld runs as it on the head node; nothing it runs calls AWS.

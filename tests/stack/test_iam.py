@@ -165,6 +165,9 @@ def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
     )
     group_prefix = f"arn:aws:autoscaling:{region}:{ACCOUNT_ID}:autoScalingGroup:*:"
     for role, policy in iam.role_policies.items():
+        # IAM quota: a role's inline policies total at most 10,240 characters (whitespace
+        # not counted) (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html).
+        assert len(json.dumps(policy, separators=(",", ":"))) < 10_240
         for statement in policy["Statement"]:
             actions = listed(statement["Action"])
             for action in actions:
