@@ -128,3 +128,34 @@ def test_diagram_command(fmt: str) -> None:
     done = _cli("diagram", "examples/p5-training.yaml", "--format", fmt)
     assert done.returncode == 0, done.stderr
     assert "16 × p5.48xlarge" in done.stdout
+
+
+def test_plan_json_lists_what_each_resource_waits_for() -> None:
+    document = plan_json("p5-training")
+    rows = document["resources"]
+    names = {r["name"] for r in rows}
+    assert all(set(r["depends_on"]) <= names for r in rows)
+    # The same edges the engine recorded (explicit depends_on and inputs from outputs).
+    seen = run_ok(example("p5-training"))
+    by_urn = {r.urn: r for r in seen.resources}
+    expected = {
+        (r.type, r.name): sorted({by_urn[u].name for u in r.options.dependencies})
+        for r in seen.resources
+        if r.type != "pulumi:pulumi:Stack"
+    }
+    assert {(r["type"], r["name"]): r["depends_on"] for r in rows} == expected
+
+    def waits_for(type_: str, name: str) -> list[str]:
+        return next(r["depends_on"] for r in rows if r["type"] == type_ and r["name"] == name)
+
+    # What gates what, by hand: the repository association needs the file system and the
+    # bucket; the head node its instance profile; the file system its subnet.
+    dra = waits_for(
+        "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation", "llm-train-lustre-dra"
+    )
+    assert {"llm-train-lustre", "llm-train-bucket"} <= set(dra)
+    assert "llm-train-head" in waits_for("aws:ec2/instance:Instance", "llm-train-head")
+    assert "llm-train-compute" in waits_for(
+        "aws:fsx/lustreFileSystem:LustreFileSystem", "llm-train-lustre"
+    )
+    assert waits_for("aws:ec2/vpc:Vpc", "llm-train-vpc") == []

@@ -53,7 +53,15 @@ def _component_name(run: OfflineRun, resource: RecordedResource) -> str:
     return component.name if component is not None else "(stack)"
 
 
+def _dependency_names(resource: RecordedResource, names: dict[str, str]) -> list[str]:
+    """Names of the resources ``resource`` waits for: explicit depends_on and every resource
+    whose outputs feed its inputs (a component dependency counts as its resources). A name
+    can be shared by resources of different types (a subnet and its security group)."""
+    return sorted({names[urn] for urn in resource.options.dependencies if urn in names})
+
+
 def resources_section(run: OfflineRun) -> list[dict[str, Any]]:
+    names = {r.urn: r.name for r in run.resources if r.type != "pulumi:pulumi:Stack"}
     out = []
     for r in run.resources:
         if r.type == "pulumi:pulumi:Stack":
@@ -66,6 +74,7 @@ def resources_section(run: OfflineRun) -> list[dict[str, Any]]:
                 "component": _component_name(run, r),
                 "protect": r.options.protect,
                 "retain_on_delete": r.options.retain_on_delete,
+                "depends_on": _dependency_names(r, names),
             }
         )
     return out
