@@ -159,3 +159,73 @@ def test_plan_json_lists_what_each_resource_waits_for() -> None:
         "aws:fsx/lustreFileSystem:LustreFileSystem", "llm-train-lustre"
     )
     assert waits_for("aws:ec2/vpc:Vpc", "llm-train-vpc") == []
+
+
+UNPRICED_POOL = """
+name: trn-blocks
+region: us-east-2
+availability_zone: us-east-2a
+head_node: {instance_type: m7i.xlarge}
+pools:
+  - name: train
+    instance_type: trn2.48xlarge
+    count: 2
+    capacity: {type: capacity_block, reservation_id: cr-0123456789abcdef0}
+  - name: cpu
+    instance_type: c7i.4xlarge
+    count: 1
+"""
+
+
+def test_an_unpriced_pool_is_never_silently_left_out_of_the_total(tmp_path: Path) -> None:
+    definition = tmp_path / "trn.yaml"
+    definition.write_text(UNPRICED_POOL)
+    done = _cli("plan", str(definition), "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)["summary"]
+    assert summary["cost_complete"] is False
+    assert summary["unpriced_pools"] == ["train"]
+    # Until pools are elastic every node runs all the time: idle costs what full size does.
+    assert summary["idle_hourly_cost_usd"] == summary["hourly_cost_usd"] > 0
+    text = _cli("plan", str(definition))
+    assert text.returncode == 0, text.stderr
+    total = next(line for line in text.stdout.splitlines() if line.startswith("total (inc"))
+    assert "leaves out what has no price: pool train: 2 × trn2.48xlarge" in total
+
+
+def test_a_fully_priced_plan_says_so() -> None:
+    summary = plan_json("p5-training")["summary"]
+    assert summary["cost_complete"] is True
+    assert summary["unpriced_pools"] == []
+
+
+def test_piped_tables_are_never_cut() -> None:
+    """Through a pipe, with a terminal width that would cut, every cell is whole."""
+    env_width = {"COLUMNS": "60"}
+    done = subprocess.run(
+        [sys.executable, "-m", "slurmstack.cli", "plan", "examples/p5-training.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO / "infra"), **env_width},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "…" not in done.stdout
+    lines = plan_json("p5-training")["cost"]["lines"]
+    for line in lines:
+        row = next(r for r in done.stdout.splitlines() if r.startswith(line["item"]))
+        assert line["basis"] in row and line["note"] in row, row
+
+
+def test_tables_in_a_narrow_terminal_wrap_instead_of_cutting() -> None:
+    import io
+
+    from rich.console import Console
+
+    from slurmstack.report.console import print_plan
+
+    out = io.StringIO()
+    print_plan(plan_json("p5-training"), Console(file=out, force_terminal=True, width=50))
+    assert "…" not in out.getvalue()
+    assert "Cost at full size" in out.getvalue()

@@ -177,7 +177,12 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
             "gpu_memory_gib": round(cap.accelerator_memory_gib, 1),
             "bf16_dense_pflops": round(cap.bf16_dense_pflops, 2),
             "hourly_cost_usd": round(cost.hourly_usd, 2),
+            # Every pool runs its count at all times until pools become elastic, so idle
+            # costs what busy does.
+            "idle_hourly_cost_usd": round(cost.hourly_usd, 2),
             "monthly_cost_usd": round(cost.monthly_usd, 2),
+            "cost_complete": cost.complete,
+            "unpriced_pools": list(cost.unpriced_pools),
             "unpriced": list(cost.unpriced),
             "resources": len(cloud),
             "components": len(resources) - len(cloud),
