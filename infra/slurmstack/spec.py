@@ -289,7 +289,11 @@ class SlurmSpec(Model):
     )
     settings: dict[str, SettingValue] = Field(
         default_factory=dict,
-        description="Extra slurm.conf keys, appended last. Keys slurmstack manages are refused.",
+        description=(
+            "Extra slurm.conf keys of Slurm 23.11 (the nodes' Slurm), appended last. Refused: "
+            "keys slurmstack manages, keys of older or newer Slurm releases only, and "
+            "accounting-storage and power-saving keys (not provisioned yet)."
+        ),
     )
 
 
