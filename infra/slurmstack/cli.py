@@ -28,7 +28,11 @@ app = typer.Typer(
 DefinitionFile = Annotated[
     Path,
     typer.Argument(
-        exists=True, dir_okay=False, readable=True, help="Cluster definition (YAML or JSON)."
+        exists=True,
+        dir_okay=False,
+        readable=True,
+        help="Cluster definition (YAML or JSON), or a Pulumi.<stack>.yaml holding it under "
+        "config: slurmstack:cluster.",
     ),
 ]
 
@@ -113,15 +117,12 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Run the Pulumi program offline: resources, capacity, storage, cost, time to ready."""
-    import yaml
-
     from slurmstack.offline.engine import run_definition
     from slurmstack.plan import build_plan
     from slurmstack.report.plan_report import build_report
 
     result = _validated_or_exit(file)
-    definition = yaml.safe_load(file.read_text())
-    run = run_definition(definition)
+    run = run_definition(result.definition)
     if not run.ok:
         for line in run.error_lines():
             print(line, file=sys.stderr)

@@ -229,3 +229,23 @@ def test_tables_in_a_narrow_terminal_wrap_instead_of_cutting() -> None:
     print_plan(plan_json("p5-training"), Console(file=out, force_terminal=True, width=50))
     assert "…" not in out.getvalue()
     assert "Cost at full size" in out.getvalue()
+
+
+def test_every_verb_reads_a_pulumi_stack_file(tmp_path: Path) -> None:
+    """Pulumi.dev.yaml holds the p5 example under config: slurmstack:cluster; each verb
+    gives for it what it gives for the example file."""
+    stack, example_file = "Pulumi.dev.yaml", "examples/p5-training.yaml"
+    assert _cli("validate", stack).stdout == _cli("validate", example_file).stdout
+    assert _cli("diagram", stack).stdout == _cli("diagram", example_file).stdout
+    for source, out in ((stack, tmp_path / "a"), (example_file, tmp_path / "b")):
+        done = _cli("render", source, "--out", str(out))
+        assert done.returncode == 0, done.stderr
+
+    def files(root: Path) -> dict[Path, str]:
+        return {p.relative_to(root): p.read_text() for p in root.rglob("*") if p.is_file()}
+
+    assert files(tmp_path / "a") == files(tmp_path / "b")
+    assert len(files(tmp_path / "a")) > 10
+    done = _cli("plan", stack, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == plan_json("p5-training")
