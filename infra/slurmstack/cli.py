@@ -11,7 +11,7 @@ import enum
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import Annotated, NoReturn, TextIO
 
 import typer
 
@@ -97,18 +97,34 @@ def render(
     file: DefinitionFile,
     out: Annotated[Path, typer.Option("--out", help="Directory to write the files into.")],
 ) -> None:
-    """Write every file a node would receive, laid out by where it lands."""
+    """Write every file a node would receive, laid out by where it lands. A render into a
+    directory of an earlier one removes the files that one wrote and this one does not."""
     from slurmstack.plan import build_plan
     from slurmstack.render import render_cluster
+    from slurmstack.rendered_dir import MANIFEST, OutputError, write_rendered
 
+    if out.exists() and not out.is_dir():
+        _usage_error(f"--out {out} is an existing file; give a directory to write into")
     result = _validated_or_exit(file)
     _print_findings(result.findings, sys.stderr)
-    rendered = render_cluster(build_plan(result.spec))
-    for rel, text in sorted(rendered.items()):
-        target = out / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-    print(f"wrote {len(rendered)} files to {out}")
+    try:
+        written = write_rendered(render_cluster(build_plan(result.spec)), out)
+    except OutputError as exc:
+        _usage_error(str(exc))
+    for rel in written.removed:
+        print(f"removed {out / rel} (written by an earlier render, not by this one)")
+    for rel in written.kept:
+        print(
+            f"kept {out / rel}: an earlier render wrote it, but it was changed since; "
+            "delete it yourself if it is not needed",
+            file=sys.stderr,
+        )
+    print(f"wrote {written.written} files to {out} (list in {out / MANIFEST})")
+
+
+def _usage_error(message: str) -> NoReturn:
+    print(f"slurmstack: {message}", file=sys.stderr)
+    raise typer.Exit(EXIT_USAGE)
 
 
 @app.command()
