@@ -154,6 +154,47 @@ def plan(
     print_plan(document, Console())
 
 
+@app.command()
+def catalog(
+    region: Annotated[
+        str | None, typer.Option("--region", help="Only the types offered in this Region.")
+    ] = None,
+    accelerators: Annotated[
+        bool, typer.Option("--accelerators", help="Only types with GPUs or Trainium.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+) -> None:
+    """List the instance types slurmstack knows: facts, purchase options, prices, Regions."""
+    from rich.console import Console
+
+    from slurmstack.catalog import did_you_mean, load_catalog
+    from slurmstack.report.catalog_list import (
+        Selection,
+        catalog_document,
+        catalog_grid,
+        selected,
+        sources_used,
+    )
+    from slurmstack.report.tables import print_grid
+
+    known = load_catalog()
+    if region is not None and region not in known.regions:
+        hint = did_you_mean(known.suggest(region, sorted(known.regions)))
+        _usage_error(
+            f"--region {region!r} is not a Region slurmstack knows{hint}; "
+            f"it knows {', '.join(sorted(known.regions))}"
+        )
+    selection = Selection(region=region, accelerators_only=accelerators)
+    if as_json:
+        print(json.dumps(catalog_document(known, selection), indent=2))
+        return
+    console = Console()
+    print_grid(catalog_grid(known, selection), console)
+    console.print("sources:")
+    for line in sources_used(known, selected(known, selection)):
+        console.print(f" - {line}", soft_wrap=True, markup=False, highlight=False)
+
+
 class DiagramFormat(enum.StrEnum):
     mermaid = "mermaid"
     dot = "dot"

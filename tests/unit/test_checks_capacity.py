@@ -56,7 +56,7 @@ CASES = [
         ),
         "pools[1].capacity.type",
         "hpc7a.12xlarge is not sold as spot",
-        also=frozenset({"spot-multi-node-efa"}),
+        also=frozenset({"spot-multi-node-efa", "instance-type-not-offered"}),
     ),
     Case(
         "capacity-block-unsupported",

@@ -47,7 +47,7 @@ def _instance_types(spec: ClusterSpec) -> Iterator[tuple[str, str, InstanceFacts
 def instance_type_unknown(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     for path, name, given in _instance_types(spec):
         if given is None and catalog.instance(name) is None:
-            close = catalog.suggest(name)
+            close = catalog.suggest_instance_type(name)
             hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
             yield error(
                 f"{path}.instance_type",
