@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import enum
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -110,13 +111,88 @@ class Catalog(Record):
     sources: dict[str, str] = Field(description="Source id -> citation.")
     instances: dict[str, InstanceFacts]
     regions: dict[str, RegionInfo]
+    offerings: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict,
+        description="Instance type -> the Regions of this catalog that offer it "
+        "(source: ec2-region-offerings).",
+    )
 
     def instance(self, name: str) -> InstanceFacts | None:
         return self.instances.get(name)
 
+    def offered_in(self, name: str) -> tuple[str, ...] | None:
+        """The catalog's Regions that offer ``name``; None when the catalog does not know."""
+        return self.offerings.get(name)
+
     def suggest(self, name: str, options: list[str] | None = None) -> list[str]:
+        """Up to three close spellings, fewest typos first (a swap of two letters counts as
+        one, so us-esat-1 finds us-east-1 before us-west-1)."""
         pool = options if options is not None else list(self.instances)
-        return difflib.get_close_matches(name, pool, n=3, cutoff=0.6)
+        close = difflib.get_close_matches(name, pool, n=6, cutoff=0.6)
+        return sorted(close, key=lambda option: edit_distance(name, option))[:3]
+
+    def suggest_instance_type(self, name: str) -> list[str]:
+        """Known types close to ``name``, nearest first: another size of the same family,
+        else the same size in the nearest family of the same series and processor
+        (m5.4xlarge -> m6i.4xlarge, never a GPU type), else close spellings."""
+        family, _, size = name.partition(".")
+        families: dict[str, list[str]] = {}
+        for known in self.instances:
+            known_family, _, known_size = known.partition(".")
+            families.setdefault(known_family, []).append(known_size)
+        if family in families:
+            sizes = difflib.get_close_matches(size, families[family], n=3, cutoff=0.6)
+            return [f"{family}.{s}" for s in sizes]
+        wanted = family_parts(family)
+        if wanted is not None:
+            series, generation, processor = wanted
+            ranked: list[tuple[int, int, float, str]] = []
+            for known_family, sizes in families.items():
+                parts = family_parts(known_family)
+                if parts is None or parts[0] != series or size not in sizes:
+                    continue
+                similarity = difflib.SequenceMatcher(None, family, known_family).ratio()
+                ranked.append(
+                    (
+                        int(parts[2] != processor),
+                        abs(parts[1] - generation),
+                        -similarity,
+                        f"{known_family}.{size}",
+                    )
+                )
+            if ranked:
+                return [entry[-1] for entry in sorted(ranked)[:3]]
+        return self.suggest(name)
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Insertions, deletions, substitutions and swaps of neighbours turning a into b."""
+    rows = [list(range(len(b) + 1))]
+    for i in range(1, len(a) + 1):
+        row = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = int(a[i - 1] != b[j - 1])
+            row[j] = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], rows[-2][j - 2] + 1)
+        rows.append(row)
+    return rows[-1][-1]
+
+
+# A family name: series letters, generation, then attributes (processor, disk, network...),
+# e.g. m6i (m, 6, i), c5n (c, 5, n), p6-b200 (p, 6, -b200), trn1n (trn, 1, n), hpc7a.
+_FAMILY = re.compile(r"^([a-z]+)(\d+)([a-z0-9-]*)$")
+
+
+def family_parts(family: str) -> tuple[str, int, str] | None:
+    """(series, generation, processor) of an EC2 family: the processor is a for AMD, g for
+    Graviton, i for Intel (older Intel families carry no letter)."""
+    match = _FAMILY.match(family)
+    if match is None:
+        return None
+    attributes = match.group(3)
+    processor = "a" if "a" in attributes else "g" if "g" in attributes else "i"
+    return match.group(1), int(match.group(2)), processor
 
 
 @lru_cache(maxsize=1)

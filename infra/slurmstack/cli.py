@@ -11,7 +11,7 @@ import enum
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import Annotated, NoReturn, TextIO
 
 import typer
 
@@ -28,7 +28,11 @@ app = typer.Typer(
 DefinitionFile = Annotated[
     Path,
     typer.Argument(
-        exists=True, dir_okay=False, readable=True, help="Cluster definition (YAML or JSON)."
+        exists=True,
+        dir_okay=False,
+        readable=True,
+        help="Cluster definition (YAML or JSON), or a Pulumi.<stack>.yaml holding it under "
+        "config: slurmstack:cluster.",
     ),
 ]
 
@@ -93,18 +97,34 @@ def render(
     file: DefinitionFile,
     out: Annotated[Path, typer.Option("--out", help="Directory to write the files into.")],
 ) -> None:
-    """Write every file a node would receive, laid out by where it lands."""
+    """Write every file a node would receive, laid out by where it lands. A render into a
+    directory of an earlier one removes the files that one wrote and this one does not."""
     from slurmstack.plan import build_plan
     from slurmstack.render import render_cluster
+    from slurmstack.rendered_dir import MANIFEST, OutputError, write_rendered
 
+    if out.exists() and not out.is_dir():
+        _usage_error(f"--out {out} is an existing file; give a directory to write into")
     result = _validated_or_exit(file)
     _print_findings(result.findings, sys.stderr)
-    rendered = render_cluster(build_plan(result.spec))
-    for rel, text in sorted(rendered.items()):
-        target = out / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-    print(f"wrote {len(rendered)} files to {out}")
+    try:
+        written = write_rendered(render_cluster(build_plan(result.spec)), out)
+    except OutputError as exc:
+        _usage_error(str(exc))
+    for rel in written.removed:
+        print(f"removed {out / rel} (written by an earlier render, not by this one)")
+    for rel in written.kept:
+        print(
+            f"kept {out / rel}: an earlier render wrote it, but it was changed since; "
+            "delete it yourself if it is not needed",
+            file=sys.stderr,
+        )
+    print(f"wrote {written.written} files to {out} (list in {out / MANIFEST})")
+
+
+def _usage_error(message: str) -> NoReturn:
+    print(f"slurmstack: {message}", file=sys.stderr)
+    raise typer.Exit(EXIT_USAGE)
 
 
 @app.command()
@@ -113,15 +133,12 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Run the Pulumi program offline: resources, capacity, storage, cost, time to ready."""
-    import yaml
-
     from slurmstack.offline.engine import run_definition
     from slurmstack.plan import build_plan
     from slurmstack.report.plan_report import build_report
 
     result = _validated_or_exit(file)
-    definition = yaml.safe_load(file.read_text())
-    run = run_definition(definition)
+    run = run_definition(result.definition)
     if not run.ok:
         for line in run.error_lines():
             print(line, file=sys.stderr)
@@ -135,6 +152,47 @@ def plan(
     from slurmstack.report.console import print_plan
 
     print_plan(document, Console())
+
+
+@app.command()
+def catalog(
+    region: Annotated[
+        str | None, typer.Option("--region", help="Only the types offered in this Region.")
+    ] = None,
+    accelerators: Annotated[
+        bool, typer.Option("--accelerators", help="Only types with GPUs or Trainium.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+) -> None:
+    """List the instance types slurmstack knows: facts, purchase options, prices, Regions."""
+    from rich.console import Console
+
+    from slurmstack.catalog import did_you_mean, load_catalog
+    from slurmstack.report.catalog_list import (
+        Selection,
+        catalog_document,
+        catalog_grid,
+        selected,
+        sources_used,
+    )
+    from slurmstack.report.tables import print_grid
+
+    known = load_catalog()
+    if region is not None and region not in known.regions:
+        hint = did_you_mean(known.suggest(region, sorted(known.regions)))
+        _usage_error(
+            f"--region {region!r} is not a Region slurmstack knows{hint}; "
+            f"it knows {', '.join(sorted(known.regions))}"
+        )
+    selection = Selection(region=region, accelerators_only=accelerators)
+    if as_json:
+        print(json.dumps(catalog_document(known, selection), indent=2))
+        return
+    console = Console()
+    print_grid(catalog_grid(known, selection), console)
+    console.print("sources:")
+    for line in sources_used(known, selected(known, selection)):
+        console.print(f" - {line}", soft_wrap=True, markup=False, highlight=False)
 
 
 class DiagramFormat(enum.StrEnum):

@@ -43,6 +43,8 @@ class Loaded:
     # the checks can still report on the rest in the same run (see ``partial_spec``).
     partial: ClusterSpec | None = None
     dropped: tuple[str, ...] = ()
+    # The definition object itself (a file's content, or the stack file's config value).
+    definition: Any = None
 
 
 def parse_text(text: str, source: str) -> tuple[Any, list[Finding]]:
@@ -59,6 +61,58 @@ def parse_text(text: str, source: str) -> tuple[Any, list[Finding]]:
     except (ValueError, RecursionError) as exc:  # e.g. bad escapes, absurd nesting
         return None, [Finding(source, f"cannot read definition: {exc}", rule="yaml-syntax")]
     return data, []
+
+
+# A Pulumi stack settings file (Pulumi.<stack>.yaml): the definition is the object under
+# config: slurmstack:cluster, as `pulumi up` reads it.
+STACK_FILE = re.compile(r"^Pulumi\.[^.]+\.ya?ml$")
+STACK_CONFIG_KEY = "slurmstack:cluster"
+STACK_REGION_KEY = "aws:region"
+
+
+def is_stack_file(path: Path) -> bool:
+    return STACK_FILE.match(path.name) is not None
+
+
+def definition_in_stack(data: Any, source: str) -> tuple[Any, list[Finding]]:
+    """The object under config: slurmstack:cluster of a parsed stack file, or findings that
+    say what is missing. The stack's aws:region must be the definition's region."""
+    config = data.get("config") if isinstance(data, dict) else None
+    where = f"{source}: config.{STACK_CONFIG_KEY}"
+    if not isinstance(config, dict) or STACK_CONFIG_KEY not in config:
+        hint = ""
+        if isinstance(config, dict) and "cluster" in config:
+            hint = f"; the key is namespaced: write {STACK_CONFIG_KEY}, not cluster"
+        return None, [
+            Finding(
+                where,
+                "missing: a stack file holds the cluster definition under config: "
+                f"{STACK_CONFIG_KEY}: (the object a definition file holds){hint}",
+                rule="stack-file",
+            )
+        ]
+    value = config[STACK_CONFIG_KEY]
+    if isinstance(value, dict) and set(value) == {"secure"}:
+        return None, [
+            Finding(
+                where,
+                "is an encrypted (secure:) value; slurmstack reads the definition as plain "
+                "config (set it with `pulumi config set --path`, not --secret)",
+                rule="stack-file",
+            )
+        ]
+    region = config.get(STACK_REGION_KEY)
+    wanted = value.get("region") if isinstance(value, dict) else None
+    if isinstance(region, str) and isinstance(wanted, str) and region != wanted:
+        return None, [
+            Finding(
+                f"{source}: config.{STACK_REGION_KEY}",
+                f"{region!r} differs from the definition's region {wanted!r}; the stack "
+                "creates its resources in aws:region, so set the two to the same region",
+                rule="stack-file",
+            )
+        ]
+    return value, []
 
 
 def load_file(path: Path) -> Loaded:
@@ -92,6 +146,10 @@ def load_file(path: Path) -> Loaded:
         data, findings = parse_text(text, str(path))
         if findings:
             return Loaded(None, findings)
+        if is_stack_file(path):
+            data, findings = definition_in_stack(data, str(path))
+            if findings:
+                return Loaded(None, findings)
     return load_object(data, source=str(path))
 
 
@@ -124,10 +182,11 @@ def load_object(data: Any, source: str = "<definition>") -> Loaded:
         spec = ClusterSpec.model_validate(data)
     except ValidationError as exc:
         partial, dropped = partial_spec(data, list(exc.errors()))
-        return Loaded(None, _findings_from_errors(list(exc.errors())), partial, dropped)
+        errors = _findings_from_errors(list(exc.errors()))
+        return Loaded(None, errors, partial, dropped, definition=data)
     except (RecursionError, OverflowError, ValueError) as exc:
         return Loaded(None, [Finding(source, f"cannot validate definition: {exc}", rule="type")])
-    return Loaded(spec, [])
+    return Loaded(spec, [], definition=data)
 
 
 def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:

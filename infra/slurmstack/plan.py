@@ -308,6 +308,15 @@ class ClusterPlan:
         return sum(p.count for p in self.pools)
 
     @property
+    def head_in_public_subnet(self) -> bool:
+        """SSH from ssh_cidrs needs a reachable address: the head node then sits in the public
+        subnet (the new VPC's, or network.public_subnet_id) with a public IP; otherwise it is
+        private, reached through Session Manager. (The stack decides the same way, from the
+        public subnet it has: stack.head_node.head_in_public_subnet.)"""
+        net = self.spec.network
+        return bool(net.ssh_cidrs) and (net.vpc_id is None or net.public_subnet_id is not None)
+
+    @property
     def lustre_efa_connections(self) -> int:
         """EFA connections to the file system with every pool at full size: each EFA interface
         a client configures counts as one, against a limit of LUSTRE_EFA_CONNECTION_LIMIT."""

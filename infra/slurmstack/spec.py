@@ -100,13 +100,25 @@ class NetworkSpec(Model):
     )
 
 
+# gp3 limits, Amazon EC2 API Reference, CreateVolume
+# (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateVolume.html, as current
+# in 2026 and as botocore's EC2 model states it): Size 1 - 65,536 GiB, Iops 3,000 - 80,000,
+# Throughput 125 - 2,000 MiB/s (raised from 16 TiB / 16,000 / 1,000 in 2025). The ratios
+# between them (500 IOPS per GiB, 0.25 MiB/s per IOPS) are checked in checks.instances.
+GP3_MAX_GIB = 65536
+GP3_MIN_IOPS, GP3_MAX_IOPS = 3000, 80000
+GP3_MIN_MIBPS, GP3_MAX_MIBPS = 125, 2000
+
+
 class RootVolume(Model):
     """Root EBS volume of an instance (always gp3 and encrypted)."""
 
-    size_gib: int = Field(default=200, ge=30, le=16384, description="Root volume size in GiB.")
-    iops: int = Field(default=3000, ge=3000, le=16000, description="gp3 IOPS.")
+    size_gib: int = Field(
+        default=200, ge=30, le=GP3_MAX_GIB, description="Root volume size in GiB."
+    )
+    iops: int = Field(default=3000, ge=GP3_MIN_IOPS, le=GP3_MAX_IOPS, description="gp3 IOPS.")
     throughput_mibps: int = Field(
-        default=250, ge=125, le=1000, description="gp3 throughput, MiB/s."
+        default=250, ge=GP3_MIN_MIBPS, le=GP3_MAX_MIBPS, description="gp3 throughput, MiB/s."
     )
 
 
@@ -122,7 +134,7 @@ class HeadNodeSpec(Model):
     state_volume_gib: int = Field(
         default=100,
         ge=10,
-        le=16384,
+        le=GP3_MAX_GIB,
         description=(
             "Separate encrypted gp3 volume for Slurm state (survives head node replacement)."
         ),
@@ -289,7 +301,11 @@ class SlurmSpec(Model):
     )
     settings: dict[str, SettingValue] = Field(
         default_factory=dict,
-        description="Extra slurm.conf keys, appended last. Keys slurmstack manages are refused.",
+        description=(
+            "Extra slurm.conf keys of Slurm 23.11 (the nodes' Slurm), appended last. Refused: "
+            "keys slurmstack manages, keys of older or newer Slurm releases only, and "
+            "accounting-storage and power-saving keys (not provisioned yet)."
+        ),
     )
 
 

@@ -17,6 +17,7 @@ from slurmstack.spec import ClusterSpec
 class Validated:
     spec: ClusterSpec | None
     findings: list[Finding]
+    definition: Any = None  # the definition object, as read (see Loaded.definition)
 
     @property
     def ok(self) -> bool:
@@ -35,10 +36,9 @@ def _checked(loaded: Loaded, catalog: Catalog | None) -> Validated:
         # their defaults) would make the checks say.
         extra = run_checks(loaded.partial, catalog or load_catalog())
         kept = [f for f in extra if not _under(f.path, loaded.dropped)]
-        return Validated(None, loaded.findings + kept)
-    return Validated(
-        loaded.spec, loaded.findings + run_checks(loaded.spec, catalog or load_catalog())
-    )
+        return Validated(None, loaded.findings + kept, loaded.definition)
+    findings = loaded.findings + run_checks(loaded.spec, catalog or load_catalog())
+    return Validated(loaded.spec, findings, loaded.definition)
 
 
 def validate_file(path: Path, catalog: Catalog | None = None) -> Validated:

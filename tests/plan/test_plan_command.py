@@ -128,3 +128,124 @@ def test_diagram_command(fmt: str) -> None:
     done = _cli("diagram", "examples/p5-training.yaml", "--format", fmt)
     assert done.returncode == 0, done.stderr
     assert "16 × p5.48xlarge" in done.stdout
+
+
+def test_plan_json_lists_what_each_resource_waits_for() -> None:
+    document = plan_json("p5-training")
+    rows = document["resources"]
+    names = {r["name"] for r in rows}
+    assert all(set(r["depends_on"]) <= names for r in rows)
+    # The same edges the engine recorded (explicit depends_on and inputs from outputs).
+    seen = run_ok(example("p5-training"))
+    by_urn = {r.urn: r for r in seen.resources}
+    expected = {
+        (r.type, r.name): sorted({by_urn[u].name for u in r.options.dependencies})
+        for r in seen.resources
+        if r.type != "pulumi:pulumi:Stack"
+    }
+    assert {(r["type"], r["name"]): r["depends_on"] for r in rows} == expected
+
+    def waits_for(type_: str, name: str) -> list[str]:
+        return next(r["depends_on"] for r in rows if r["type"] == type_ and r["name"] == name)
+
+    # What gates what, by hand: the repository association needs the file system and the
+    # bucket; the head node its instance profile; the file system its subnet.
+    dra = waits_for(
+        "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation", "llm-train-lustre-dra"
+    )
+    assert {"llm-train-lustre", "llm-train-bucket"} <= set(dra)
+    assert "llm-train-head" in waits_for("aws:ec2/instance:Instance", "llm-train-head")
+    assert "llm-train-compute" in waits_for(
+        "aws:fsx/lustreFileSystem:LustreFileSystem", "llm-train-lustre"
+    )
+    assert waits_for("aws:ec2/vpc:Vpc", "llm-train-vpc") == []
+
+
+UNPRICED_POOL = """
+name: trn-blocks
+region: us-east-2
+availability_zone: us-east-2a
+head_node: {instance_type: m7i.xlarge}
+pools:
+  - name: train
+    instance_type: trn2.48xlarge
+    count: 2
+    capacity: {type: capacity_block, reservation_id: cr-0123456789abcdef0}
+  - name: cpu
+    instance_type: c7i.4xlarge
+    count: 1
+"""
+
+
+def test_an_unpriced_pool_is_never_silently_left_out_of_the_total(tmp_path: Path) -> None:
+    definition = tmp_path / "trn.yaml"
+    definition.write_text(UNPRICED_POOL)
+    done = _cli("plan", str(definition), "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)["summary"]
+    assert summary["cost_complete"] is False
+    assert summary["unpriced_pools"] == ["train"]
+    # Until pools are elastic every node runs all the time: idle costs what full size does.
+    assert summary["idle_hourly_cost_usd"] == summary["hourly_cost_usd"] > 0
+    text = _cli("plan", str(definition))
+    assert text.returncode == 0, text.stderr
+    total = next(line for line in text.stdout.splitlines() if line.startswith("total (inc"))
+    assert "leaves out what has no price: pool train: 2 × trn2.48xlarge" in total
+
+
+def test_a_fully_priced_plan_says_so() -> None:
+    summary = plan_json("p5-training")["summary"]
+    assert summary["cost_complete"] is True
+    assert summary["unpriced_pools"] == []
+
+
+def test_piped_tables_are_never_cut() -> None:
+    """Through a pipe, with a terminal width that would cut, every cell is whole."""
+    env_width = {"COLUMNS": "60"}
+    done = subprocess.run(
+        [sys.executable, "-m", "slurmstack.cli", "plan", "examples/p5-training.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO / "infra"), **env_width},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "…" not in done.stdout
+    lines = plan_json("p5-training")["cost"]["lines"]
+    for line in lines:
+        row = next(r for r in done.stdout.splitlines() if r.startswith(line["item"]))
+        assert line["basis"] in row and line["note"] in row, row
+
+
+def test_tables_in_a_narrow_terminal_wrap_instead_of_cutting() -> None:
+    import io
+
+    from rich.console import Console
+
+    from slurmstack.report.console import print_plan
+
+    out = io.StringIO()
+    print_plan(plan_json("p5-training"), Console(file=out, force_terminal=True, width=50))
+    assert "…" not in out.getvalue()
+    assert "Cost at full size" in out.getvalue()
+
+
+def test_every_verb_reads_a_pulumi_stack_file(tmp_path: Path) -> None:
+    """Pulumi.dev.yaml holds the p5 example under config: slurmstack:cluster; each verb
+    gives for it what it gives for the example file."""
+    stack, example_file = "Pulumi.dev.yaml", "examples/p5-training.yaml"
+    assert _cli("validate", stack).stdout == _cli("validate", example_file).stdout
+    assert _cli("diagram", stack).stdout == _cli("diagram", example_file).stdout
+    for source, out in ((stack, tmp_path / "a"), (example_file, tmp_path / "b")):
+        done = _cli("render", source, "--out", str(out))
+        assert done.returncode == 0, done.stderr
+
+    def files(root: Path) -> dict[Path, str]:
+        return {p.relative_to(root): p.read_text() for p in root.rglob("*") if p.is_file()}
+
+    assert files(tmp_path / "a") == files(tmp_path / "b")
+    assert len(files(tmp_path / "a")) > 10
+    done = _cli("plan", stack, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == plan_json("p5-training")

@@ -18,11 +18,18 @@ from pathlib import Path
 
 import pytest
 
+from slurm.slurm_root import command_env, localize, missing_commands, slurm_root
+
 BINARIES = ("munged", "slurmctld", "slurmd", "scontrol", "srun", "sinfo", "unshare")
 
 
 def require_binaries() -> None:
-    missing = [b for b in BINARIES if shutil.which(b) is None]
+    root = slurm_root()
+    if root is not None:  # the Slurm of another root file system (see slurm_root.py)
+        missing = missing_commands(root)
+        if missing:
+            pytest.fail(f"{root} lacks {missing}: build it with .ci/slurm-chroot")
+    missing = [b for b in BINARIES if root is None and shutil.which(b) is None]
     if missing:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"CI=true but {missing} are not installed (apt: slurmctld slurmd munge)")
@@ -63,11 +70,11 @@ class Cluster:
         return self.root / "munge" / "munge.socket.2"
 
     def env(self) -> dict[str, str]:
-        return {**os.environ, "SLURM_CONF": str(self.conf)}
+        return command_env({**os.environ, "SLURM_CONF": str(self.conf)}, self.root)
 
     def spawn(self, cmd: list[str], log: str) -> subprocess.Popen[bytes]:
         out = open(self.root / "log" / log, "wb")  # noqa: SIM115 - closed with the process
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env())
+        proc = subprocess.Popen(localize(cmd), stdout=out, stderr=subprocess.STDOUT, env=self.env())
         self.procs.append(proc)
         return proc
 
@@ -131,7 +138,9 @@ class Cluster:
 
 
 def run(cmd: list[str], cluster: Cluster, check: bool = True, timeout: float = 30):
-    result = subprocess.run(cmd, env=cluster.env(), capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(
+        localize(cmd), env=cluster.env(), capture_output=True, text=True, timeout=timeout
+    )
     if check and result.returncode != 0:
         raise AssertionError(
             f"{cmd} -> {result.returncode}\n{result.stdout}\n{result.stderr}\n{cluster.logs()}"

@@ -15,6 +15,7 @@ import pytest
 
 from helpers_examples import EXAMPLE_IDS, example_plan
 from slurm.conftest import make_devices, run, write_config
+from slurm.slurm_root import slurm_root
 from slurmstack.node.base import node_name
 from slurmstack.render import head_files, pool_files
 
@@ -39,8 +40,14 @@ def show_config(text: str) -> dict[str, str]:
 
 
 def test_version(cluster) -> None:
-    result = subprocess.run(["slurmctld", "-V"], capture_output=True, text=True, check=True)
+    """The Slurm under test: the host's, or the one in SLURMSTACK_SLURM_ROOT (whose
+    commands must not fall back to the host's)."""
+    result = run(["slurmctld", "-V"], cluster)
     assert re.match(r"slurm(-wlm)? \d+\.\d+\.\d+", result.stdout), result.stdout
+    assert run(["slurmd", "-V"], cluster).stdout == result.stdout
+    host = subprocess.run(["slurmctld", "-V"], capture_output=True, text=True, check=False)
+    if slurm_root() is not None:
+        assert host.stdout != result.stdout, "the root's slurmctld is the host's version"
 
 
 @pytest.mark.parametrize("example", EXAMPLE_IDS)
@@ -86,6 +93,8 @@ def test_gres_per_pool(cluster, example: str) -> None:
     exactly their devices (gpu:h100:8, gpu:l40s:4, neuron:trainium2:16, ...), others none."""
     plan = example_plan(example)
     write_config(cluster, head_files(plan), "#!/bin/sh\n")
+    # From Slurm 23.11 on, `slurmd -G` authenticates through munge before it prints.
+    cluster.start_munged()
     for pool in plan.pools:
         if pool.gpu is not None:
             make_devices(cluster, "nvidia" if pool.gpu.kind == "gpu" else "neuron", pool.gpu.count)

@@ -129,7 +129,16 @@ def test_pulumi_yaml_matches_pulumis_project_schema() -> None:
     schema = json.loads(SCHEMA.read_text())
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
     jsonschema.validate(project, schema)
-    assert project["name"] == "slurmstack" and project["runtime"] == "python"
+    assert project["name"] == "slurmstack" and project["runtime"]["name"] == "python"
+
+
+def test_pulumi_runs_the_program_in_the_uv_environment() -> None:
+    """`pulumi preview`/`up` use the environment `uv sync` builds from uv.lock: toolchain uv
+    and the .venv beside uv.lock (Pulumi's Python runtime options)."""
+    project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
+    options = project["runtime"]["options"]
+    assert options == {"toolchain": "uv", "virtualenv": ".venv"}
+    assert (REPO / "uv.lock").is_file() and (REPO / "pyproject.toml").is_file()
     assert (REPO / project["main"] / "__main__.py").is_file()
 
 

@@ -45,13 +45,15 @@ BASE: dict[str, Any] = {
     "tags": {"team": "research"},
 }
 
-# Facts for a type the catalog lacks (a made-up CPU type), consistent in every field.
+# Facts for a type the catalog lacks (a made-up CPU type), consistent in every field, with
+# a price (an unpriced on-demand pool is a finding of its own).
 CUSTOM_FACTS: dict[str, Any] = {
     "vcpus": 16,
     "cores": 8,
     "threads_per_core": 2,
     "memory_mib": 65536,
     "network_gbps": 25,
+    "price": {"usd_per_hour": 0.5, "region": "us-east-1", "date": "2026-11-30", "source": "test"},
 }
 
 Mutation = Callable[[dict[str, Any]], None]

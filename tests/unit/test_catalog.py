@@ -34,10 +34,24 @@ G_SIZES = [
     "48xlarge",
 ]
 CPU_SIZES = ["large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge", "24xlarge"]
+# Head node, login and CPU-pool families people use: every size but metal.
+CPU_FAMILIES = {
+    "m5": [*CPU_SIZES, "12xlarge"],
+    "m6i": [*CPU_SIZES, "12xlarge", "32xlarge"],
+    "m6a": [*CPU_SIZES, "12xlarge", "32xlarge", "48xlarge"],
+    "c5": ["large", "xlarge", "2xlarge", "4xlarge", "9xlarge", "12xlarge", "18xlarge", "24xlarge"],
+    "c6a": [*CPU_SIZES, "12xlarge", "32xlarge", "48xlarge"],
+    "c7a": ["medium", *CPU_SIZES, "12xlarge", "32xlarge", "48xlarge"],
+    "r5": [*CPU_SIZES, "12xlarge"],
+    "r6i": [*CPU_SIZES, "12xlarge", "32xlarge"],
+    "r6a": [*CPU_SIZES, "12xlarge", "32xlarge", "48xlarge"],
+    "r7i": [*CPU_SIZES, "12xlarge", "48xlarge"],
+}
 SIZES = {
+    **CPU_FAMILIES,
     "p4d": ["24xlarge"],
     "p4de": ["24xlarge"],
-    "p5": ["48xlarge"],
+    "p5": ["4xlarge", "48xlarge"],
     "p5e": ["48xlarge"],
     "p5en": ["48xlarge"],
     "p6-b200": ["48xlarge"],
@@ -46,7 +60,7 @@ SIZES = {
     "g6e": G_SIZES,
     "trn1": ["2xlarge", "32xlarge"],
     "trn1n": ["32xlarge"],
-    "trn2": ["48xlarge"],
+    "trn2": ["3xlarge", "48xlarge"],
     "m7i": [*CPU_SIZES, "12xlarge", "48xlarge"],
     "m7a": [*CPU_SIZES, "48xlarge"],
     "c7i": [*CPU_SIZES, "48xlarge"],
@@ -65,6 +79,22 @@ REQUIRED_REGIONS = [
     "eu-north-1",
     "ap-northeast-1",
     "ap-southeast-2",
+]
+
+# The catalog holds every Region that sells these (by moto's offerings data).
+TRAINING_TYPES = [
+    "p4d.24xlarge",
+    "p5.4xlarge",
+    "p5.48xlarge",
+    "p5e.48xlarge",
+    "p5en.48xlarge",
+    "p6-b200.48xlarge",
+    "p6-b300.48xlarge",
+    "trn1.2xlarge",
+    "trn1.32xlarge",
+    "trn1n.32xlarge",
+    "trn2.3xlarge",
+    "trn2.48xlarge",
 ]
 
 # Instance types AWS lists for EC2 Capacity Blocks for ML ("Capacity Blocks for ML",
@@ -91,6 +121,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("trn2.48xlarge", "accelerator.memory_gib"): (
         "moto reports 524288 MiB (512 GiB) per Trainium2 device; a Trainium2 chip has 96 GiB of "
         "HBM (AWS Neuron 'Trainium2 Architecture'; trn2.48xlarge = 16 x 96 GiB = 1.5 TiB)."
+    ),
+    ("trn2.3xlarge", "accelerator.memory_gib"): (
+        "moto reports 524288 MiB per Trainium2 device here too; the chip has 96 GiB of HBM."
     ),
     ("p4de.24xlarge", "usage_classes"): (
         "moto lists capacity-block for p4de.24xlarge; the EC2 Capacity Blocks documentation and "
@@ -340,3 +373,56 @@ def test_accelerator_memory_is_per_device() -> None:
         if facts.accelerator is not None:
             assert 0 < facts.accelerator.memory_gib <= 200, name
             assert math.isfinite(facts.accelerator.bf16_dense_tflops), name
+
+
+@cache
+def moto_offerings() -> dict[str, set[str]]:
+    """Region -> instance types offered there (DescribeInstanceTypeOfferings, location-type
+    region, as moto ships it)."""
+    path = MOTO_RESOURCES / "instance_type_offerings" / "region"
+    return {
+        p.name.removesuffix(".json.gz"): {
+            row["InstanceType"] for row in json.loads(gzip.decompress(p.read_bytes()))
+        }
+        for p in path.glob("*.json.gz")
+    }
+
+
+def test_offerings_match_moto_for_every_entry_and_region() -> None:
+    cat = catalog()
+    assert set(cat.offerings) == set(cat.instances)
+    for name, regions in cat.offerings.items():
+        expected = [r for r in sorted(cat.regions) if name in moto_offerings()[r]]
+        assert list(regions) == expected, name
+
+
+@pytest.mark.parametrize("name", TRAINING_TYPES)
+def test_every_region_selling_the_training_types_is_known(name: str) -> None:
+    selling = {region for region, types in moto_offerings().items() if name in types}
+    assert selling, f"moto lists no Region for {name}"
+    assert selling <= set(catalog().regions), sorted(selling - set(catalog().regions))
+
+
+def test_offerings_name_only_known_types_and_regions() -> None:
+    cat = catalog()
+    assert all(set(regions) <= set(cat.regions) for regions in cat.offerings.values())
+    # hpc7a is not sold in us-east-1 (the case that motivated the check).
+    assert "us-east-1" not in cat.offerings["hpc7a.96xlarge"]
+    assert "us-east-2" in cat.offerings["hpc7a.96xlarge"]
+
+
+def test_did_you_mean_ranks_the_same_family_and_series_first() -> None:
+    cat = catalog()
+    # A size of a known family: that family's sizes.
+    assert cat.suggest_instance_type("m7i.4xlarg")[0] == "m7i.4xlarge"
+    # An unknown family: the same size in the nearest family of its series and processor,
+    # never an accelerated type that merely spells alike (g5.4xlarge, p5.4xlarge).
+    without_m5 = cat.model_copy(
+        update={"instances": {k: v for k, v in cat.instances.items() if not k.startswith("m5.")}}
+    )
+    close = without_m5.suggest_instance_type("m5.4xlarge")
+    assert close[0] == "m6i.4xlarge"
+    assert all(without_m5.instances[c].accelerator is None for c in close), close
+    assert cat.suggest_instance_type("m4.4xlarge")[0] == "m5.4xlarge"
+    assert cat.suggest_instance_type("c6in.8xlarge")[0] == "c6i.8xlarge"
+    assert cat.suggest_instance_type("p4.24xlarge")[0] == "p4d.24xlarge"

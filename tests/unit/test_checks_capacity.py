@@ -56,7 +56,7 @@ CASES = [
         ),
         "pools[1].capacity.type",
         "hpc7a.12xlarge is not sold as spot",
-        also=frozenset({"spot-multi-node-efa"}),
+        also=frozenset({"spot-multi-node-efa", "instance-type-not-offered"}),
     ),
     Case(
         "capacity-block-unsupported",
@@ -77,6 +77,22 @@ CASES = [
         ),
         "pools[1].capacity.type",
         "x9.4xlarge is not sold as on-demand",
+        also=frozenset({"on-demand-unpriced"}),
+    ),
+    Case(
+        "on-demand-unpriced",
+        set_in(
+            "pools.1",
+            {
+                "name": "cpu",
+                "instance_type": "x9.4xlarge",
+                "count": 2,
+                "instance_facts": {**CUSTOM_FACTS, "price": None},
+            },
+        ),
+        "pools[1].capacity.type",
+        "x9.4xlarge has no on-demand list price, so plan leaves pool 'cpu' out of the cost total",
+        level=W,
     ),
     Case(
         "placement-group-capacity-block",

@@ -39,6 +39,21 @@ CASES = [
         "availability_zone",
         "unknown availability zone 'us-east-1g'",
     ),
+    Case(
+        "instance-type-not-offered",
+        set_in("pools.1.instance_type", "hpc7a.96xlarge"),
+        "pools[1].instance_type",
+        "hpc7a.96xlarge is not offered in us-east-1; Regions that offer it: eu-north-1, "
+        "eu-west-1, eu-west-3, us-east-2",
+    ),
+    Case(
+        "instance-type-not-offered",
+        set_in("head_node.instance_type", "p5e.48xlarge"),
+        "head_node.instance_type",
+        "p5e.48xlarge is not offered in us-east-1",
+        also=frozenset({"head-node-accelerator"}),
+        name="head",
+    ),
 ]
 
 

@@ -63,6 +63,19 @@ CASES = [
         name="no-efa",
     ),
     Case(
+        "nccl-net-socket",
+        env(NCCL_NET="Socket"),
+        "nccl.env.NCCL_NET",
+        "NCCL_NET=Socket keeps NCCL off EFA on pools train",
+    ),
+    Case(
+        "nccl-net-socket",
+        env(NCCL_NET="socket"),
+        "nccl.env.NCCL_NET",
+        "set NCCL_NET=Socket in that job's environment",
+        name="case",
+    ),
+    Case(
         "nccl-device-rdma",
         both(
             add_pool(name="dev", instance_type="g6e.8xlarge", count=1),
@@ -127,3 +140,8 @@ def test_rule(case: Case) -> None:
 )
 def test_accepted_settings_produce_no_finding(safe: dict[str, object]) -> None:
     assert findings(definition(set_in("nccl.env", safe))) == []
+
+
+def test_socket_transport_is_fine_where_no_pool_has_efa() -> None:
+    mutate = both(set_in("pools.0.efa", False), env(NCCL_NET="Socket"))
+    assert [f.rule for f in findings(definition(mutate))] == ["efa-disabled"]

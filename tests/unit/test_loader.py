@@ -157,3 +157,55 @@ def test_unreadable_file(tmp_path: Path) -> None:
     loaded = load_file(tmp_path / "missing.yaml")
     (finding,) = loaded.findings
     assert "cannot read file" in finding.message
+
+
+STACK_FILE = ROOT / "Pulumi.dev.yaml"
+
+
+def test_a_stack_file_is_read_under_config_slurmstack_cluster(tmp_path: Path) -> None:
+    """Pulumi.<stack>.yaml files are definitions too: the object under slurmstack:cluster."""
+    loaded = load_file(STACK_FILE)
+    assert loaded.findings == []
+    assert loaded.spec == load_file(EXAMPLE).spec
+    assert (
+        loaded.definition == yaml.safe_load(STACK_FILE.read_text())["config"]["slurmstack:cluster"]
+    )
+
+
+def _stack(tmp_path: Path, config: Any) -> Path:
+    path = tmp_path / "Pulumi.prod.yaml"
+    path.write_text(yaml.safe_dump({"config": config}))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("config", "path", "fragment"),
+    [
+        ({"aws:region": "us-east-1"}, "config.slurmstack:cluster", "missing: a stack file"),
+        ({"cluster": {"name": "x"}}, "config.slurmstack:cluster", "write slurmstack:cluster"),
+        (
+            {"slurmstack:cluster": {"secure": "AAABADf2"}},
+            "config.slurmstack:cluster",
+            "encrypted (secure:)",
+        ),
+        (
+            {"aws:region": "us-west-2", "slurmstack:cluster": base()},
+            "config.aws:region",
+            "'us-west-2' differs from the definition's region 'us-east-1'",
+        ),
+    ],
+)
+def test_stack_file_problems_are_one_finding_each(
+    tmp_path: Path, config: Any, path: str, fragment: str
+) -> None:
+    stack = _stack(tmp_path, config)
+    loaded = load_file(stack)
+    assert loaded.spec is None
+    assert [f.path for f in loaded.findings] == [f"{stack}: {path}"]
+    assert fragment in loaded.findings[0].message
+
+
+def test_a_stack_file_with_a_bad_definition_reports_definition_paths(tmp_path: Path) -> None:
+    stack = _stack(tmp_path, {"slurmstack:cluster": with_("pools.0.count", -1)})
+    loaded = load_file(stack)
+    assert [f.path for f in loaded.findings] == ["pools[0].count"]

@@ -168,7 +168,9 @@ def test_cli_render_writes_every_file(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     expected = render_cluster(example_plan("p5-training"))
     written = {str(p.relative_to(out)): p.read_text() for p in out.rglob("*") if p.is_file()}
+    manifest = json.loads(written.pop(".slurmstack-render.json"))
     assert written == expected
+    assert set(manifest["files"]) == set(expected)
     assert written["head/cloud-init.yaml"].startswith("#cloud-config")
 
 

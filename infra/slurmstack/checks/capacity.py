@@ -119,6 +119,25 @@ def on_demand_unsupported(spec: ClusterSpec, catalog: Catalog) -> Iterator[Findi
     yield from _usage_class_rule(spec, catalog, kinds)
 
 
+# why: plan can only total what has a price; and a type without an on-demand list price may
+# be sold only through Capacity Blocks (p5e.48xlarge, trn2.48xlarge), where on-demand fails.
+@rule
+def on_demand_unpriced(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    for pf in pools_with_facts(spec, catalog):
+        pool = pf.pool
+        if pool.capacity.type is not CapacityType.ON_DEMAND or pf.facts.price is not None:
+            continue
+        if pool.instance_type in spec.cost.instance_hourly_usd:
+            continue
+        yield warning(
+            f"{pf.path}.capacity.type",
+            f"{pool.instance_type} has no on-demand list price, so plan leaves pool "
+            f"{pool.name!r} out of the cost total; if AWS sells the type only as Capacity "
+            "Blocks (as p5e.48xlarge and trn2.48xlarge), on-demand launches fail: use "
+            "capacity_block, or set cost.instance_hourly_usd to the price you pay",
+        )
+
+
 # why: Capacity Block instances are already co-located in an UltraCluster and cannot be placed
 # in a cluster placement group (EC2 User Guide, "Work with Capacity Blocks").
 @rule

@@ -19,8 +19,10 @@ INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
 # than the AMI's snapshot ("Volume of size N GB is smaller than snapshot").
 DLAMI_MIN_ROOT_GIB = 100
 
-# gp3 limits (Amazon EBS User Guide, "General Purpose SSD volumes"): at most 500 IOPS per GiB
-# of volume size, and at most 0.25 MiB/s of throughput per provisioned IOPS.
+# gp3 ratios (Amazon EBS User Guide, "General Purpose SSD volumes",
+# https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html#gp3-ebs-volume-type):
+# at most 500 IOPS per GiB of volume size, and at most 0.25 MiB/s of throughput per
+# provisioned IOPS. The absolute limits (API_CreateVolume) are the bounds of spec.RootVolume.
 GP3_MAX_IOPS_PER_GIB = 500
 GP3_MAX_MIBPS_PER_IOPS = 0.25
 
@@ -45,7 +47,7 @@ def _instance_types(spec: ClusterSpec) -> Iterator[tuple[str, str, InstanceFacts
 def instance_type_unknown(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     for path, name, given in _instance_types(spec):
         if given is None and catalog.instance(name) is None:
-            close = catalog.suggest(name)
+            close = catalog.suggest_instance_type(name)
             hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
             yield error(
                 f"{path}.instance_type",

@@ -131,12 +131,40 @@ def nccl_fi_provider(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
         yield error(
             "nccl.env.FI_PROVIDER",
             f"FI_PROVIDER={value} keeps libfabric off EFA on pools {', '.join(efa)}; remove "
-            "it (aws-ofi-nccl picks efa itself)",
+            f"it (aws-ofi-nccl picks efa itself). {FORCE_TCP_HINT}",
         )
     elif not efa and provider == "efa":
         yield warning(
             "nccl.env.FI_PROVIDER",
             "FI_PROVIDER=efa but no pool has EFA; libfabric finds no EFA device; remove it",
+        )
+
+
+# NCCL's own name for its TCP transport (NCCL_NET=Socket); matched without regard to case.
+NCCL_SOCKET_NET = "socket"
+FORCE_TCP_HINT = (
+    "To try TCP for one job while debugging, set NCCL_NET=Socket in that job's environment "
+    "(README: forcing TCP)"
+)
+
+
+# why: NCCL_NET=Socket puts every collective on NCCL's TCP sockets instead of the
+# aws-ofi-nccl plugin, so EFA pools run at a small fraction of their bandwidth, cluster-wide.
+@rule
+def nccl_net_socket(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    value = spec.nccl.env.get("NCCL_NET")
+    if value is None or _text(value).lower() != NCCL_SOCKET_NET:
+        return
+    gpu_efa = [
+        pf.pool.name
+        for pf in _efa_pools(spec, catalog)
+        if pf.facts.accelerator is not None and pf.facts.accelerator.kind == "gpu"
+    ]
+    if gpu_efa:
+        yield error(
+            "nccl.env.NCCL_NET",
+            f"NCCL_NET={value} keeps NCCL off EFA on pools {', '.join(gpu_efa)} (its TCP "
+            f"sockets instead of aws-ofi-nccl); remove it. {FORCE_TCP_HINT}",
         )
 
 

@@ -62,3 +62,30 @@ def availability_zone_unknown(spec: ClusterSpec, catalog: Catalog) -> Iterator[F
         f"unknown availability zone {zone!r} in {spec.region}"
         f"{suggestion(zone, zones, catalog)}; the region offers {', '.join(zones)}",
     )
+
+
+# why: EC2 refuses to launch a type the Region does not offer (hpc7a in us-east-1, p5e in
+# most Regions); the Auto Scaling group or the head node would fail at deploy time.
+@rule
+def instance_type_not_offered(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    if spec.region not in catalog.regions:
+        return  # an unknown region has its own rule
+    roles = [("head_node", spec.head_node.instance_type, spec.head_node.instance_facts)]
+    roles += [
+        (f"pools[{i}]", pool.instance_type, pool.instance_facts)
+        for i, pool in enumerate(spec.pools)
+    ]
+    for path, name, given in roles:
+        regions = catalog.offered_in(name)
+        if given is not None or regions is None or spec.region in regions:
+            continue
+        where = (
+            f"Regions that offer it: {', '.join(regions)}"
+            if regions
+            else f"none of the {len(catalog.regions)} Regions slurmstack knows offers it"
+        )
+        yield error(
+            f"{path}.instance_type",
+            f"{name} is not offered in {spec.region}; {where} (pick one of them as region, "
+            "or another instance type)",
+        )

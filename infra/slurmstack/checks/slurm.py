@@ -74,56 +74,151 @@ MANAGED_SLURM_KEYS = frozenset(
     )
 )
 
-# Global slurm.conf parameters: the s_p_options table of Slurm's src/common/read_config.c
-# (21.08), plus HashPlugin and SuspendExcStates from Slurm 23.02. slurmctld refuses a
-# slurm.conf with a key it does not know, so an unknown key is most likely a typo; the rule
-# warns rather than refuses because this list may lag behind the Slurm the nodes run.
-_KNOWN_KEYS_TEXT = (
-    "AccountingStorageTRES AccountingStorageEnforce AccountingStorageExternalHost "
-    "AccountingStorageHost AccountingStorageBackupHost AccountingStorageLoc "
-    "AccountingStorageParameters AccountingStoragePass AccountingStoragePort "
-    "AccountingStorageType AccountingStorageUser AccountingStoreFlags AccountingStoreJobComment "
-    "AcctGatherEnergyType AcctGatherNodeFreq AcctGatherProfileType AcctGatherInterconnectType "
-    "AcctGatherInfinibandType AcctGatherFilesystemType AllowSpecResourcesUsage AuthAltTypes "
-    "AuthAltParameters AuthInfo AuthType BackupAddr BackupController BatchStartTimeout "
-    "BcastExclude BcastParameters BurstBufferParameters BurstBufferType CoreSpecPlugin "
-    "CliFilterPlugins ClusterName CommunicationParameters CompleteWait ControlAddr "
-    "ControlMachine CpuFreqDef CpuFreqGovernors CredType CryptoType DebugFlags DefCPUPerGPU "
-    "DefMemPerCPU DefMemPerGPU DefMemPerNode DependencyParameters DisableRootJobs EioTimeout "
-    "EnforcePartLimits Epilog EpilogMsgTime EpilogSlurmctld ExtSensorsType ExtSensorsFreq "
-    "FairShareDampeningFactor FederationParameters FirstJobId GetEnvTimeout GresTypes "
-    "GroupUpdateForce GroupUpdateTime GpuFreqDef HashPlugin HealthCheckInterval "
-    "HealthCheckNodeState HealthCheckProgram InteractiveStepOptions InactiveLimit "
-    "JobAcctGatherType JobAcctGatherFrequency JobAcctGatherParams JobCompHost JobCompLoc "
-    "JobCompParams JobCompPass JobCompPort JobCompType JobContainerType JobCompUser "
-    "JobCredentialPrivateKey JobCredentialPublicCertificate JobFileAppend JobRequeue "
-    "JobSubmitPlugins KeepAliveTime KillOnBadExit KillWait LaunchParameters LaunchType Licenses "
-    "LogTimeFormat MailDomain MailProg MaxArraySize MaxDBDMsgs MaxJobCount MaxNodeCount "
-    "MaxJobId MaxMemPerCPU MaxMemPerNode MaxStepCount MaxTasksPerNode MCSParameters MCSPlugin "
-    "MessageTimeout MinJobAge MpiDefault MpiParams NodeFeaturesPlugins OverTimeLimit PluginDir "
-    "PlugStackConfig PowerParameters PowerPlugin PreemptMode PreemptType PreemptExemptTime "
-    "PrEpParameters PrEpPlugins PriorityDecayHalfLife PriorityCalcPeriod PriorityFavorSmall "
-    "PriorityMaxAge PriorityParameters PriorityUsageResetPeriod PriorityType PriorityFlags "
-    "PrioritySiteFactorParameters PrioritySiteFactorPlugin PriorityWeightAge "
-    "PriorityWeightAssoc PriorityWeightFairshare PriorityWeightJobSize PriorityWeightPartition "
-    "PriorityWeightQOS PriorityWeightTRES PrivateData ProctrackType Prolog PrologSlurmctld "
-    "PrologEpilogTimeout PrologFlags PropagatePrioProcess PropagateResourceLimitsExcept "
-    "PropagateResourceLimits RebootProgram ReconfigFlags RequeueExit RequeueExitHold "
-    "ResumeFailProgram ResumeProgram ResumeRate ResumeTimeout ResvEpilog ResvOverRun ResvProlog "
-    "ReturnToService RoutePlugin SbcastParameters SchedulerParameters SchedulerTimeSlice "
-    "SchedulerType ScronParameters SelectType SelectTypeParameters SlurmUser SlurmdUser "
-    "SlurmctldAddr SlurmctldDebug SlurmctldLogFile SlurmctldPidFile SlurmctldPlugstack "
+# The global slurm.conf keys of Slurm 23.11, the version Ubuntu 24.04 nodes run: the
+# slurm_conf_options[] table of src/common/read_config.c at tag slurm-23-11-4-1 (identical in
+# every 23.11.x), without the keys that table marks defunct and FastSchedule, plus Include (a directive the
+# parser reads itself). See slurm.conf(5) of that release. slurmctld refuses a slurm.conf
+# holding a key outside its table ("Parsing error at unrecognized key", parse_config.c).
+_KEYS_23_11 = (
+    "AccountingStorageBackupHost AccountingStorageEnforce AccountingStorageExternalHost "
+    "AccountingStorageHost AccountingStorageLoc AccountingStorageParameters "
+    "AccountingStoragePass AccountingStoragePort AccountingStorageTRES AccountingStorageType "
+    "AccountingStorageUser AccountingStoreFlags AccountingStoreJobComment "
+    "AcctGatherEnergyType AcctGatherFilesystemType AcctGatherInfinibandType "
+    "AcctGatherInterconnectType AcctGatherNodeFreq AcctGatherProfileType "
+    "AllowSpecResourcesUsage AuthAltParameters AuthAltTypes AuthInfo AuthType BackupAddr "
+    "BackupController BatchStartTimeout BcastExclude BcastParameters BurstBufferParameters "
+    "BurstBufferType CliFilterPlugins ClusterName CommunicationParameters CompleteWait "
+    "ControlAddr ControlMachine CoreSpecPlugin CpuFreqDef CpuFreqGovernors CredType "
+    "CryptoType DebugFlags DefCPUPerGPU DefMemPerCPU DefMemPerGPU DefMemPerNode "
+    "DependencyParameters DisableRootJobs DownNodes EioTimeout EnforcePartLimits Epilog "
+    "EpilogMsgTime EpilogSlurmctld FairShareDampeningFactor "
+    "FederationParameters FirstJobId FrontendName GetEnvTimeout GpuFreqDef GresTypes "
+    "GroupUpdateForce GroupUpdateTime HealthCheckInterval HealthCheckNodeState "
+    "HealthCheckProgram InactiveLimit InteractiveStepOptions JobAcctGatherFrequency "
+    "JobAcctGatherParams JobAcctGatherType JobCompHost JobCompLoc JobCompParams JobCompPass "
+    "JobCompPort JobCompType JobCompUser JobContainerType JobFileAppend JobRequeue "
+    "JobSubmitPlugins KeepAliveTime KillOnBadExit KillWait LaunchParameters LaunchType "
+    "Licenses LogTimeFormat MailDomain MailProg MaxArraySize MaxBatchRequeue MaxDBDMsgs "
+    "MaxJobCount MaxJobId MaxMemPerCPU MaxMemPerNode MaxNodeCount MaxStepCount "
+    "MaxTasksPerNode MCSParameters MCSPlugin MessageTimeout MinJobAge MpiDefault MpiParams "
+    "NodeFeaturesPlugins NodeName NodeSet OverTimeLimit PartitionName PluginDir "
+    "PlugStackConfig PowerParameters PowerPlugin PreemptExemptTime PreemptMode "
+    "PreemptParameters PreemptType PrEpParameters PrEpPlugins PriorityCalcPeriod "
+    "PriorityDecayHalfLife PriorityFavorSmall PriorityFlags PriorityMaxAge "
+    "PriorityParameters PrioritySiteFactorParameters PrioritySiteFactorPlugin PriorityType "
+    "PriorityUsageResetPeriod PriorityWeightAge PriorityWeightAssoc PriorityWeightFairshare "
+    "PriorityWeightJobSize PriorityWeightPartition PriorityWeightQOS PriorityWeightTRES "
+    "PrivateData ProctrackType Prolog PrologEpilogTimeout PrologFlags PrologSlurmctld "
+    "PropagatePrioProcess PropagateResourceLimits PropagateResourceLimitsExcept "
+    "RebootProgram ReconfigFlags RequeueExit RequeueExitHold ResumeFailProgram ResumeProgram "
+    "ResumeRate ResumeTimeout ResvEpilog ResvOverRun ResvProlog ReturnToService RoutePlugin "
+    "SallocDefaultCommand SbcastParameters SchedulerParameters SchedulerTimeSlice "
+    "SchedulerType ScronParameters SelectType SelectTypeParameters SlurmctldAddr "
+    "SlurmctldDebug SlurmctldHost SlurmctldLogFile SlurmctldParameters SlurmctldPidFile "
     "SlurmctldPort SlurmctldPrimaryOffProg SlurmctldPrimaryOnProg SlurmctldSyslogDebug "
-    "SlurmctldTimeout SlurmctldParameters SlurmdDebug SlurmdLogFile SlurmdParameters "
-    "SlurmdPidFile SlurmdPort SlurmdSpoolDir SlurmdSyslogDebug SlurmdTimeout SlurmSchedLogFile "
-    "SlurmSchedLogLevel SrunEpilog SrunProlog SrunPortRange StateSaveLocation SuspendExcNodes "
-    "SuspendExcParts SuspendExcStates SuspendProgram SuspendRate SuspendTime SuspendTimeout "
-    "SwitchParameters SwitchType TaskEpilog TaskProlog TaskPlugin TaskPluginParam TCPTimeout "
-    "TmpFS TopologyParam TopologyPlugin TrackWCKey TreeWidth UnkillableStepProgram "
-    "UnkillableStepTimeout UsePAM VSizeFactor WaitTime X11Parameters DownNodes FrontendName "
-    "NodeName NodeSet PartitionName SlurmctldHost Include"
+    "SlurmctldTimeout SlurmdDebug SlurmdLogFile SlurmdParameters SlurmdPidFile SlurmdPort "
+    "SlurmdSpoolDir SlurmdSyslogDebug SlurmdTimeout SlurmdUser SlurmSchedLogFile "
+    "SlurmSchedLogLevel SlurmUser SrunEpilog SrunPortRange SrunProlog StateSaveLocation "
+    "SuspendExcNodes SuspendExcParts SuspendExcStates SuspendProgram SuspendRate SuspendTime "
+    "SuspendTimeout SwitchParameters SwitchType TaskEpilog TaskPlugin TaskPluginParam "
+    "TaskProlog TCPTimeout TmpFS TopologyParam TopologyPlugin TrackWCKey TreeWidth "
+    "UnkillableStepProgram UnkillableStepTimeout UsePAM VSizeFactor WaitTime X11Parameters"
 )
-KNOWN_SLURM_KEYS = tuple(_KNOWN_KEYS_TEXT.split())
+KNOWN_SLURM_KEYS = (*_KEYS_23_11.split(), "Include")
+SLURM_VERSION = "23.11"
+
+# Keys Slurm dropped before 23.11, with the release that dropped them (the same table at the
+# first tag of each release from 17.11 on; "defunct": still parsed, logged as an error, unused).
+# FastSchedule is still parsed by 23.11 only to stop on it (read_config.c: "The FastSchedule
+# option has been removed"; its FastSchedule=2 is SlurmdParameters=config_overrides now).
+REMOVED_KEYS: dict[str, tuple[str, str]] = {
+    **dict.fromkeys(("ChosLoc", "Layouts", "MsgAggregationParams"), ("20.11", "removed")),
+    **dict.fromkeys(
+        (
+            "CacheGroups",
+            "CheckpointType",
+            "DefaultStorageHost",
+            "DefaultStorageLoc",
+            "DefaultStoragePass",
+            "DefaultStoragePort",
+            "DefaultStorageType",
+            "DefaultStorageUser",
+            "JobCheckpointDir",
+            "MemLimitEnforce",
+            "SchedulerPort",
+            "SchedulerRootFilter",
+        ),
+        ("21.08", "removed"),
+    ),
+    "FastSchedule": ("20.02", "removed"),
+    "SchedulerAuth": ("22.05", "defunct"),
+    "SlurmctldPlugstack": ("23.02", "removed"),
+    **dict.fromkeys(
+        (
+            "ExtSensorsFreq",
+            "ExtSensorsType",
+            "JobCredentialPrivateKey",
+            "JobCredentialPublicCertificate",
+        ),
+        ("23.11", "defunct"),
+    ),
+}
+
+# Keys that appear only after 23.11, with the first release that has them.
+NEWER_KEYS: dict[str, str] = {
+    **dict.fromkeys(("HashPlugin", "TLSParameters", "TLSType"), "24.05"),
+    **dict.fromkeys(("CertmgrParameters", "CertmgrType", "DataParserParameters"), "24.11"),
+    **dict.fromkeys(
+        ("CertgenParameters", "CertgenType", "EpilogTimeout", "PrologTimeout"), "25.05"
+    ),
+    **dict.fromkeys(
+        (
+            "CliFilterParameters",
+            "HttpParserType",
+            "JobCompPassScript",
+            "MetricsType",
+            "NamespaceType",
+            "UrlParserType",
+        ),
+        "25.11",
+    ),
+}
+
+# Keys 23.11 takes that a later release dropped or made defunct (the first such release).
+DROPPED_AFTER_KEYS: dict[str, str] = {
+    **dict.fromkeys(("CoreSpecPlugin", "PowerParameters", "PowerPlugin"), "24.05"),
+    **dict.fromkeys(("FrontendName", "GetEnvTimeout"), "25.05"),
+    **dict.fromkeys(("AccountingStorageLoc", "AccountingStorageUser"), "25.11"),
+}
+
+# Features slurmstack does not provision yet, so their keys would point Slurm at nothing.
+ACCOUNTING_PREFIX = "accountingstorage"
+ACCOUNTING_REASON = (
+    "slurmstack provisions no slurmdbd yet, so accounting storage would point slurmctld at a "
+    "database that does not exist (accounting is planned; it will manage these keys)"
+)
+POWER_SAVING_KEYS = frozenset(
+    key.lower()
+    for key in (
+        "ResumeProgram",
+        "ResumeFailProgram",
+        "ResumeRate",
+        "ResumeTimeout",
+        "SuspendProgram",
+        "SuspendRate",
+        "SuspendTime",
+        "SuspendTimeout",
+        "SuspendExcNodes",
+        "SuspendExcParts",
+        "SuspendExcStates",
+    )
+)
+POWER_SAVING_REASON = (
+    "pools are Auto Scaling groups of always-running nodes and Slurm's power saving is not wired "
+    "to them, so slurmctld would power nodes down that nothing brings back (elastic pools are "
+    "planned; they will manage these keys)"
+)
 
 # slurm.conf keys are words of letters and digits.
 SLURM_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
@@ -180,18 +275,79 @@ def slurm_setting_key(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
             )
 
 
+def _by_folded(keys: dict[str, str] | dict[str, tuple[str, str]]) -> dict[str, str]:
+    return {key.lower(): key for key in keys}
+
+
 # why: slurmctld refuses an unknown key; an unknown key is most likely a misspelt one.
 @rule
 def slurm_setting_unknown(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     known = {k.lower() for k in KNOWN_SLURM_KEYS}
+    elsewhere = {*_by_folded(REMOVED_KEYS), *_by_folded(NEWER_KEYS)}
     for key in spec.slurm.settings:
-        if SLURM_KEY.match(key) and key.lower() not in known:
+        folded = key.lower()
+        if SLURM_KEY.match(key) and folded not in known and folded not in elsewhere:
+            yield error(
+                f"slurm.settings.{key}",
+                f"{key} is not a slurm.conf parameter of Slurm {SLURM_VERSION}, the Slurm the "
+                f"nodes run{suggestion(key, list(KNOWN_SLURM_KEYS), catalog)}; slurmctld "
+                "refuses unknown keys",
+            )
+
+
+# why: the nodes run Slurm 23.11: a key Slurm dropped before it, or added after it, stops
+# slurmctld ("unrecognized key") or is ignored with an error in its log.
+@rule
+def slurm_setting_version(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    removed, newer = _by_folded(REMOVED_KEYS), _by_folded(NEWER_KEYS)
+    for key in spec.slurm.settings:
+        folded = key.lower()
+        if folded in removed:
+            name = removed[folded]
+            version, how = REMOVED_KEYS[name]
+            effect = (
+                "slurmctld refuses it"
+                if how == "removed"
+                else "slurmctld logs an error and ignores it"
+            )
+            yield error(
+                f"slurm.settings.{key}",
+                f"{name} was {how} in Slurm {version}; the nodes run Slurm {SLURM_VERSION}, "
+                f"where {effect}: remove it",
+            )
+        elif folded in newer:
+            name = newer[folded]
+            yield error(
+                f"slurm.settings.{key}",
+                f"{name} first appears in Slurm {NEWER_KEYS[name]}; the nodes run Slurm "
+                f"{SLURM_VERSION}, whose slurmctld refuses it as an unknown key: remove it",
+            )
+
+
+# why: a key 23.11 takes but a later Slurm dropped breaks the cluster when the nodes move on.
+@rule
+def slurm_setting_dropped_later(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    dropped = _by_folded(DROPPED_AFTER_KEYS)
+    for key in spec.slurm.settings:
+        name = dropped.get(key.lower())
+        if name is not None:
             yield warning(
                 f"slurm.settings.{key}",
-                f"{key} is not a slurm.conf parameter Slurm 23.11 knows"
-                f"{suggestion(key, list(KNOWN_SLURM_KEYS), catalog)}; slurmctld refuses "
-                "unknown keys",
+                f"{name} works on Slurm {SLURM_VERSION} but Slurm {DROPPED_AFTER_KEYS[name]} "
+                "dropped it; plan to remove it before the nodes move to a newer Slurm",
             )
+
+
+# why: accounting storage and power saving need daemons and programs slurmstack does not
+# provision yet; their keys would point slurmctld at nothing (see the *_REASON texts).
+@rule
+def slurm_setting_unprovisioned(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    for key in spec.slurm.settings:
+        folded = key.lower()
+        if folded.startswith(ACCOUNTING_PREFIX):
+            yield error(f"slurm.settings.{key}", f"{key} is refused: {ACCOUNTING_REASON}")
+        elif folded in POWER_SAVING_KEYS:
+            yield error(f"slurm.settings.{key}", f"{key} is refused: {POWER_SAVING_REASON}")
 
 
 # why: a newline would inject extra slurm.conf lines; '#' starts a comment and cuts the value.

@@ -1,49 +1,40 @@
-"""Print a PlanReport as rich tables (a terminal) or plain text (a pipe)."""
+"""Print a PlanReport: rich tables on a terminal, plain aligned text through a pipe (see
+report.tables: no cell is ever cut)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+
+from slurmstack.report.tables import Grid, print_grid
 
 
 def _money(value: float | None) -> str:
     return "unpriced" if value is None else f"${value:,.2f}"
 
 
-def _short(text: str, limit: int = 90) -> str:
+def _first_clause(text: str) -> str:
     """The first clause of a basis, for the table; --json keeps it whole."""
-    first = text.split("; ")[0]
-    return first if len(first) <= limit else first[: limit - 1] + "…"
+    return text.split("; ")[0]
 
 
 def _minutes(seconds: int) -> str:
     return f"{seconds / 60:.1f} min"
 
 
-def print_plan(doc: dict[str, Any], console: Console) -> None:
-    s = doc["summary"]
-    by_model = ", ".join(f"{n} {m}" for m, n in sorted(s["gpus_by_model"].items())) or "none"
-    console.print(
-        f"[bold]{doc['cluster']}[/bold] in {doc['region']} ({doc['availability_zone']}): "
-        f"{s['nodes']} nodes, {s['gpus']} accelerators ({by_model}), "
-        f"{s['resources']} resources in {s['components']} components"
-    )
-
-    table = Table(title="Resources by component", title_justify="left")
-    table.add_column("component")
-    table.add_column("resources", justify="right")
-    table.add_column("types")
+def _components(doc: dict[str, Any]) -> Grid:
+    grid = Grid("Resources by component", ["component", "resources", "types"], {"resources"})
     for comp in doc["components"]:
         if not comp["resources"]:
             continue  # a component that only groups others (the cluster itself)
         types = ", ".join(f"{t.split(':')[-1]} ×{n}" for t, n in comp["by_type"].items())
-        table.add_row(comp["component"], str(comp["resources"]), types)
-    console.print(table)
+        grid.add(comp["component"], str(comp["resources"]), types)
+    return grid
 
-    table = Table(title="Capacity", title_justify="left")
-    for col in (
+
+def _capacity(doc: dict[str, Any]) -> Grid:
+    columns = [
         "pool",
         "nodes",
         "instance type",
@@ -53,11 +44,11 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
         "EFA / node",
         "cores",
         "memory",
-    ):
-        table.add_column(col, justify="left" if col in ("pool", "instance type") else "right")
+    ]
+    grid = Grid("Capacity", columns, set(columns) - {"pool", "instance type"})
     for p in doc["capacity"]["pools"]:
         acc = f"{p['accelerators']} {p['accelerator']}" if p["accelerator"] else "-"
-        table.add_row(
+        grid.add(
             p["pool"],
             str(p["nodes"]),
             p["instance_type"],
@@ -69,7 +60,7 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
             f"{p['memory_gib']:,.0f} GiB",
         )
     t = doc["capacity"]["totals"]
-    table.add_row(
+    grid.add(
         "total",
         str(t["nodes"]),
         "",
@@ -79,13 +70,13 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
         f"{t['efa_gbps_total']:,.0f} Gbit/s all",
         f"{t['cpu_cores']:,}",
         f"{t['memory_gib']:,.0f} GiB",
-        style="bold",
+        bold=True,
     )
-    console.print(table)
+    return grid
 
-    table = Table(title="Storage tiers", title_justify="left")
-    for col in ("tier", "mount", "scope", "capacity", "notes"):
-        table.add_column(col)
+
+def _storage(doc: dict[str, Any]) -> Grid:
+    grid = Grid("Storage tiers", ["tier", "mount", "scope", "capacity", "notes"])
     for tier in doc["storage"]:
         notes = []
         if tier.get("throughput_mbps"):
@@ -96,54 +87,93 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
             notes.append(f"linked to s3://<bucket>/{tier['s3_link']}")
         if tier.get("versioning"):
             notes.append(f"versioned, old versions kept {tier['noncurrent_version_days']} days")
-        table.add_row(
+        grid.add(
             tier["tier"],
             tier.get("mount") or "-",
             tier["scope"],
             tier["capacity"],
             ", ".join(notes),
         )
-    console.print(table)
+    return grid
 
+
+def unpriced_note(doc: dict[str, Any]) -> str:
+    """'' when every cost line has a price, else what the totals leave out."""
+    if doc["summary"]["cost_complete"]:
+        return ""
+    left_out = [line["item"] for line in doc["cost"]["lines"] if line["hourly_usd"] is None]
+    return "leaves out what has no price: " + ", ".join(left_out)
+
+
+def _cost(doc: dict[str, Any]) -> Grid:
     cost = doc["cost"]
-    table = Table(title="Cost at full size (USD)", title_justify="left")
-    for col in ("item", "per hour", "per 30 days", "basis / note"):
-        table.add_column(col, justify="right" if col.startswith("per") else "left")
+    grid = Grid(
+        "Cost at full size (USD)",
+        ["item", "per hour", "per 30 days", "basis / note"],
+        {"per hour", "per 30 days"},
+    )
     for line in cost["lines"]:
         note = line["basis"] + (f"; {line['note']}" if line["note"] else "")
-        table.add_row(line["item"], _money(line["hourly_usd"]), _money(line["monthly_usd"]), note)
-    table.add_row(
-        "total", _money(cost["hourly_usd"]), _money(cost["per_30_days_usd"]), "", style="bold"
+        grid.add(line["item"], _money(line["hourly_usd"]), _money(line["monthly_usd"]), note)
+    grid.add(
+        "total" if doc["summary"]["cost_complete"] else "total (incomplete)",
+        _money(cost["hourly_usd"]),
+        _money(cost["per_30_days_usd"]),
+        unpriced_note(doc),
+        bold=True,
     )
-    console.print(table)
-    for usage in cost["usage_billed"]:
-        console.print(
-            f"  billed by use, not in the total: {usage['item']} at {usage['unit_price']}"
-        )
-    sources = sorted({line["source"] for line in cost["lines"]})
-    console.print("  price sources:")
-    for source in sources:
-        console.print(f"   - {source}", soft_wrap=True)
+    return grid
 
+
+def _ready(doc: dict[str, Any]) -> Grid:
     ready = doc["time_to_ready"]
-    table = Table(
-        title=f"Time to ready: {_minutes(ready['seconds'])} (pulumi up returns after "
+    grid = Grid(
+        f"Time to ready: {_minutes(ready['seconds'])} (pulumi up returns after "
         f"{_minutes(ready['stack_complete_seconds'])})",
-        title_justify="left",
+        ["start", "finish", "step", "basis"],
+        {"start", "finish"},
     )
-    for col in ("start", "finish", "step", "basis"):
-        table.add_column(col, justify="right" if col in ("start", "finish") else "left")
     for step in ready["critical_path"]:
-        table.add_row(
+        grid.add(
             _minutes(step["start_s"]),
             _minutes(step["finish_s"]),
             step["step"],
-            _short(step["basis"]),
+            _first_clause(step["basis"]),
         )
-    console.print(table)
-    console.print("  (each step's full basis: slurmstack plan --json)")
+    return grid
+
+
+def print_plan(doc: dict[str, Any], console: Console) -> None:
+    s = doc["summary"]
+    by_model = ", ".join(f"{n} {m}" for m, n in sorted(s["gpus_by_model"].items())) or "none"
+    console.print(
+        f"[bold]{doc['cluster']}[/bold] in {doc['region']} ({doc['availability_zone']}): "
+        f"{s['nodes']} nodes, {s['gpus']} accelerators ({by_model}), "
+        f"{s['resources']} resources in {s['components']} components",
+        soft_wrap=not console.is_terminal,
+    )
+    cost = doc["cost"]
+    sections: list[tuple[Grid, list[str]]] = [
+        (_components(doc), []),
+        (_capacity(doc), []),
+        (_storage(doc), []),
+        (
+            _cost(doc),
+            [
+                f"  billed by use, not in the total: {u['item']} at {u['unit_price']}"
+                for u in cost["usage_billed"]
+            ]
+            + ["  price sources:"]
+            + [f"   - {source}" for source in sorted({line["source"] for line in cost["lines"]})],
+        ),
+        (_ready(doc), ["  (each step's full basis: slurmstack plan --json)"]),
+    ]
+    for grid, after in sections:
+        print_grid(grid, console)
+        for text in after:
+            console.print(text, soft_wrap=True, markup=False, highlight=False)
 
     if doc["warnings"]:
         console.print("[yellow]Warnings[/yellow]")
         for line in doc["warnings"]:
-            console.print(f"  {line}", soft_wrap=True)
+            console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)

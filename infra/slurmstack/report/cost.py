@@ -31,6 +31,7 @@ class CostLine:
     basis: str  # how the figure was computed
     source: str  # citation of the unit price
     note: str = ""
+    pool: str | None = None  # the pool whose instances the line prices
 
     @property
     def monthly_usd(self) -> float | None:
@@ -60,6 +61,18 @@ class CostReport:
     @property
     def unpriced(self) -> tuple[str, ...]:
         return tuple(line.item for line in self.lines if line.hourly_usd is None)
+
+    @property
+    def unpriced_pools(self) -> tuple[str, ...]:
+        """Pools whose instances have no price: the totals leave them out."""
+        return tuple(
+            line.pool for line in self.lines if line.pool is not None and line.hourly_usd is None
+        )
+
+    @property
+    def complete(self) -> bool:
+        """Every line has a price, so the totals are the whole bill (usage-billed aside)."""
+        return not self.unpriced
 
 
 @lru_cache(maxsize=1)
@@ -134,6 +147,7 @@ def _pool_lines(pool: PoolPlan, plan: ClusterPlan) -> list[CostLine]:
             basis=f"{pool.count} × ${price:,.4f}/h" if price is not None else "unpriced",
             source=source,
             note=notes,
+            pool=pool.name,
         )
     ]
     _, ebs_source = _price("gp3_usd_per_gb_month")

@@ -63,8 +63,18 @@ def diagram_model(plan: ClusterPlan) -> tuple[list[Group], list[Node], list[Edge
     vpc = Group("vpc", f"{vpc_label} · {plan.region}")
     compute_label = f"compute subnet {plan.compute_subnet_cidr or net.compute_subnet_id}"
     compute = Group("compute", f"{compute_label} · {plan.availability_zone}")
-    head = Node("head", ("head node", plan.head.instance_type, "slurmctld · state volume"))
-    compute.nodes.append(head)
+    public_head = plan.head_in_public_subnet
+    head_lines = ["head node", plan.head.instance_type, "slurmctld · state volume"]
+    if public_head:
+        head_lines.append("public IP · SSH from " + ", ".join(str(c) for c in net.ssh_cidrs))
+    head = Node("head", tuple(head_lines))
+    public: Group | None = None
+    if net.vpc_id is None or public_head:
+        public = Group("public", f"public subnet {plan.public_subnet_cidr or net.public_subnet_id}")
+    if public_head and public is not None:
+        public.nodes.append(head)
+    else:
+        compute.nodes.append(head)
     pools = [_pool_node(p) for p in plan.pools]
     compute.nodes.extend(pools)
     edges: list[Edge] = [Edge("head", p.id, "slurm 6817/6818", both_ways=True) for p in pools]
@@ -94,9 +104,9 @@ def diagram_model(plan: ClusterPlan) -> tuple[list[Group], list[Node], list[Edge
         edges.append(Edge("head", store.id, "mount"))
         edges.extend(Edge(p.id, store.id, "mount") for p in pools)
     vpc.groups.append(compute)
-    if net.vpc_id is None:
-        public = Group("public", f"public subnet {plan.public_subnet_cidr}")
+    if net.vpc_id is None and public is not None:
         public.nodes.append(Node("nat", ("NAT gateway",)))
+    if public is not None:
         vpc.groups.append(public)
     if net.vpc_id is None:
         # Only a VPC slurmstack creates gets its S3 gateway endpoint.
@@ -108,7 +118,8 @@ def diagram_model(plan: ClusterPlan) -> tuple[list[Group], list[Node], list[Edge
         Node("bucket", tuple(bucket_lines), store=True),
         Node("users", ("users", "SSM Session Manager" + (" · SSH" if net.ssh_cidrs else ""))),
     ]
-    if net.vpc_id is None:
+    if net.vpc_id is None and not public_head:
+        # A head node in the public subnet reaches the internet through its gateway directly.
         edges.append(Edge("head", "nat", "egress"))
     if net.vpc_id is None:
         edges.append(Edge("s3_endpoint", "bucket", "S3 traffic off the NAT"))
@@ -124,7 +135,7 @@ def diagram_model(plan: ClusterPlan) -> tuple[list[Group], list[Node], list[Edge
                 True,
             )
         )
-    edges.append(Edge("users", "head", "shell"))
+    edges.append(Edge("users", "head", "SSH 22 · shell" if public_head else "shell"))
     return [vpc], outside, edges
 
 

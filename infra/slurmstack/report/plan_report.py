@@ -53,7 +53,15 @@ def _component_name(run: OfflineRun, resource: RecordedResource) -> str:
     return component.name if component is not None else "(stack)"
 
 
+def _dependency_names(resource: RecordedResource, names: dict[str, str]) -> list[str]:
+    """Names of the resources ``resource`` waits for: explicit depends_on and every resource
+    whose outputs feed its inputs (a component dependency counts as its resources). A name
+    can be shared by resources of different types (a subnet and its security group)."""
+    return sorted({names[urn] for urn in resource.options.dependencies if urn in names})
+
+
 def resources_section(run: OfflineRun) -> list[dict[str, Any]]:
+    names = {r.urn: r.name for r in run.resources if r.type != "pulumi:pulumi:Stack"}
     out = []
     for r in run.resources:
         if r.type == "pulumi:pulumi:Stack":
@@ -66,6 +74,7 @@ def resources_section(run: OfflineRun) -> list[dict[str, Any]]:
                 "component": _component_name(run, r),
                 "protect": r.options.protect,
                 "retain_on_delete": r.options.retain_on_delete,
+                "depends_on": _dependency_names(r, names),
             }
         )
     return out
@@ -168,7 +177,12 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
             "gpu_memory_gib": round(cap.accelerator_memory_gib, 1),
             "bf16_dense_pflops": round(cap.bf16_dense_pflops, 2),
             "hourly_cost_usd": round(cost.hourly_usd, 2),
+            # Every pool runs its count at all times until pools become elastic, so idle
+            # costs what busy does.
+            "idle_hourly_cost_usd": round(cost.hourly_usd, 2),
             "monthly_cost_usd": round(cost.monthly_usd, 2),
+            "cost_complete": cost.complete,
+            "unpriced_pools": list(cost.unpriced_pools),
             "unpriced": list(cost.unpriced),
             "resources": len(cloud),
             "components": len(resources) - len(cloud),
