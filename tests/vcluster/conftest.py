@@ -60,3 +60,4 @@ def vcluster() -> Iterator[VirtualCluster]:
         yield cluster
         cluster.timings["session"] = time.monotonic() - began
         print(f"\nvirtual cluster timings (s): {cluster.timings}")
+    assert cluster.leftovers() == [], "the virtual cluster's cleanup left these behind"

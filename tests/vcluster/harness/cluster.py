@@ -37,12 +37,26 @@ from . import deploy
 from .aws import MotoServer
 from .cloudinit import parse
 from .imds import Instance, MetadataService
-from .netns import Fabric
+from .netns import NAME_PREFIX, NETNS_DIR, Fabric, ip, stale_namespaces
 from .node import Hardware, Node
 
 T = TypeVar("T")
 HEAD = "head"
 REGISTER_SECONDS = 90
+# One cluster per process at a time: namespaces and directories carry the process id.
+RUN_ID = str(os.getpid())
+RUN_DIR_PREFIX = "vcluster-"
+
+
+def remove_stale_runs() -> None:
+    """What runs killed before their cleanup left: their namespaces, and their directories in
+    the temporary directory (their processes died with them; see node.py)."""
+    for namespace in stale_namespaces():
+        ip("netns", "delete", namespace, check=False)
+    for directory in Path(tempfile.gettempdir()).glob(f"{RUN_DIR_PREFIX}*-*"):
+        pid = directory.name.removeprefix(RUN_DIR_PREFIX).split("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def wait_until(predicate: Callable[[], T], what: str, timeout: float, poll: float = 0.5) -> T:
@@ -64,7 +78,7 @@ class VirtualCluster:
         assert result.ok and result.spec is not None, [f.line() for f in result.findings]
         self.plan: ClusterPlan = build_plan(result.spec)
         self.keep = keep
-        self.directory = Path(tempfile.mkdtemp(prefix=f"vcluster-{os.getpid()}-"))
+        self.directory = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{RUN_ID}-"))
         self.head: Node | None = None
         self.workers: dict[str, Node] = {}  # instance id -> node
         self.gone: list[Node] = []  # killed nodes, kept for their logs
@@ -88,12 +102,14 @@ class VirtualCluster:
 
     def start(self) -> None:
         began = time.monotonic()
-        self.run = self.program(self.definition)
-        subnet = ipaddress.IPv4Network(deploy.compute_cidr(self.run))
-        self._fabric = Fabric(str(os.getpid()), subnet)
+        self.offline = self.program(self.definition)
+        subnet = ipaddress.IPv4Network(deploy.compute_cidr(self.offline))
+        remove_stale_runs()
+        self._fabric = Fabric(RUN_ID, subnet)
         self._aws = MotoServer(self._fabric, self.plan.region)
-        self._imds = MetadataService(self._fabric)
-        self.deployment = deploy.deploy(self.run, self._aws)
+        self._imds = MetadataService()
+        self._imds.serve(self._fabric)
+        self.deployment = deploy.deploy(self.offline, self._aws)
         self.timings["deploy"] = time.monotonic() - began
         self.head = self.boot([self.deployment.head_instance_id])[0]
         self.timings["head"] = time.monotonic() - began
@@ -118,6 +134,18 @@ class VirtualCluster:
                     print(f"vcluster: closing {type(service).__name__}: {exc}")
         if not self.keep:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+    def leftovers(self) -> list[str]:
+        """What is left of this run after ``close`` (nothing, unless cleanup failed)."""
+        out = [f"process of {n.label()}" for n in self._all_nodes() if n.running()]
+        prefix = f"{NAME_PREFIX}{RUN_ID}-"
+        out += [f"namespace {n}" for n in os.listdir(NETNS_DIR) if n.startswith(prefix)]
+        if self.directory.exists() and not self.keep:
+            out.append(f"directory {self.directory}")
+        return out
+
+    def _all_nodes(self) -> list[Node]:
+        return [*([self.head] if self.head else []), *self.workers.values(), *self.gone]
 
     @property
     def aws(self) -> MotoServer:
@@ -232,30 +260,19 @@ class VirtualCluster:
 
     def replace_head(self) -> Node:
         """The head instance is replaced (`pulumi up --replace`): the old one stops (slurmctld
-        is stopped cleanly, the state volume is detached), the new one boots with the same
-        state volume. It keeps the old address: see ``stable_head_address``."""
+        is stopped cleanly, the state volume is detached) and is terminated; the new one boots
+        with the same state volume, on the same network interface, so at the same address
+        (stand-in "stable-head-address")."""
         assert self.head is not None and self._imds is not None
-        old = self.head
+        old, self.head = self.head, None
         old.run("systemctl", "stop", "slurmctld")
         old.kill()
         self._imds.unregister(old.address)
         self.gone.append(old)
         self.aws.client("ec2").terminate_instances(InstanceIds=[old.instance_id])
-        new_id = deploy.launch_head(
-            self.run,
-            self.aws,
-            self.deployment.compute_subnet,
-            address=self.stable_head_address(old),
-        )
+        new_id = deploy.launch_head(self.offline, self.aws, self.deployment.head_interface)
         self.head = self.boot([new_id])[0]
         return self.head
-
-    def stable_head_address(self, old: Node) -> str:
-        """The address workers reach the head node at. Today's stack publishes the head
-        instance's own private address, which a replacement would not keep; the field-readiness
-        issue gives the head node a stable address. Until that lands the replacement takes the
-        old instance's address, which is what a stable address looks like from a worker."""
-        return old.address
 
     # --- Slurm, seen from the head node --------------------------------------------------
 
@@ -308,5 +325,4 @@ class VirtualCluster:
     # --- diagnostics ------------------------------------------------------------------------
 
     def logs(self) -> str:
-        nodes = [*([self.head] if self.head else []), *self.workers.values(), *self.gone]
-        return "\n".join(node.logs() for node in nodes)
+        return "\n".join(node.logs() for node in self._all_nodes())

@@ -20,7 +20,6 @@ import base64
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from slurmstack.offline import OfflineRun, RecordedResource
 
@@ -53,6 +52,7 @@ class Deployment:
     compute_cidr: str
     bucket: str
     head_instance_id: str
+    head_interface: str  # stand-in "stable-head-address"
     groups: dict[str, str]  # pool -> Auto Scaling group name
     document: str  # the apply-config document's name
     manifest_key: str = ""
@@ -123,7 +123,11 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
 
     head = _one(run, INSTANCE)
     compute_subnet = subnet_ids[head.inputs["subnetId"]]
-    head_id = launch_head(run, aws, compute_subnet)
+    # Stand-in "stable-head-address": the head instance runs on an interface that outlives it.
+    head_interface = aws.client("ec2").create_network_interface(
+        SubnetId=compute_subnet, Description=f"{head.name}: the head node's stable address"
+    )["NetworkInterface"]["NetworkInterfaceId"]
+    head_id = launch_head(run, aws, head_interface)
     head_address = instance_address(aws, head_id)
 
     manifest_key = publish_config(run, aws, bucket)
@@ -156,6 +160,7 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
         compute_cidr=compute_cidr(run),
         bucket=bucket,
         head_instance_id=head_id,
+        head_interface=head_interface,
         groups=groups,
         document=document.inputs["name"],
         manifest_key=manifest_key,
@@ -171,20 +176,18 @@ def compute_cidr(run: OfflineRun) -> str:
     )
 
 
-def launch_head(run: OfflineRun, aws: MotoServer, subnet: str, address: str | None = None) -> str:
-    """The head instance as the program describes it (type, user data, tags); ``address``
-    asks for a given private address, otherwise moto picks one as EC2 would."""
+def launch_head(run: OfflineRun, aws: MotoServer, interface: str) -> str:
+    """The head instance as the program describes it (type, user data, tags), on the network
+    interface ``interface`` (stand-in "stable-head-address")."""
     head = _one(run, INSTANCE)
-    extra: dict[str, Any] = {"PrivateIpAddress": address} if address else {}
     reservation = aws.client("ec2").run_instances(
         ImageId=PLACEHOLDER_AMI,
         InstanceType=head.inputs["instanceType"],
         MinCount=1,
         MaxCount=1,
-        SubnetId=subnet,
+        NetworkInterfaces=[{"DeviceIndex": 0, "NetworkInterfaceId": interface}],
         UserData=base64.b64decode(head.inputs["userDataBase64"]).decode(),
         TagSpecifications=[{"ResourceType": "instance", "Tags": _tags(head.inputs["tags"])}],
-        **extra,
     )
     return str(reservation["Instances"][0]["InstanceId"])
 

@@ -58,11 +58,16 @@ class Instance:
 
 
 class MetadataService:
-    def __init__(self, fabric: Fabric) -> None:
+    """The instances it knows (by address) and the tokens it gave out; ``serve`` puts it on
+    the fabric."""
+
+    def __init__(self) -> None:
         self._instances: dict[str, Instance] = {}
         self._tokens: set[str] = set()
         self._lock = threading.Lock()
-        self.requests = 0
+        self._server: ThreadingHTTPServer | None = None
+
+    def serve(self, fabric: Fabric) -> None:
         handler = _handler(self)
         self._server = run_in_namespace(
             fabric.namespace, lambda: ThreadingHTTPServer((METADATA_ADDRESS, 80), handler)
@@ -86,7 +91,6 @@ class MetadataService:
 
     def answer(self, source: str, path: str, token: str | None) -> tuple[int, str]:
         with self._lock:
-            self.requests += 1
             instance = self._instances.get(source)
             valid = token in self._tokens
         if not valid:
@@ -99,8 +103,9 @@ class MetadataService:
         return (200, value) if value is not None else (404, "Not Found")
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
 
 
 def _handler(service: MetadataService) -> type[BaseHTTPRequestHandler]:

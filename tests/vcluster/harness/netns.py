@@ -89,8 +89,6 @@ class Fabric:
         self._nodes: dict[str, str] = {}  # node namespace -> veth name in the fabric
         self._lock = threading.Lock()
         self._count = 0
-        for name in stale_namespaces():
-            ip("netns", "delete", name, check=False)
         ip("netns", "add", self.namespace)
         fab = ("-n", self.namespace)
         ip(*fab, "link", "set", "lo", "up")

@@ -25,11 +25,16 @@ NODE_INIT = NODE_SIDE / "node_init.py"
 # Directories a node writes to: each is an overlay on the host's, with the node's own upper layer.
 OVERLAYS = ("/etc", "/var", "/usr/local", "/dev", "/sys/class")
 TMPFS = (("/run", "mode=0755"), ("/dev/shm", "mode=1777"))
-# What systemd and cloud-init give the commands they run, and the standard endpoint override.
+# What systemd and cloud-init give the commands they run (the standard endpoint override is
+# added per cluster). The metadata service here shares a busy process with moto on a loaded
+# machine: botocore's settings for a slower one (stand-in "metadata"; its defaults are one
+# attempt of one second, which EC2's own service always meets).
 BASE_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "HOME": "/root",
     "LANG": "C.UTF-8",
+    "AWS_METADATA_SERVICE_TIMEOUT": "5",
+    "AWS_METADATA_SERVICE_NUM_ATTEMPTS": "3",
 }
 BOOT_SECONDS = 240
 PR_SET_PDEATHSIG = 1
@@ -173,6 +178,8 @@ class Node:
         self, *cmd: str, input: str | None = None, timeout: float = 60, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
         """``cmd`` inside the node, as root, with the environment systemd and cloud-init give."""
+        if not self.alive:
+            raise AssertionError(f"{self.label()} is not running: cannot run {shlex.join(cmd)}")
         result = subprocess.run(
             self.command(list(cmd)),
             input=input,
@@ -225,6 +232,10 @@ class Node:
             if path.exists():
                 out.append(f"--- {path.name}\n{path.read_text(errors='replace')[-tail:]}")
         return "\n".join(out)
+
+    def running(self) -> bool:
+        """Whether the node's first process (and so any process of the node) still runs."""
+        return self._init.poll() is None
 
     def kill(self) -> None:
         """The instance dies: every process of the node at once, then its network."""

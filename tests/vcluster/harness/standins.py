@@ -60,7 +60,8 @@ STAND_INS: tuple[StandIn, ...] = (
         "the instance metadata service",
         "there is no EC2 here",
         "an IMDSv2 server at 169.254.169.254 in the fabric namespace answers each node by its "
-        "source address: instance id, address, type, zone, user data, role credentials",
+        "source address: instance id, address, type, zone, user data, role credentials; "
+        "it can be slower than EC2's, so nodes give botocore's metadata calls 5 s and 3 tries",
     ),
     StandIn(
         "systemd",
@@ -139,6 +140,14 @@ STAND_INS: tuple[StandIn, ...] = (
         "moto does not watch instances",
         "the harness terminates a killed node's instance through the group "
         "(TerminateInstanceInAutoScalingGroup, capacity kept) and moto launches the replacement",
+    ),
+    StandIn(
+        "stable-head-address",
+        "a head node address that survives the head node's replacement",
+        "today's program gives the head instance only the address EC2 assigns it, and workers "
+        "keep the address they started with (the field-readiness issue adds a stable one)",
+        "the head instance is launched on a network interface the harness makes, which outlives "
+        "the instance: its replacement is launched on the same interface, so at the same address",
     ),
     StandIn(
         "amis",
