@@ -82,6 +82,7 @@ class VirtualCluster:
         self.head: Node | None = None
         self.workers: dict[str, Node] = {}  # instance id -> node
         self.gone: list[Node] = []  # killed nodes, kept for their logs
+        self._created: list[Node] = []  # every node this run made, whatever became of it
         self._fabric: Fabric | None = None
         self._aws: MotoServer | None = None
         self._imds: MetadataService | None = None
@@ -121,7 +122,7 @@ class VirtualCluster:
     def close(self) -> None:
         """Every node killed, servers stopped, namespaces and files removed; each step runs
         even when an earlier one fails."""
-        for node in [*self.workers.values(), *([self.head] if self.head else [])]:
+        for node in self._created:
             try:
                 node.kill()
             except Exception as exc:  # keep cleaning up
@@ -145,7 +146,7 @@ class VirtualCluster:
         return out
 
     def _all_nodes(self) -> list[Node]:
-        return [*([self.head] if self.head else []), *self.workers.values(), *self.gone]
+        return list(self._created)
 
     @property
     def aws(self) -> MotoServer:
@@ -213,6 +214,7 @@ class VirtualCluster:
                 label=f"{role}-{instance_id}",
                 run_directory=self.directory,
             )
+            self._created.append(node)
             if role != HEAD:
                 self.workers[instance_id] = node
             nodes.append(node)

@@ -6,6 +6,7 @@ kills every process of the node at once, as an instance that dies."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib
 import json
 import shlex
@@ -48,6 +49,7 @@ class Hardware:
     efa_devices: int = 0
 
 
+@functools.cache
 def _node_python_path() -> str:
     """Where the node's system python looks for locally installed modules."""
     out = subprocess.run(
