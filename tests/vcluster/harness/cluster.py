@@ -140,7 +140,8 @@ class VirtualCluster:
         """What is left of this run after ``close`` (nothing, unless cleanup failed)."""
         out = [f"process of {n.label()}" for n in self._all_nodes() if n.running()]
         prefix = f"{NAME_PREFIX}{RUN_ID}-"
-        out += [f"namespace {n}" for n in os.listdir(NETNS_DIR) if n.startswith(prefix)]
+        namespaces = os.listdir(NETNS_DIR) if os.path.isdir(NETNS_DIR) else []
+        out += [f"namespace {n}" for n in namespaces if n.startswith(prefix)]
         if self.directory.exists() and not self.keep:
             out.append(f"directory {self.directory}")
         return out
