@@ -1,0 +1,63 @@
+"""The virtual cluster fixture: tests/vcluster/definitions/two-pools.yaml booted once per session
+(harness/), shared by every scenario. A scenario leaves the cluster as healthy as it found it
+(every pool at full size, every node registered), so scenarios run in any order.
+
+Needs root (network namespaces, mounts) and Debian's Slurm, munge, Open MPI and iproute2. With
+CI=true anything missing fails the suite; elsewhere the scenarios are skipped. Set
+VCLUSTER_KEEP=1 to keep the run's directory (every node's layers and logs) after the session.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vcluster.harness import VirtualCluster
+
+DEFINITION = Path(__file__).resolve().parent / "definitions" / "two-pools.yaml"
+BINARIES = ("ip", "nsenter", "unshare", "mount", "munged", "slurmctld", "slurmd", "srun",
+            "scontrol", "sbatch", "mpirun")  # fmt: skip
+DEBIAN_PACKAGES = (
+    "slurmctld slurmd slurm-client munge libpmix-dev openmpi-bin python3-mpi4py iproute2"
+)
+
+
+def missing_requirements() -> list[str]:
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("root (network namespaces and mounts)")
+    problems += [b for b in BINARIES if shutil.which(b) is None]
+    if not Path("/usr/bin/python3").exists():
+        problems.append("/usr/bin/python3")
+    elif subprocess.run(
+        ["/usr/bin/python3", "-c", "import mpi4py"], capture_output=True
+    ).returncode:
+        problems.append("python3-mpi4py for /usr/bin/python3")
+    return problems
+
+
+def require_host() -> None:
+    problems = missing_requirements()
+    if not problems:
+        return
+    message = f"the virtual cluster needs {', '.join(problems)} (apt: {DEBIAN_PACKAGES})"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true but {message}")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def vcluster() -> Iterator[VirtualCluster]:
+    require_host()
+    began = time.monotonic()
+    with VirtualCluster(DEFINITION, keep=os.environ.get("VCLUSTER_KEEP") == "1") as cluster:
+        yield cluster
+        cluster.timings["session"] = time.monotonic() - began
+        print(f"\nvirtual cluster timings (s): {cluster.timings}")
+    assert cluster.leftovers() == [], "the virtual cluster's cleanup left these behind"

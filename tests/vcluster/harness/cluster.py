@@ -1,0 +1,331 @@
+"""VirtualCluster: a cluster definition booted on this machine, a namespace per node.
+
+    with VirtualCluster(Path("definitions/two-pools.yaml")) as cluster:
+        cluster.head.run("sinfo")
+
+``start`` runs the Pulumi program under the offline engine, puts what it registers into moto
+(deploy.py), then boots the head node and every instance moto's Auto Scaling groups launched
+from their user data (node.py, cloudinit.py) and waits until every worker has registered with
+slurmctld. The methods after it are what scenarios do to a cluster: kill a worker, let its
+group replace it, replace the head node, apply a configuration change. ``close`` removes every
+process, namespace and file of the run, whatever state it is in.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from slurmstack.node.base import node_name
+from slurmstack.node.slurm_records import parse_node_line
+from slurmstack.offline import OfflineRun, run_definition
+from slurmstack.plan import ClusterPlan, build_plan
+from slurmstack.validate import validate_object
+
+from . import deploy
+from .aws import MotoServer
+from .cloudinit import parse
+from .imds import Instance, MetadataService
+from .netns import NAME_PREFIX, NETNS_DIR, Fabric, ip, stale_namespaces
+from .node import Hardware, Node
+
+T = TypeVar("T")
+HEAD = "head"
+REGISTER_SECONDS = 90
+# One cluster per process at a time: namespaces and directories carry the process id.
+RUN_ID = str(os.getpid())
+RUN_DIR_PREFIX = "vcluster-"
+
+
+def remove_stale_runs() -> None:
+    """What runs killed before their cleanup left: their namespaces, and their directories in
+    the temporary directory (their processes died with them; see node.py)."""
+    for namespace in stale_namespaces():
+        ip("netns", "delete", namespace, check=False)
+    for directory in Path(tempfile.gettempdir()).glob(f"{RUN_DIR_PREFIX}*-*"):
+        pid = directory.name.removeprefix(RUN_DIR_PREFIX).split("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def wait_until(predicate: Callable[[], T], what: str, timeout: float, poll: float = 0.5) -> T:
+    """The first truthy value of ``predicate()``, polled for at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(poll)
+
+
+class VirtualCluster:
+    def __init__(self, definition: Path, keep: bool = False) -> None:
+        self.definition: dict[str, Any] = yaml.safe_load(definition.read_text())
+        result = validate_object(self.definition, source=str(definition))
+        assert result.ok and result.spec is not None, [f.line() for f in result.findings]
+        self.plan: ClusterPlan = build_plan(result.spec)
+        self.keep = keep
+        self.directory = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{RUN_ID}-"))
+        self.head: Node | None = None
+        self.workers: dict[str, Node] = {}  # instance id -> node
+        self.gone: list[Node] = []  # killed nodes, kept for their logs
+        self._created: list[Node] = []  # every node this run made, whatever became of it
+        self._fabric: Fabric | None = None
+        self._aws: MotoServer | None = None
+        self._imds: MetadataService | None = None
+        self.timings: dict[str, float] = {}
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def __enter__(self) -> VirtualCluster:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        began = time.monotonic()
+        self.offline = self.program(self.definition)
+        subnet = ipaddress.IPv4Network(deploy.compute_cidr(self.offline))
+        remove_stale_runs()
+        self._fabric = Fabric(RUN_ID, subnet)
+        self._aws = MotoServer(self._fabric, self.plan.region)
+        self._imds = MetadataService()
+        self._imds.serve(self._fabric)
+        self.deployment = deploy.deploy(self.offline, self._aws)
+        self.timings["deploy"] = time.monotonic() - began
+        self.head = self.boot([self.deployment.head_instance_id])[0]
+        self.timings["head"] = time.monotonic() - began
+        self.boot(self.group_instances())
+        self.timings["workers"] = time.monotonic() - began
+        self.wait_registered()
+        self.timings["registered"] = time.monotonic() - began
+
+    def close(self) -> None:
+        """Every node killed, servers stopped, namespaces and files removed; each step runs
+        even when an earlier one fails."""
+        for node in self._created:
+            try:
+                node.kill()
+            except Exception as exc:  # keep cleaning up
+                print(f"vcluster: killing {node.label()}: {exc}")
+        for service in (self._imds, self._aws, self._fabric):
+            if service is not None:
+                try:
+                    service.close()
+                except Exception as exc:
+                    print(f"vcluster: closing {type(service).__name__}: {exc}")
+        if not self.keep:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def leftovers(self) -> list[str]:
+        """What is left of this run after ``close`` (nothing, unless cleanup failed)."""
+        out = [f"process of {n.label()}" for n in self._all_nodes() if n.running()]
+        prefix = f"{NAME_PREFIX}{RUN_ID}-"
+        namespaces = os.listdir(NETNS_DIR) if os.path.isdir(NETNS_DIR) else []
+        out += [f"namespace {n}" for n in namespaces if n.startswith(prefix)]
+        if self.directory.exists() and not self.keep:
+            out.append(f"directory {self.directory}")
+        return out
+
+    def _all_nodes(self) -> list[Node]:
+        return list(self._created)
+
+    @property
+    def aws(self) -> MotoServer:
+        assert self._aws is not None, "the cluster is not started"
+        return self._aws
+
+    @staticmethod
+    def program(definition: dict[str, Any]) -> OfflineRun:
+        """The Pulumi program under the offline engine, as `slurmstack plan` runs it."""
+        run = run_definition(definition)
+        run.raise_error()
+        return run
+
+    # --- nodes ------------------------------------------------------------------------------
+
+    def group_instances(self) -> list[str]:
+        """Instance ids of every pool's Auto Scaling group that are in service."""
+        groups = self.aws.client("autoscaling").describe_auto_scaling_groups(
+            AutoScalingGroupNames=list(self.deployment.groups.values())
+        )["AutoScalingGroups"]
+        return [
+            i["InstanceId"]
+            for g in groups
+            for i in g["Instances"]
+            if i["LifecycleState"] == "InService"
+        ]
+
+    def describe(self, instance_id: str) -> tuple[Instance, str]:
+        """The instance as moto has it, for the metadata service, and its role."""
+        ec2 = self.aws.client("ec2")
+        found = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
+        attribute = ec2.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
+        user_data = base64.b64decode(attribute["UserData"]["Value"]).decode()
+        tags = {t["Key"]: t["Value"] for t in found.get("Tags", [])}
+        instance = Instance(
+            instance_id=instance_id,
+            address=found["PrivateIpAddress"],
+            instance_type=found["InstanceType"],
+            availability_zone=found["Placement"]["AvailabilityZone"],
+            user_data=user_data,
+        )
+        return instance, tags.get("slurmstack:pool", HEAD)
+
+    def hardware(self, role: str) -> Hardware:
+        if role == HEAD:
+            return Hardware()
+        pool = self.plan.pool(role)
+        return Hardware(gpus=pool.expected_gpus, efa_devices=pool.expected_efa_devices)
+
+    def boot(self, instance_ids: list[str]) -> list[Node]:
+        """Instances become nodes: namespaces made here, one after the other (the node's
+        first process must be a child of this thread), user data run in parallel."""
+        assert self._fabric is not None and self._imds is not None
+        nodes = []
+        for instance_id in instance_ids:
+            instance, role = self.describe(instance_id)
+            self._imds.register(instance)
+            node = Node(
+                self._fabric,
+                self.directory / "nodes" / f"{role}-{instance_id}",
+                instance,
+                role,
+                self.hardware(role),
+                self.aws.node_endpoint,
+                label=f"{role}-{instance_id}",
+                run_directory=self.directory,
+            )
+            self._created.append(node)
+            if role != HEAD:
+                self.workers[instance_id] = node
+            nodes.append(node)
+        with ThreadPoolExecutor(max_workers=max(len(nodes), 1)) as pool:
+            list(pool.map(self._run_user_data, nodes))
+        return nodes
+
+    def _run_user_data(self, node: Node) -> None:
+        step_dirs = {
+            "scratch": str(node.directory / "scratch"),
+            "mounts": str(self.directory / "shared"),
+            "state-volume": str(self.directory / "state-volume"),
+        }
+        node.boot(parse(node.instance.user_data), step_dirs)
+
+    def slurm_name(self, node: Node) -> str:
+        return node_name(f"{node.role}-", node.address)
+
+    def pool_nodes(self, pool: str) -> list[Node]:
+        return sorted(
+            (n for n in self.workers.values() if n.role == pool), key=lambda n: n.instance_id
+        )
+
+    def kill(self, node: Node) -> None:
+        """The instance dies (its processes and its network at once)."""
+        assert self._imds is not None
+        node.kill()
+        self._imds.unregister(node.address)
+        self.workers.pop(node.instance_id, None)
+        self.gone.append(node)
+
+    def replace(self, dead: Node) -> Node:
+        """What the group's health check does for a dead instance: terminate it, keeping the
+        capacity, so moto launches a replacement; the replacement boots."""
+        before = set(self.group_instances())
+        self.aws.client("autoscaling").terminate_instance_in_auto_scaling_group(
+            InstanceId=dead.instance_id, ShouldDecrementDesiredCapacity=False
+        )
+        new = wait_until(
+            lambda: sorted(set(self.group_instances()) - before),
+            f"a replacement for {dead.instance_id}",
+            timeout=30,
+        )
+        return self.boot(new)[0]
+
+    def replace_head(self) -> Node:
+        """The head instance is replaced (`pulumi up --replace`): the old one stops (slurmctld
+        is stopped cleanly, the state volume is detached) and is terminated; the new one boots
+        with the same state volume, on the same network interface, so at the same address
+        (stand-in "stable-head-address")."""
+        assert self.head is not None and self._imds is not None
+        old, self.head = self.head, None
+        old.run("systemctl", "stop", "slurmctld")
+        old.kill()
+        self._imds.unregister(old.address)
+        self.gone.append(old)
+        self.aws.client("ec2").terminate_instances(InstanceIds=[old.instance_id])
+        new_id = deploy.launch_head(self.offline, self.aws, self.deployment.head_interface)
+        self.head = self.boot([new_id])[0]
+        return self.head
+
+    # --- Slurm, seen from the head node --------------------------------------------------
+
+    def node_records(self) -> dict[str, dict[str, str]]:
+        assert self.head is not None
+        out = self.head.run("scontrol", "--all", "--oneliner", "show", "node", check=False)
+        records = [parse_node_line(x) for x in out.stdout.splitlines() if x.startswith("NodeName=")]
+        return {r["NodeName"]: r for r in records}
+
+    def wait_registered(self, timeout: float = REGISTER_SECONDS) -> dict[str, dict[str, str]]:
+        """Every worker's record IDLE (or busy) and responding."""
+        names = {self.slurm_name(n) for n in self.workers.values()}
+
+        def ready() -> dict[str, dict[str, str]] | None:
+            records = self.node_records()
+            states = {n: records.get(n, {}).get("State", "") for n in names}
+            ok = all(
+                s.split("+")[0] in ("IDLE", "MIXED", "ALLOCATED") and "NOT_RESPONDING" not in s
+                for s in states.values()
+            )
+            return records if ok else None
+
+        try:
+            return wait_until(ready, f"{sorted(names)} to register", timeout)
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}\n{self.logs()}") from None
+
+    # --- configuration changes ---------------------------------------------------------
+
+    def apply_config(self, definition: dict[str, Any]) -> str:
+        """A changed definition, deployed the way `pulumi up` deploys it: the store gets the
+        new files and manifest, the manifest parameter its new key, and the association runs
+        the apply-config document on the head node (its commands, read back from moto, with
+        the association's parameters). Returns the command's output."""
+        assert self.head is not None
+        run = self.program(definition)
+        manifest_key = deploy.publish_config(run, self.aws, self.deployment.bucket)
+        ssm = self.aws.client("ssm")
+        manifest_parameter = next(
+            n for n in self.deployment.parameters if n.endswith(deploy.MANIFEST_SUFFIX)
+        )
+        ssm.put_parameter(Name=manifest_parameter, Value=manifest_key, Overwrite=True)
+        association = next(iter(run.of_type(deploy.ASSOCIATION)))
+        content = json.loads(ssm.get_document(Name=self.deployment.document)["Content"])
+        lines = content["mainSteps"][0]["inputs"]["runCommand"]
+        for key, value in association.inputs["parameters"].items():
+            lines = [line.replace("{{ " + key + " }}", value) for line in lines]
+        return self.head.run("/bin/sh", "-c", "\n".join(lines), timeout=120).stdout
+
+    # --- diagnostics ------------------------------------------------------------------------
+
+    def logs(self) -> str:
+        return "\n".join(node.logs() for node in self._all_nodes())

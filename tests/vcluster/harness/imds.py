@@ -1,0 +1,136 @@
+"""The stand-in instance metadata service: IMDSv2 at 169.254.169.254 for every node.
+
+It listens in the fabric namespace and tells nodes apart by the source address of the request
+(each node namespace has its own), answering with that node's instance id, address, type and
+zone, its user data, and credentials for its instance role, which is how boto3 on a node finds
+credentials with no configuration (the metadata provider of botocore's default chain). As the
+stack requires (``http_tokens = required``), a value is only given for a session token obtained
+with ``PUT /latest/api/token``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from .netns import METADATA_ADDRESS, Fabric, run_in_namespace
+
+TOKEN_PATH = "/latest/api/token"
+TOKEN_TTL_HEADER = "X-aws-ec2-metadata-token-ttl-seconds"
+TOKEN_HEADER = "X-aws-ec2-metadata-token"
+ROLE = "vcluster-node"
+# moto accepts any credentials; what matters is that botocore finds them here.
+CREDENTIALS = {
+    "Code": "Success",
+    "Type": "AWS-HMAC",
+    "AccessKeyId": "ASIAVCLUSTERTESTING",
+    "SecretAccessKey": "testing",
+    "Token": "testing",
+    "Expiration": "2099-01-01T00:00:00Z",
+    "LastUpdated": "2026-01-01T00:00:00Z",
+}
+
+
+@dataclass(frozen=True)
+class Instance:
+    instance_id: str
+    address: str
+    instance_type: str
+    availability_zone: str
+    user_data: str
+
+    def meta_data(self) -> dict[str, str]:
+        hostname = "ip-" + self.address.replace(".", "-")
+        return {
+            "instance-id": self.instance_id,
+            "local-ipv4": self.address,
+            "instance-type": self.instance_type,
+            "placement/availability-zone": self.availability_zone,
+            "placement/region": self.availability_zone[:-1],
+            "local-hostname": hostname,
+            "hostname": hostname,
+            "iam/security-credentials/": ROLE,
+            f"iam/security-credentials/{ROLE}": json.dumps(CREDENTIALS),
+        }
+
+
+class MetadataService:
+    """The instances it knows (by address) and the tokens it gave out; ``serve`` puts it on
+    the fabric."""
+
+    def __init__(self) -> None:
+        self._instances: dict[str, Instance] = {}
+        self._tokens: set[str] = set()
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    def serve(self, fabric: Fabric) -> None:
+        handler = _handler(self)
+        self._server = run_in_namespace(
+            fabric.namespace, lambda: ThreadingHTTPServer((METADATA_ADDRESS, 80), handler)
+        )
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True, name="imds").start()
+
+    def register(self, instance: Instance) -> None:
+        with self._lock:
+            self._instances[instance.address] = instance
+
+    def unregister(self, address: str) -> None:
+        with self._lock:
+            self._instances.pop(address, None)
+
+    def new_token(self) -> str:
+        token = secrets.token_urlsafe(24)
+        with self._lock:
+            self._tokens.add(token)
+        return token
+
+    def answer(self, source: str, path: str, token: str | None) -> tuple[int, str]:
+        with self._lock:
+            instance = self._instances.get(source)
+            valid = token in self._tokens
+        if not valid:
+            return 401, "IMDSv2 session token required"
+        if instance is None:
+            return 404, f"no instance at {source}"
+        if path == "/latest/user-data":
+            return 200, instance.user_data
+        value = instance.meta_data().get(path.removeprefix("/latest/meta-data/"))
+        return (200, value) if value is not None else (404, "Not Found")
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+
+def _handler(service: MetadataService) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_PUT(self) -> None:
+            if self.path != TOKEN_PATH or not self.headers.get(TOKEN_TTL_HEADER):
+                self._reply(400, "PUT /latest/api/token with a TTL header")
+            else:
+                self._reply(200, service.new_token())
+
+        def do_GET(self) -> None:
+            status, body = service.answer(
+                self.client_address[0], self.path, self.headers.get(TOKEN_HEADER)
+            )
+            self._reply(status, body)
+
+        def _reply(self, status: int, body: str) -> None:
+            data = body.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass  # one line per request would drown the test output
+
+    return Handler

@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""PID 1 of a virtual-cluster node (runs in the node's network, mount, UTS and PID namespaces).
+
+It lays out the node's root (spec: a JSON file the harness writes), says it is ready, then
+reaps orphans until it is killed, and when it dies the kernel kills every process of the node:
+stopping a node is one signal. Standard library only: it runs on the system python.
+
+Spec keys: cgroup_hold (an empty directory); run_directory (kept visible in the private /tmp);
+hostname; overlays [{target, upper, work}]; tmpfs [{target, options}];
+devices [{path, major, minor}]; dirs [path]; links [{path, target}]; ready (a file to create).
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+
+def mount(*args: str) -> None:
+    subprocess.run(["mount", *args], check=True)
+
+
+def fresh_sysfs(hold: str) -> None:
+    """A sysfs of this network namespace (its /sys/class/net lists the node's interfaces),
+    keeping the host's cgroup mounts, which slurmd's cgroup plugin looks for."""
+    os.makedirs(hold, exist_ok=True)
+    mount("--rbind", "/sys/fs/cgroup", hold)
+    subprocess.run(["umount", "--lazy", "/sys"], check=True)
+    mount("-t", "sysfs", "sysfs", "/sys")
+    mount("--move", hold, "/sys/fs/cgroup")
+
+
+def private_tmp(keep: str) -> None:
+    """A /tmp of the node's own (Slurm, PMIx and Open MPI keep per-host files there under
+    names that would collide across nodes), in which the run's directory ``keep`` stays
+    visible at its path (it holds the shared and per-node directories the stand-ins mount).
+    Needs the node's /run first: the directory waits there while /tmp is replaced."""
+    hold = "/run/vcluster-run"
+    os.makedirs(hold)
+    mount("--rbind", keep, hold)
+    mount("-t", "tmpfs", "-o", "mode=1777", "tmpfs", "/tmp")
+    os.makedirs(keep)
+    mount("--move", hold, keep)
+
+
+def lay_out(spec: dict) -> None:
+    fresh_sysfs(spec["cgroup_hold"])
+    for layer in spec["overlays"]:
+        options = f"lowerdir={layer['target']},upperdir={layer['upper']},workdir={layer['work']}"
+        mount("-t", "overlay", "overlay", "-o", options, layer["target"])
+    for fs in spec["tmpfs"]:
+        os.makedirs(fs["target"], exist_ok=True)
+        mount("-t", "tmpfs", "-o", fs["options"], "tmpfs", fs["target"])
+    private_tmp(spec["run_directory"])
+    # The /dev overlay hides the host's /dev/pts: a private instance for this node.
+    os.makedirs("/dev/pts", exist_ok=True)
+    mount("-t", "devpts", "-o", "newinstance,ptmxmode=0666", "devpts", "/dev/pts")
+    for device in spec["devices"]:
+        if not os.path.exists(device["path"]):
+            os.mknod(device["path"], 0o666 | 0o020000, os.makedev(device["major"], device["minor"]))
+            os.chmod(device["path"], 0o666)
+    for path in spec["dirs"]:
+        os.makedirs(path, exist_ok=True)
+    for link in spec["links"]:
+        os.makedirs(os.path.dirname(link["path"]), exist_ok=True)
+        if os.path.lexists(link["path"]):
+            os.unlink(link["path"])
+        os.symlink(link["target"], link["path"])
+    socket.sethostname(spec["hostname"])
+    with open("/etc/hostname", "w") as handle:
+        handle.write(spec["hostname"] + "\n")
+
+
+def reap(_signum: int, _frame: object) -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def main() -> None:
+    with open(sys.argv[1]) as handle:
+        spec = json.load(handle)
+    lay_out(spec)
+    signal.signal(signal.SIGCHLD, reap)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    with open(spec["ready"], "w") as handle:
+        handle.write(str(os.getpid()))
+    while True:
+        signal.pause()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,370 @@
+#!/usr/bin/python3
+"""systemctl on a virtual-cluster node: a stand-in for systemd (a namespace has no init system).
+
+It reads the same unit files systemd would (/etc/systemd/system, then /lib/systemd/system, with
+drop-ins from <unit>.d/*.conf) and runs what they say: ConditionPathExists, Requires (started
+first), RequiresMountsFor (must be mounted), Environment/EnvironmentFile, User/Group,
+RuntimeDirectory, Limit*, ExecStartPre, then ExecStart as Type says (simple: left running;
+forking: waited for, main pid from PIDFile; oneshot: run to the end). Enabling makes the
+[Install] WantedBy links systemd makes. Timers are enabled and started but never fire.
+
+Verbs: start stop restart reload enable disable is-active is-enabled mask daemon-reload.
+Standard library only: it runs on the node's system python.
+"""
+
+import grp
+import os
+import pwd
+import re
+import resource
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+UNIT_DIRS = ("/etc/systemd/system", "/lib/systemd/system")
+STATE = "/run/vcluster-units"  # <unit>.pid of running services, <unit>.active for the rest
+LOGS = "/var/log/vcluster"  # <unit>.log: a unit's output, as the journal would keep it
+STOP_SECONDS = 15
+LIMITS = {
+    "LimitNOFILE": resource.RLIMIT_NOFILE,
+    "LimitMEMLOCK": resource.RLIMIT_MEMLOCK,
+    "LimitSTACK": resource.RLIMIT_STACK,
+}
+
+
+class UnitError(Exception):
+    pass
+
+
+def read(path: str) -> str:
+    with open(path) as handle:
+        return handle.read()
+
+
+def unit_name(name: str) -> str:
+    return name if "." in name else f"{name}.service"
+
+
+def unit_file(name: str) -> str | None:
+    for directory in UNIT_DIRS:
+        path = os.path.join(directory, name)
+        if os.path.exists(path) or os.path.islink(path):
+            return path
+    return None
+
+
+def load(name: str) -> dict[str, list[str]]:
+    """'Section.Key' -> values, from the unit file and its drop-ins (an empty value resets)."""
+    path = unit_file(name)
+    if path is None or os.path.realpath(path) == "/dev/null":
+        raise UnitError(f"Unit {name} not found." if path is None else f"Unit {name} is masked.")
+    files = [path]
+    for directory in UNIT_DIRS:
+        dropins = os.path.join(directory, f"{name}.d")
+        if os.path.isdir(dropins):
+            files += sorted(os.path.join(dropins, f) for f in os.listdir(dropins))
+    unit: dict[str, list[str]] = {}
+    for file in files:
+        section = ""
+        for raw in read(file).splitlines():
+            line = raw.strip()
+            if not line or line[0] in "#;":
+                continue
+            if line.startswith("["):
+                section = line.strip("[]")
+                continue
+            key, _, value = line.partition("=")
+            values = unit.setdefault(f"{section}.{key.strip()}", [])
+            if value.strip():
+                values.append(value.strip())
+            else:
+                values.clear()
+    return unit
+
+
+def first(unit: dict[str, list[str]], key: str, default: str = "") -> str:
+    values = unit.get(key) or [default]
+    return values[-1]
+
+
+def environment(unit: dict[str, list[str]]) -> dict[str, str]:
+    env = dict(os.environ)
+    for line in unit.get("Service.Environment", []):
+        for word in shlex.split(line):
+            key, _, value = word.partition("=")
+            env[key] = value
+    for spec in unit.get("Service.EnvironmentFile", []):
+        optional, path = spec.startswith("-"), spec.lstrip("-")
+        if not os.path.exists(path):
+            if optional:
+                continue
+            raise UnitError(f"EnvironmentFile {path} is missing")
+        for line in read(path).splitlines():
+            if "=" in line and not line.lstrip().startswith("#"):
+                key, _, value = line.partition("=")
+                env[key.strip()] = value.strip().strip('"')
+    return env
+
+
+def command(line: str, env: dict[str, str]) -> tuple[list[str], bool]:
+    """An Exec line as systemd reads it: "-" ignores failure; ${X} is replaced inside a word,
+    a word that is only $X splits into the value's words."""
+    ignore = line.startswith("-")
+    words = []
+    for word in shlex.split(line.lstrip("-@+!")):
+        whole = re.fullmatch(r"\$(\w+)", word)
+        if whole:
+            words += env.get(whole.group(1), "").split()
+        else:
+            words.append(re.sub(r"\$\{(\w+)\}", lambda m: env.get(m.group(1), ""), word))
+    return words, ignore
+
+
+def as_user(unit: dict[str, list[str]]):  # type: ignore[no-untyped-def]
+    user, group = first(unit, "Service.User"), first(unit, "Service.Group")
+    limits = {key: first(unit, f"Service.{key}") for key in LIMITS if unit.get(f"Service.{key}")}
+
+    def prepare() -> None:
+        for key, value in limits.items():
+            amount = resource.RLIM_INFINITY if value == "infinity" else int(value)
+            _, hard = resource.getrlimit(LIMITS[key])
+            if hard != resource.RLIM_INFINITY and (
+                amount == resource.RLIM_INFINITY or amount > hard
+            ):
+                amount = hard  # this machine gives no CAP_SYS_RESOURCE: as far as it allows
+            resource.setrlimit(LIMITS[key], (amount, amount))
+        if user:
+            entry = pwd.getpwnam(user)
+            os.setgid(grp.getgrnam(group).gr_gid if group else entry.pw_gid)
+            os.initgroups(user, entry.pw_gid)
+            os.setuid(entry.pw_uid)
+
+    return prepare
+
+
+def pid_of(name: str) -> int | None:
+    path = os.path.join(STATE, f"{name}.pid")
+    if not os.path.exists(path):
+        return None
+    pid = int(read(path))
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            alive = handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        alive = False
+    return pid if alive else None
+
+
+def is_active(name: str) -> bool:
+    return pid_of(name) is not None or os.path.exists(os.path.join(STATE, f"{name}.active"))
+
+
+def mounted(path: str) -> bool:
+    points = [line.split()[4] for line in read("/proc/self/mountinfo").splitlines()]
+    return os.path.realpath(path) in points
+
+
+def run(words: list[str], unit: dict[str, list[str]], env: dict[str, str], log) -> int:  # type: ignore[no-untyped-def]
+    done = subprocess.run(
+        words, env=env, stdout=log, stderr=log, preexec_fn=as_user(unit), timeout=900
+    )
+    return done.returncode
+
+
+def start(name: str) -> None:
+    if is_active(name):
+        return
+    os.makedirs(STATE, exist_ok=True)
+    if name.endswith(".timer"):
+        load(name)
+        open(os.path.join(STATE, f"{name}.active"), "w").close()
+        return
+    unit = load(name)
+    for path in unit.get("Unit.ConditionPathExists", []):
+        if os.path.exists(path.lstrip("!")) == path.startswith("!"):
+            return  # systemd skips the unit, without an error
+    for required in " ".join(unit.get("Unit.Requires", [])).split():
+        start(unit_name(required))
+    for path in " ".join(unit.get("Unit.RequiresMountsFor", [])).split():
+        if not mounted(path):
+            raise UnitError(f"{name} requires {path} to be mounted")
+    env = environment(unit)
+    for directory in " ".join(unit.get("Service.RuntimeDirectory", [])).split():
+        path = os.path.join("/run", directory)
+        os.makedirs(path, exist_ok=True)
+        os.chmod(path, int(first(unit, "Service.RuntimeDirectoryMode", "0755"), 8))
+        if first(unit, "Service.User"):
+            entry = pwd.getpwnam(first(unit, "Service.User"))
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+    os.makedirs(LOGS, exist_ok=True)
+    with open(os.path.join(LOGS, f"{name}.log"), "ab") as log:
+        pid = run_service(name, unit, env, log)
+    if pid is not None:
+        with open(os.path.join(STATE, f"{name}.pid"), "w") as handle:
+            handle.write(str(pid))
+
+
+def run_service(name: str, unit: dict[str, list[str]], env: dict[str, str], log) -> int | None:  # type: ignore[no-untyped-def]
+    """ExecStartPre, then ExecStart as Type says; the main pid of a service left running."""
+    for line in unit.get("Service.ExecStartPre", []):
+        words, ignore = command(line, env)
+        if run(words, unit, env, log) != 0 and not ignore:
+            raise UnitError(f"{name}: ExecStartPre {' '.join(words)} failed (see {log.name})")
+    kind = first(unit, "Service.Type", "simple")
+    starts = [command(line, env)[0] for line in unit.get("Service.ExecStart", [])]
+    if kind == "oneshot":
+        for words in starts:
+            if run(words, unit, env, log) != 0:
+                raise UnitError(f"{name}: {' '.join(words)} failed (see {log.name})")
+        if first(unit, "Service.RemainAfterExit") in ("yes", "true"):
+            open(os.path.join(STATE, f"{name}.active"), "w").close()
+        return None
+    if kind == "forking":
+        if run(starts[0], unit, env, log) != 0:
+            raise UnitError(f"{name}: {' '.join(starts[0])} failed (see {log.name})")
+        return main_pid(first(unit, "Service.PIDFile"), name)
+    process = subprocess.Popen(
+        starts[0],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+        preexec_fn=as_user(unit),
+        start_new_session=True,
+    )
+    time.sleep(0.3)
+    if process.poll() is not None:
+        raise UnitError(f"{name}: {starts[0][0]} exited {process.returncode} (see {log.name})")
+    return process.pid
+
+
+def main_pid(pid_file: str, name: str) -> int:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if os.path.exists(pid_file) and read(pid_file).strip():
+            return int(read(pid_file))
+        time.sleep(0.1)
+    raise UnitError(f"{name}: no pid in {pid_file}")
+
+
+def stop(name: str) -> None:
+    pid = pid_of(name)
+    for leftover in (f"{name}.pid", f"{name}.active"):
+        path = os.path.join(STATE, leftover)
+        if os.path.exists(path):
+            os.unlink(path)
+    if pid is None:
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_SECONDS
+    while time.monotonic() < deadline:
+        if not os.path.exists(f"/proc/{pid}") or _zombie(pid):
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return read(f"/proc/{pid}/stat").rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def reload(name: str) -> None:
+    pid = pid_of(name)
+    if pid is None:
+        raise UnitError(f"{name} is not active, cannot reload")
+    unit = load(name)
+    env = {**environment(unit), "MAINPID": str(pid)}
+    for line in unit.get("Service.ExecReload", []):
+        subprocess.run(command(line, env)[0], env=env, check=True)
+
+
+def wants_links(name: str) -> list[str]:
+    targets = " ".join(load(name).get("Install.WantedBy", [])).split()
+    return [os.path.join(UNIT_DIRS[0], f"{target}.wants", name) for target in targets]
+
+
+def enable(name: str) -> None:
+    for link in wants_links(name):
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        if not os.path.lexists(link):
+            os.symlink(unit_file(name), link)
+
+
+def disable(name: str) -> None:
+    if unit_file(name) is None:
+        return
+    for link in wants_links(name):
+        if os.path.lexists(link):
+            os.unlink(link)
+
+
+def enabled_state(name: str) -> str:
+    path = unit_file(name)
+    if path is None:
+        return "not-found"
+    if os.path.realpath(path) == "/dev/null":
+        return "masked"
+    links = wants_links(name)
+    if not links:
+        return "static"
+    return "enabled" if any(os.path.lexists(link) for link in links) else "disabled"
+
+
+def main(argv: list[str]) -> int:
+    flags = {a for a in argv if a.startswith("-")}
+    words = [a for a in argv if not a.startswith("-")]
+    if not words:
+        print("systemctl (virtual cluster): a verb is required", file=sys.stderr)
+        return 1
+    verb, units = words[0], [unit_name(u) for u in words[1:]]
+    quiet = bool(flags & {"-q", "--quiet"})
+    try:
+        if verb == "daemon-reload":
+            return 0  # unit files are read afresh on every call
+        if verb == "is-active":
+            states = ["active" if is_active(u) else "inactive" for u in units]
+            if not quiet:
+                print("\n".join(states))
+            return 0 if all(s == "active" for s in states) else 3
+        if verb == "is-enabled":
+            states = [enabled_state(u) for u in units]
+            if not quiet:
+                print("\n".join(states))
+            return 0 if all(s in ("enabled", "static") for s in states) else 1
+        for unit in units:
+            if verb == "start":
+                start(unit)
+            elif verb == "stop":
+                stop(unit)
+            elif verb == "restart":
+                stop(unit)
+                start(unit)
+            elif verb == "reload":
+                reload(unit)
+            elif verb == "enable":
+                enable(unit)
+                if "--now" in flags:
+                    start(unit)
+            elif verb == "disable":
+                disable(unit)
+                if "--now" in flags:
+                    stop(unit)
+            elif verb == "mask":
+                os.makedirs(UNIT_DIRS[0], exist_ok=True)
+                os.symlink("/dev/null", os.path.join(UNIT_DIRS[0], unit))
+            else:
+                print(f"systemctl (virtual cluster): unknown verb {verb}", file=sys.stderr)
+                return 1
+    except (UnitError, OSError, subprocess.SubprocessError) as exc:
+        print(f"systemctl (virtual cluster): {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

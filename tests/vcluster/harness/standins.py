@@ -1,0 +1,217 @@
+"""Every stand-in of the virtual cluster, in one place, each with the reason it is one.
+
+Everything a node runs is the real thing (the rendered cloud-init document's write_files and
+runcmd, the bootstrap and the node agent installed from the config store, munged, slurmctld and
+slurmd with the rendered configuration and unit commands) except what is listed here: hardware
+and kernel features this machine lacks, systemd, and what an image or AWS provides.
+``STAND_INS`` is the list the README and the closing notes quote; the constants below it are what
+the harness code uses, each next to the entry that explains it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+NODE_SIDE = Path(__file__).resolve().parent / "node_side"
+STEP = str(NODE_SIDE / "steps.py")
+
+
+@dataclass(frozen=True)
+class StandIn:
+    name: str
+    replaces: str  # what a real node has
+    why: str  # why it cannot be real here
+    instead: str  # what the virtual cluster does
+
+
+STAND_INS: tuple[StandIn, ...] = (
+    StandIn(
+        "instances",
+        "EC2 instances of the head node and the pools' Auto Scaling groups",
+        "no AWS here",
+        "moto (server mode) holds the instances; each is a network namespace with its own "
+        "mount, UTS and PID namespaces, so a node's processes, hostname and files are its own",
+    ),
+    StandIn(
+        "node-root",
+        "the node's root disk",
+        "nodes share this machine's file system",
+        "overlays on /etc, /var, /usr/local, /dev and /sys/class and a fresh /run per node: "
+        "everything a node writes lands in its own layer, nothing reaches the host",
+    ),
+    StandIn(
+        "image-packages",
+        "the image's packages (cloud-init `packages`, `package_update`)",
+        "the packages (Slurm, munge, PMIx, Open MPI) are installed on this machine; no "
+        "installs during a test",
+        "the package list is skipped; nodes use this machine's binaries",
+    ),
+    StandIn(
+        "image-boto3",
+        "python3-boto3 of the node image (Ubuntu 24.04: 1.34, which honours AWS_ENDPOINT_URL)",
+        "Debian 12's python3 has no boto3 (its python3-boto3 predates AWS_ENDPOINT_URL)",
+        "the project's locked boto3 and its dependencies are linked into the node's "
+        "/usr/local python path",
+    ),
+    StandIn(
+        "metadata",
+        "the instance metadata service",
+        "there is no EC2 here",
+        "an IMDSv2 server at 169.254.169.254 in the fabric namespace answers each node by its "
+        "source address: instance id, address, type, zone, user data, role credentials; "
+        "it can be slower than EC2's, so nodes give botocore's metadata calls 5 s and 3 tries",
+    ),
+    StandIn(
+        "systemd",
+        "systemd (systemctl, units, drop-ins, timers)",
+        "a namespace has no init system; this machine's systemd must not run cluster daemons",
+        "a systemctl that reads the same unit files (rendered and packaged) and runs their "
+        "ExecStartPre/ExecStart as the unit says (User, EnvironmentFile, Type, RuntimeDirectory, "
+        "RequiresMountsFor); timers are enabled but never fire: a scenario runs the service",
+    ),
+    StandIn(
+        "hostnamectl",
+        "hostnamectl (systemd-hostnamed)",
+        "no systemd-hostnamed in a namespace",
+        "sets the hostname of the node's own UTS namespace",
+    ),
+    StandIn(
+        "gpus",
+        "NVIDIA GPUs (/dev/nvidia0..N-1)",
+        "no GPUs here",
+        "character devices (major 195) made in the node's /dev, as many as the pool expects, "
+        "so GRES binding and the health check see what a real node has",
+    ),
+    StandIn(
+        "efa",
+        "EFA devices (/sys/class/infiniband/*)",
+        "no EFA hardware here",
+        "directories in the node's /sys/class/infiniband, as many as the pool expects; "
+        "traffic goes over the bridge",
+    ),
+    StandIn(
+        "nvme-raid",
+        "`slurmstack-node scratch`: RAID0 over the instance-store NVMe disks",
+        "no instance-store disks (and no mdadm arrays) here",
+        "a per-node directory bind-mounted at the pool's scratch path",
+    ),
+    StandIn(
+        "shared-storage",
+        "`slurmstack-node mounts`: FSx for Lustre and EFS",
+        "no Lustre client kernel module, no NFS server",
+        "one directory per file system, shared by every node, bind-mounted at its path",
+    ),
+    StandIn(
+        "state-volume",
+        "`slurmstack-node state-volume`: the head node's EBS state volume",
+        "no EBS disk to find or format",
+        "one directory per cluster bind-mounted at the state mount (it outlives a head node, as "
+        "the volume does); the state directory is made and owned as the agent does",
+    ),
+    StandIn(
+        "cgroups",
+        "ProctrackType=proctrack/cgroup, TaskPlugin=task/cgroup,task/affinity",
+        "this machine gives no delegated cgroup tree",
+        "the head's slurm.conf in the config store uses proctrack/linuxproc and task/none",
+    ),
+    StandIn(
+        "node-size",
+        "the instance type's CPUs and memory, which each node declares with slurmd --conf",
+        "this machine has 2 cores",
+        "SlurmdParameters=config_overrides in the stored slurm.conf: declared values are kept",
+    ),
+    StandIn(
+        "slurmd-timeout",
+        "SlurmdTimeout=300",
+        "a dead node would take five minutes to be marked DOWN",
+        "SlurmdTimeout=6 in the stored slurm.conf",
+    ),
+    StandIn(
+        "ssm-agent",
+        "the SSM agent running the apply-config document on the head node",
+        "moto records commands but runs none",
+        "the harness runs the document's runCommand lines (read back from moto) in the head node",
+    ),
+    StandIn(
+        "asg-health",
+        "the Auto Scaling group's EC2 health check replacing a dead instance",
+        "moto does not watch instances",
+        "the harness terminates a killed node's instance through the group "
+        "(TerminateInstanceInAutoScalingGroup, capacity kept) and moto launches the replacement",
+    ),
+    StandIn(
+        "stable-head-address",
+        "a head node address that survives the head node's replacement",
+        "today's program gives the head instance only the address EC2 assigns it, and workers "
+        "keep the address they started with (the field-readiness issue adds a stable one)",
+        "the head instance is launched on a network interface the harness makes, which outlives "
+        "the instance: its replacement is launched on the same interface, so at the same address",
+    ),
+    StandIn(
+        "amis",
+        "the node images (resolve:ssm: parameters, pinned AMIs)",
+        "no images here: every node runs this machine's system",
+        "moto's instances and launch templates carry a placeholder image id",
+    ),
+)
+
+BY_NAME = {s.name: s for s in STAND_INS}
+
+# --- what the harness code uses ---------------------------------------------------------
+
+# "cgroups", "node-size", "slurmd-timeout": keys of the head node's slurm.conf changed in the
+# copy the config store holds; each must be a key the rendered file sets.
+SLURM_CONF_PATH = "/etc/slurm/slurm.conf"
+SLURM_CONF_OVERRIDES = {
+    "ProctrackType": "proctrack/linuxproc",
+    "TaskPlugin": "task/none",
+    "SlurmdTimeout": "6",
+}
+SLURM_CONF_ADDITIONS = ("SlurmdParameters=config_overrides",)
+
+# "amis": any well-formed id will do, moto does not look images up.
+PLACEHOLDER_AMI = "ami-0123456789abcdef0"
+
+# "image-boto3": the modules botocore needs, linked from this environment.
+NODE_PYTHON_MODULES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
+
+# "systemd", "hostnamectl": executables put first on the node's PATH (/usr/local/sbin).
+NODE_TOOLS = {
+    "/usr/local/sbin/systemctl": NODE_SIDE / "systemctl.py",
+    "/usr/local/sbin/hostnamectl": NODE_SIDE / "hostnamectl.py",
+}
+
+# "nvme-raid", "shared-storage", "state-volume": runcmd steps replaced by steps.py.
+REPLACED_STEPS = {
+    ("slurmstack-node", "scratch"): "scratch",
+    ("slurmstack-node", "mounts"): "mounts",
+    ("slurmstack-node", "state-volume"): "state-volume",
+}
+
+# "gpus": the character-device major of /dev/nvidia<n> (NVIDIA's driver).
+NVIDIA_MAJOR = 195
+
+
+def patch_slurm_conf(text: str) -> str:
+    """The rendered slurm.conf as this machine runs it: SLURM_CONF_OVERRIDES replace their
+    keys' lines, SLURM_CONF_ADDITIONS follow at the end."""
+    seen: set[str] = set()
+    lines = []
+    for line in text.splitlines():
+        match = re.match(r"^([A-Za-z]+)=", line)
+        if match and match.group(1) in SLURM_CONF_OVERRIDES:
+            key = match.group(1)
+            lines.append(f"{key}={SLURM_CONF_OVERRIDES[key]}")
+            seen.add(key)
+        else:
+            lines.append(line)
+    missing = set(SLURM_CONF_OVERRIDES) - seen
+    if missing:
+        raise ValueError(f"the rendered slurm.conf no longer sets {sorted(missing)}")
+    lines += ["", "# virtual cluster (tests/vcluster/harness/standins.py)", *SLURM_CONF_ADDITIONS]
+    return "\n".join(lines) + "\n"
+
+
+STORE_PATCHES = {SLURM_CONF_PATH: patch_slurm_conf}

@@ -1,0 +1,134 @@
+"""The virtual cluster's harness, piece by piece, without booting anything (no root needed):
+what it runs of a node's user data, the slurm.conf it stores, how its systemctl reads unit
+commands, and how its metadata service answers."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from helpers_examples import EXAMPLE_IDS, example_plan
+from slurmstack import render
+from slurmstack.loader import load_file
+from slurmstack.plan import build_plan
+from vcluster.conftest import DEFINITION
+from vcluster.harness import cloudinit, standins
+from vcluster.harness.imds import Instance, MetadataService
+from vcluster.harness.node_side import systemctl
+
+STEP_DIRS = {step: f"/run-dir/{step}" for step in standins.REPLACED_STEPS.values()}
+
+
+def vcluster_plan():  # type: ignore[no-untyped-def]
+    loaded = load_file(DEFINITION)
+    assert loaded.spec is not None, loaded.findings
+    return build_plan(loaded.spec)
+
+
+@pytest.mark.parametrize("example", EXAMPLE_IDS)
+def test_runcmd_runs_every_step_as_rendered_but_the_named_hardware_ones(example: str) -> None:
+    plan = example_plan(example)
+    for role in render.roles(plan):
+        user_data = cloudinit.parse(render.user_data(plan, role))
+        lines = user_data.script(STEP_DIRS).splitlines()
+        assert lines[:2] == ["#!/bin/sh", "set -eu"]
+        assert len(lines) == len(user_data.runcmd) + 1
+        for entry, line in zip(user_data.runcmd, lines[1:], strict=True):
+            step = standins.REPLACED_STEPS.get(entry) if isinstance(entry, tuple) else None
+            if isinstance(entry, str):
+                assert line == entry
+            elif step is None:
+                assert shlex.split(line) == list(entry)
+            else:
+                assert shlex.split(line) == [
+                    "/usr/bin/python3",
+                    standins.STEP,
+                    step,
+                    STEP_DIRS[step],
+                ]
+        assert user_data.files and user_data.packages
+
+
+def test_the_virtual_clusters_definition_meets_every_hardware_stand_in() -> None:
+    """The two-pool definition exercises each replaced step: the head node's state volume,
+    the GPU pool's NVMe scratch, and shared file systems everywhere."""
+    plan = vcluster_plan()
+    replaced = {
+        role: {
+            standins.REPLACED_STEPS[e]
+            for e in cloudinit.parse(render.user_data(plan, role)).replaced()
+        }
+        for role in render.roles(plan)
+    }
+    assert replaced == {
+        "head": {"state-volume", "mounts"},
+        "gpu": {"scratch", "mounts"},
+        "cpu": {"mounts"},
+    }
+    assert plan.pool("gpu").expected_gpus == 4 and plan.pool("gpu").expected_efa_devices == 1
+
+
+def test_the_stored_slurm_conf_changes_only_the_named_keys() -> None:
+    rendered = render.slurm_conf(vcluster_plan())
+    patched = standins.patch_slurm_conf(rendered).splitlines()
+    original = rendered.splitlines()
+    for before, after in zip(original, patched, strict=False):
+        key = before.split("=", 1)[0]
+        if key in standins.SLURM_CONF_OVERRIDES:
+            assert after == f"{key}={standins.SLURM_CONF_OVERRIDES[key]}"
+        else:
+            assert after == before
+    assert patched[-len(standins.SLURM_CONF_ADDITIONS) :] == list(standins.SLURM_CONF_ADDITIONS)
+    with pytest.raises(ValueError, match="SlurmdTimeout"):
+        standins.patch_slurm_conf(rendered.replace("SlurmdTimeout=", "# was SlurmdTimeout "))
+
+
+def test_every_stand_in_says_what_it_replaces_and_why_and_the_readme_lists_it() -> None:
+    names = [s.name for s in standins.STAND_INS]
+    assert len(names) == len(set(names))
+    for stand_in in standins.STAND_INS:
+        assert stand_in.replaces and stand_in.why and stand_in.instead, stand_in.name
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Contributing: the virtual cluster", 1)[1].split("\n## ", 1)[0]
+    assert [n for n in names if f"`{n}`" not in section] == []
+
+
+def test_systemctl_reads_the_rendered_slurmd_unit_as_systemd_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = vcluster_plan()
+    pool = plan.pool("gpu")
+    unit = render.pool_files(plan, pool)[render.SLURMD_UNIT_PATH]
+    # node.env as `slurmstack-node params` writes it, where this test can put it.
+    env_file = tmp_path / "node.env"
+    env_file.write_text("SLURMSTACK_HEAD_ADDRESS=10.99.0.4\nSLURMSTACK_NODE_NAME=gpu-6\n")
+    unit = unit.replace("EnvironmentFile=/etc/slurmstack/node.env", f"EnvironmentFile={env_file}")
+    (tmp_path / "slurmstack-slurmd.service").write_text(unit)
+    monkeypatch.setattr(systemctl, "UNIT_DIRS", (str(tmp_path),))
+    loaded = systemctl.load("slurmstack-slurmd.service")
+    env = systemctl.environment(loaded)
+    words, ignore = systemctl.command(systemctl.first(loaded, "Service.ExecStart"), env)
+    assert not ignore
+    assert words == [
+        "/usr/sbin/slurmd", "-D", "-s", "-Z", "--conf-server", "10.99.0.4:6817",
+        "-N", "gpu-6", "--conf", pool.dynamic_node_conf,
+    ]  # fmt: skip
+    assert loaded["Service.ExecStartPre"] == ["/usr/local/bin/slurmstack-node health"]
+    # A word that is only an unset variable disappears (munge.service: munged $OPTIONS).
+    assert systemctl.command("/usr/sbin/munged $OPTIONS", {})[0] == ["/usr/sbin/munged"]
+    assert systemctl.command("-/bin/true ${X}y", {"X": "x"}) == (["/bin/true", "xy"], True)
+
+
+def test_metadata_service_needs_a_token_and_answers_each_node_by_address() -> None:
+    service = MetadataService()
+    service.register(Instance("i-0abc", "10.99.0.5", "c7i.2xlarge", "us-east-1a", "#cloud-config"))
+    assert service.answer("10.99.0.5", "/latest/meta-data/instance-id", None)[0] == 401
+    token = service.new_token()
+    assert service.answer("10.99.0.5", "/latest/meta-data/instance-id", token) == (200, "i-0abc")
+    assert service.answer("10.99.0.5", "/latest/meta-data/local-ipv4", token) == (200, "10.99.0.5")
+    assert service.answer("10.99.0.5", "/latest/user-data", token) == (200, "#cloud-config")
+    assert service.answer("10.99.0.6", "/latest/meta-data/instance-id", token)[0] == 404
+    service.unregister("10.99.0.5")
+    assert service.answer("10.99.0.5", "/latest/meta-data/instance-id", token)[0] == 404
