@@ -112,9 +112,7 @@ def test_ssh_puts_the_head_node_in_the_public_subnet_behind_its_internet_route()
     # subnet's route table association), not for the compute subnet's NAT route.
     head = result.one(T_INSTANCE)
     route = result.one("aws:ec2/route:Route", "tiny-public-default")
-    association = result.one(
-        "aws:ec2/routeTableAssociation:RouteTableAssociation", "tiny-public"
-    )
+    association = result.one("aws:ec2/routeTableAssociation:RouteTableAssociation", "tiny-public")
     assert route.inputs["gatewayId"] == result.one("aws:ec2/internetGateway:InternetGateway").id
     waits = set(head.options.depends_on)
     assert {route.urn, association.urn} <= waits
