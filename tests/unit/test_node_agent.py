@@ -1052,6 +1052,41 @@ def test_reap_allocated_or_operator_drained_nodes_stay_even_with_no_grace(aws, t
     assert "alice" in result["kept"]["train-4"]
 
 
+def test_reap_keeps_an_operator_drain_slurm_23_02_restamped(aws, tmp_path) -> None:
+    """From Slurm 23.02 on, a drained node that stops responding gets " : Not responding"
+    appended to its reason, and the whole reason stamped with SlurmUser (seen on 24.11;
+    set_node_reason in src/slurmctld/node_mgr.c). The operator's part keeps the record; a
+    reason made only of Slurm's own messages does not."""
+    lines = [
+        record(
+            "train-1",
+            "DOWN+DRAIN+DYNAMIC_NORM+NOT_RESPONDING",
+            reason="ECC errors on GPU 3 : Not responding",
+        ),
+        record(
+            "train-2",
+            "DOWN+DRAIN+DYNAMIC_NORM+NOT_RESPONDING",
+            reason="Kill task failed : Not responding",
+        ),
+        record(
+            "train-3",
+            "DOWN+DRAIN+DYNAMIC_NORM+NOT_RESPONDING",
+            reason="maint : Kill task failed : Not responding",
+        ),
+    ]
+    fields = slurm_records.parse_node_line(lines[0])
+    assert (fields["Reason"], fields["ReasonUser"]) == (
+        "ECC errors on GPU 3 : Not responding",
+        "slurm",
+    )
+    node, run = head(tmp_path, aws, lines)
+    result = node.reap(grace=0, ec2=False)
+    assert result["deleted"] == run.deleted == ["train-2"]
+    assert "'ECC errors on GPU 3'" in result["kept"]["train-1"]
+    assert "left for the operator" in result["kept"]["train-1"]
+    assert "'maint'" in result["kept"]["train-3"]
+
+
 def test_reap_slurm_user_by_uid(aws, tmp_path: Path) -> None:
     """A reason stamp shows the uid when the name does not resolve."""
     node, _run = head(
