@@ -8,7 +8,19 @@ from typing import Any
 
 import pytest
 
-from helpers_stack import T_ASG, T_EGRESS, T_INGRESS, T_INSTANCE, T_LUSTRE, T_MOUNT_TARGET, T_SG
+from helpers_stack import (
+    EXAMPLE_IDS,
+    T_ASG,
+    T_EGRESS,
+    T_INGRESS,
+    T_INSTANCE,
+    T_LUSTRE,
+    T_MOUNT_TARGET,
+    T_SG,
+    example,
+    plan_of,
+    run_ok,
+)
 from slurmstack.offline import OfflineRun
 from slurmstack.plan import ClusterPlan
 
@@ -46,13 +58,17 @@ def test_each_resource_waits_for_the_rules_of_its_group(example_run: Example) ->
         assert not missing, f"{result.by_urn(urn).name} does not wait for {sorted(missing)}"
 
 
-def test_lustre_waits_for_port_988_and_the_efa_rules_fsx_checks(example_run: Example) -> None:
+LUSTRE_EXAMPLES = [stem for stem in EXAMPLE_IDS if example(stem).get("storage", {}).get("lustre")]
+
+
+@pytest.mark.parametrize("stem", LUSTRE_EXAMPLES)
+def test_lustre_waits_for_port_988_and_the_efa_rules_fsx_checks(stem: str) -> None:
     """FSx checks, when it creates the file system, that the group lets LNet (988) in from
     itself and, when EFA-enabled, all traffic in and out within the group; it fails with
     InvalidNetworkSettings if they are late."""
-    _, plan, result = example_run
-    if plan.lustre is None:
-        pytest.skip("no Lustre in this example")
+    definition = example(stem)
+    plan, result = plan_of(definition), run_ok(definition)
+    assert plan.lustre is not None
     fs = result.one(T_LUSTRE)
     storage_id = result.one(T_SG, f"{plan.name}-storage").id
     waited = [result.by_urn(u) for u in fs.options.depends_on]
@@ -72,3 +88,7 @@ def test_lustre_waits_for_port_988_and_the_efa_rules_fsx_checks(example_run: Exa
             and r.inputs.get("referencedSecurityGroupId") == storage_id
         }
         assert within == {T_INGRESS, T_EGRESS}
+
+
+def test_an_example_exercises_efa_enabled_lustre() -> None:
+    assert any(plan_of(example(stem)).lustre.efa for stem in LUSTRE_EXAMPLES)  # type: ignore[union-attr]

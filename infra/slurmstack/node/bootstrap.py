@@ -43,6 +43,12 @@ def log(message: str) -> None:
     print(f"slurmstack-bootstrap: {message}", file=sys.stderr, flush=True)
 
 
+def aws_session() -> Any:
+    import boto3  # installed by the packages step
+
+    return boto3.session.Session()
+
+
 def read_env(path: str) -> dict[str, str]:
     with open(path) as handle:
         lines = [line.strip() for line in handle if not line.startswith("#")]
@@ -144,10 +150,7 @@ def report_failure(
     try:
         with open(os.path.join(root, INSTANCE_ID_FILE.lstrip("/"))) as handle:
             instance = handle.read().strip()
-        if session is None:
-            import boto3
-
-            session = boto3.session.Session()
+        session = session or aws_session()
         session.client("autoscaling", region_name=env["SLURMSTACK_REGION"]).set_instance_health(
             InstanceId=instance, HealthStatus="Unhealthy", ShouldRespectGracePeriod=False
         )
@@ -166,10 +169,7 @@ def main(argv: list[str], session: Any = None, root: str = "/", run: Any = subpr
         if command == "packages":
             packages(args, run=run)
         elif command == "install":
-            if session is None:
-                import boto3
-
-                session = boto3.session.Session()
+            session = session or aws_session()
             install(env, session, root=root)
         elif command == "run":
             code = run(args, check=False).returncode
