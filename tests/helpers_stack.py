@@ -20,6 +20,7 @@ EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 EXAMPLE_IDS = [p.stem for p in EXAMPLES]
 
 T_INSTANCE = "aws:ec2/instance:Instance"
+T_ENI = "aws:ec2/networkInterface:NetworkInterface"
 T_LT = "aws:ec2/launchTemplate:LaunchTemplate"
 T_ASG = "aws:autoscaling/group:Group"
 T_PG = "aws:ec2/placementGroup:PlacementGroup"

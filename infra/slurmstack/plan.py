@@ -166,7 +166,7 @@ class PoolPlan:
     count: int
     capacity: CapacitySpec
     efa: bool
-    placement_group: bool
+    placement_group: bool  # launches into a cluster placement group (new or named)
     interfaces: tuple[NetworkInterfacePlan, ...]
     gpu: GpuPlan | None
     real_memory_mib: int
@@ -189,6 +189,9 @@ class PoolPlan:
     # pool mounts the same file system over TCP.
     lustre_over_efa: bool = False
     lustre_efa_interfaces: int = 0  # EFA interfaces the node adds to LNet (0: TCP only)
+    # An existing placement group the definition names (the stack creates none); None: the
+    # stack creates the pool's own group when placement_group is set.
+    placement_group_name: str | None = None
 
     @property
     def partition(self) -> str:
@@ -419,12 +422,31 @@ def resolve_efa(pool: PoolSpec, facts: InstanceFacts) -> bool:
     return facts.efa_supported if pool.efa == "auto" else bool(pool.efa)
 
 
+# Capacity that is reserved where it was made: a new placement group cannot hold it.
+RESERVED_CAPACITY = frozenset({CapacityType.CAPACITY_BLOCK, CapacityType.CAPACITY_RESERVATION})
+
+
 def resolve_placement_group(pool: PoolSpec, efa: bool) -> bool:
-    if pool.placement_group == "auto":
-        # Capacity Block instances are already placed together by AWS and refuse a
-        # placement group; elsewhere EFA traffic wants the lowest-latency placement.
-        return efa and pool.capacity.type is not CapacityType.CAPACITY_BLOCK
-    return bool(pool.placement_group)
+    """Whether the pool launches into a cluster placement group (a new one, or the one the
+    definition names)."""
+    setting = pool.placement_group
+    if setting == "auto":
+        # EFA traffic wants the lowest-latency placement, except on reserved capacity:
+        # Capacity Block instances are already placed together by AWS and refuse a placement
+        # group, and an On-Demand Capacity Reservation cannot be moved into a placement group
+        # made after it (EC2 User Guide, "Capacity Reservations in cluster placement groups"),
+        # so launches into a new group would find no reserved capacity. A reservation made in
+        # a placement group is used by naming that group.
+        return efa and pool.capacity.type not in RESERVED_CAPACITY
+    if isinstance(setting, bool):
+        return setting
+    return True
+
+
+def existing_placement_group(pool: PoolSpec) -> str | None:
+    """The name of the existing placement group the definition names, if any."""
+    setting = pool.placement_group
+    return setting if isinstance(setting, str) and setting != "auto" else None
 
 
 def _pool_plan(
@@ -491,6 +513,7 @@ def _pool_plan(
             if over_efa
             else 0
         ),
+        placement_group_name=existing_placement_group(pool),
     )
 
 

@@ -55,6 +55,14 @@ AGENT_LIB_DIR = "/usr/local/lib/slurmstack"
 AGENT_PACKAGE = "node_agent"
 AGENT_DIR = f"{AGENT_LIB_DIR}/{AGENT_PACKAGE}"
 NODE_CONFIG_PATH = "/etc/slurmstack/node.json"
+# The first-boot runner (slurmstack/node/bootstrap.py) and the markers it leaves: the head's
+# apply-config document reads them (slurmstack.stack.config_store).
+BOOTSTRAP_PATH = "/usr/local/sbin/slurmstack-bootstrap"
+BOOTSTRAP_DONE = "/var/lib/slurmstack/bootstrap.done"
+BOOTSTRAP_FAILED = "/var/lib/slurmstack/bootstrap.failed"
+# apt after the first boot's packages (the Lustre client) waits for the dpkg lock as well.
+APT_LOCK_CONF_PATH = "/etc/apt/apt.conf.d/90slurmstack-dpkg-lock"
+APT_LOCK_TIMEOUT_SECONDS = 1200
 TASK_PROLOG_PATH = "/etc/slurmstack/task-prolog.sh"
 SLURM_DIR = "/etc/slurm"
 SLURMD_UNIT_PATH = "/etc/systemd/system/slurmstack-slurmd.service"
@@ -138,6 +146,24 @@ def _environment() -> Environment:
 
 def _render(template: str, **context: object) -> str:
     return _environment().get_template(template).render(**context)
+
+
+def mount_unit_name(path: str) -> str:
+    """systemd's mount unit for ``path`` (as `systemd-escape --path --suffix=mount` names it):
+    slashes become dashes, and anything but ASCII letters, digits, ':', '_' and a '.' that does
+    not lead is written \\xNN."""
+    parts = path.strip("/")
+    if not parts:
+        return "-.mount"
+    out = []
+    for index, char in enumerate(parts):
+        if char == "/":
+            out.append("-")
+        elif char.isascii() and (char.isalnum() or char in ":_" or (char == "." and index)):
+            out.append(char)
+        else:
+            out.append(f"\\x{ord(char):02x}")
+    return "".join(out) + ".mount"
 
 
 def sha256(text: str) -> str:
@@ -266,7 +292,15 @@ def pool_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
     """Absolute node path -> text, for a node of ``pool`` (cloud-init document excluded)."""
     files = {
         SLURMD_UNIT_PATH: _render(
-            "systemd/slurmstack-slurmd.service.j2", plan=plan, pool=pool, ports=Ports()
+            "systemd/slurmstack-slurmd.service.j2",
+            plan=plan,
+            pool=pool,
+            ports=Ports(),
+            scratch_mount_unit=(
+                mount_unit_name(pool.local_scratch_mount.path)
+                if pool.local_scratch_mount is not None
+                else None
+            ),
         ),
         TASK_PROLOG_PATH: _render(
             "slurm/task-prolog.sh.j2", pool=pool, env=pool.env_for(EnvTarget.PROCESS)
@@ -363,6 +397,9 @@ def user_data(plan: ClusterPlan, role: str) -> str:
     firewall_files = imds_firewall_files(plan, role)
     common = {
         "plan": plan,
+        "bootstrap": BOOTSTRAP_PATH,
+        # runcmd's PATH (systemd's default) holds /usr/local/sbin and /usr/local/bin.
+        "bootstrap_command": BOOTSTRAP_PATH.rsplit("/", 1)[-1],
         "bootstrap_env": _bootstrap_env(plan, role),
         "bootstrap_script": bootstrap_source(),
         "imds_firewall_rules_path": imds_firewall.RULES_PATH,
@@ -370,6 +407,9 @@ def user_data(plan: ClusterPlan, role: str) -> str:
         "imds_firewall_unit_path": imds_firewall.UNIT_PATH,
         "imds_firewall_unit": firewall_files[imds_firewall.UNIT_PATH],
         "imds_firewall_unit_name": imds_firewall.UNIT_NAME,
+        "failed_marker": BOOTSTRAP_FAILED,
+        "apt_lock_conf_path": APT_LOCK_CONF_PATH,
+        "apt_lock_conf": f'DPkg::Lock::Timeout "{APT_LOCK_TIMEOUT_SECONDS}";',
     }
     if role == HEAD_ROLE:
         text = _render(

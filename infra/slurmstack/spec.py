@@ -11,7 +11,14 @@ import enum
 from ipaddress import IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+)
 
 from slurmstack.catalog import InstanceFacts
 
@@ -43,6 +50,28 @@ def _cidr_text(value: object) -> object:
 Cidr = Annotated[IPv4Network, BeforeValidator(_cidr_text)]
 AmiId = Annotated[str, StringConstraints(pattern=AMI_PATTERN)]
 Auto = Literal["auto"]
+
+# A placement group's name: up to 255 ASCII characters (EC2 API Reference,
+# CreatePlacementGroup); slurmstack takes the letters, digits and punctuation names use.
+PLACEMENT_GROUP_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,254}$"
+_YES_NO_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "y", "n"})
+
+
+def _not_a_yes_no_word(value: str) -> str:
+    """A quoted "true" would otherwise name a placement group called true."""
+    if value.lower() in _YES_NO_WORDS:
+        raise ValueError(
+            f"{value!r} is text, not a boolean: write true or false without quotes, or give "
+            "the name of an existing placement group"
+        )
+    return value
+
+
+PlacementGroupName = Annotated[
+    str,
+    StringConstraints(pattern=PLACEMENT_GROUP_PATTERN),
+    AfterValidator(_not_a_yes_no_word),
+]
 
 
 class Model(BaseModel):
@@ -183,11 +212,14 @@ class PoolSpec(Model):
         default="auto",
         description="EFA interfaces: auto (on wherever the type supports EFA), true, or false.",
     )
-    placement_group: bool | Auto = Field(
+    placement_group: bool | Auto | PlacementGroupName = Field(
         default="auto",
         description=(
-            "Cluster placement group: auto (when EFA is on and capacity is not a capacity "
-            "block, whose instances are already co-located), true, or false."
+            "Cluster placement group: auto (a new one when EFA is on and capacity is on_demand "
+            "or spot; none for a capacity block, whose instances are already co-located, or a "
+            "capacity reservation, which cannot move into a group made after it), true (a new "
+            "one), false, or the name of an existing group to launch into (the one a capacity "
+            "reservation was created in)."
         ),
     )
     local_scratch: MountPath | None = Field(

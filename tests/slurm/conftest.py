@@ -3,14 +3,22 @@
 Every daemon runs in the foreground (-D / -F) as a child of the test and is stopped by its
 pid at teardown. Each test gets its own directory, ports and munge socket, so tests can run
 in parallel. With CI=true a missing binary fails the test; elsewhere it skips.
+
+slurmctld runs as SlurmUser=slurm, as the rendered slurm.conf says and production does (the
+reasons it stamps, and the files it may write, are those of that user): started as root, it
+drops to `slurm`, so the test's directory is reachable by that user and what slurmctld writes
+(state, logs, pid file) belongs to it. Debian's slurm packages create the user; it is created
+here if missing.
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +29,22 @@ import pytest
 from slurm.slurm_root import command_env, localize, missing_commands, slurm_root
 
 BINARIES = ("munged", "slurmctld", "slurmd", "scontrol", "srun", "sinfo", "unshare")
+SLURM_USER = "slurm"  # the rendered SlurmUser
+
+
+def ensure_slurm_user() -> pwd.struct_passwd:
+    """The `slurm` user, as Debian's slurm packages create it (a system user, no login)."""
+    try:
+        return pwd.getpwnam(SLURM_USER)
+    except KeyError:
+        useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+        subprocess.run(
+            [useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SLURM_USER],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+        return pwd.getpwnam(SLURM_USER)
 
 
 def require_binaries() -> None:
@@ -36,7 +60,7 @@ def require_binaries() -> None:
         pytest.skip(f"not installed: {missing}")
     if os.geteuid() != 0:
         if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI=true but the Slurm tests need root (SlurmUser=root, mount namespaces)")
+            pytest.fail("CI=true but the Slurm tests need root (daemons, mount namespaces)")
         pytest.skip("the Slurm tests need root")
 
 
@@ -58,6 +82,11 @@ class Cluster:
     def __post_init__(self) -> None:
         for sub in ("etc", "state", "spool", "log", "run", "munge", "dev"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
+        # slurmctld, as SlurmUser, reaches the test's directory and writes its own parts.
+        user = ensure_slurm_user()
+        self.root.chmod(0o755)
+        for sub in ("state", "log", "run"):
+            os.chown(self.root / sub, user.pw_uid, user.pw_gid)
 
     @property
     def conf(self) -> Path:
@@ -158,20 +187,26 @@ def wait_for(predicate, what: str, cluster: Cluster, timeout: float = 30.0) -> N
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
+def cluster() -> Iterator[Cluster]:
+    """A Slurm of the test's own, in a directory outside pytest's tmp_path (whose parents only
+    root may enter), removed at teardown."""
     require_binaries()
-    c = Cluster(tmp_path)
+    root = Path(tempfile.mkdtemp(prefix="slurmstack-slurm-"))
     try:
-        yield c
+        c = Cluster(root)
+        try:
+            yield c
+        finally:
+            c.stop()
     finally:
-        c.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 # --- the rendered configuration, adapted to loopback ----------------------------------
 
 
-# Keys the test replaces: where this host keeps state, logs and ports, and who runs the
-# daemons. ProctrackType and TaskPlugin are replaced ONLY in this test copy: cgroup
+# Keys the test replaces: where this host keeps state, logs and ports (SlurmUser stays the
+# rendered `slurm`). ProctrackType and TaskPlugin are replaced ONLY in this test copy: cgroup
 # process tracking and task/cgroup need a delegated cgroup v2 tree, which this container
 # does not give; the nodes use the rendered proctrack/cgroup and task/cgroup,task/affinity.
 def substitutions(cluster: Cluster, task_prolog: Path) -> dict[str, str]:
@@ -180,7 +215,6 @@ def substitutions(cluster: Cluster, task_prolog: Path) -> dict[str, str]:
         "SlurmctldHost": "localhost",
         "SlurmctldPort": str(cluster.ctld_port),
         "SlurmdPort": str(cluster.slurmd_port),
-        "SlurmUser": "root",
         "StateSaveLocation": str(r / "state"),
         "SlurmdSpoolDir": str(r / "spool" / "%n"),
         "SlurmctldPidFile": str(r / "run" / "slurmctld.pid"),

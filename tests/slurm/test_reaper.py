@@ -106,6 +106,35 @@ def test_reap_deletes_the_node_slurmctld_found_dead_and_keeps_the_live_one(
     assert node.reap(grace=0, ec2=False)["deleted"] == []
 
 
+def test_reap_keeps_a_node_an_operator_drained_before_it_died(cluster: Cluster) -> None:
+    """An operator drains a node (as root, with a reason of their own), then its slurmd stops:
+    slurmctld, running as SlurmUser=slurm, marks it DOWN and not responding. Slurm 22.05 keeps
+    the operator's reason and stamp; 23.02 and later append " : Not responding" and stamp the
+    whole as slurm. Either way the reaper leaves the record for the operator."""
+    plan = example_plan("cpu-hpc")
+    pool = plan.pool("batch")
+    head, files = head_files(plan), pool_files(plan, pool)
+    write_config(cluster, head, files[TASK_PROLOG_PATH], {"SlurmdTimeout": SLURMD_TIMEOUT})
+    cluster.start_munged()
+    cluster.start_slurmctld()
+    name = base.node_name(f"{pool.name}-", "10.42.7.23")
+    slurmd = cluster.start_slurmd(slurmd_command(files[SLURMD_UNIT_PATH], cluster, name), name)
+    wait_for(lambda: state(cluster, name).startswith("IDLE"), f"{name} idle", cluster)
+    cluster.scontrol("update", f"nodename={name}", "state=drain", "reason=ECC errors on GPU 3")
+    slurmd.terminate()
+    slurmd.wait(timeout=10)
+    wait_for(lambda: state(cluster, name).startswith("DOWN"), f"{name} DOWN", cluster, timeout=45)
+    assert {"DRAIN", "NOT_RESPONDING"} <= set(state(cluster, name).split("+"))
+
+    node = head_node(cluster, head)
+    (record,) = [n for n in node.slurm_nodes() if n["NodeName"] == name]
+    assert record["Reason"].startswith("ECC errors on GPU 3")
+    result = node.reap(grace=0, ec2=False)
+    assert result["deleted"] == []
+    assert "left for the operator" in result["kept"][name]
+    assert cluster.scontrol("show", "node", name, check=False).returncode == 0
+
+
 def test_the_test_copy_changes_only_slurmd_timeout(cluster: Cluster) -> None:
     plan = example_plan("cpu-hpc")
     head = head_files(plan)

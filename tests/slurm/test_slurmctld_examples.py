@@ -8,8 +8,10 @@ GRES as slurmd resolves it from the rendered gres.conf for a node name of that p
 
 from __future__ import annotations
 
+import pwd
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -37,6 +39,12 @@ def show_config(text: str) -> dict[str, str]:
             key, value = line.split(" = ", 1)
             out[key.strip()] = value.strip()
     return out
+
+
+def ps_user(pid: int) -> str:
+    """The user a process runs as (its effective uid)."""
+    uid = int(Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[1])
+    return pwd.getpwuid(uid).pw_name
 
 
 def test_version(cluster) -> None:
@@ -72,6 +80,10 @@ def test_slurmctld_runs_rendered_config(cluster, example: str) -> None:
 
     config = show_config(cluster.scontrol("show", "config").stdout)
     assert config["ClusterName"] == plan.name
+    # As in production: slurmctld runs as the slurm user, not root.
+    slurm = pwd.getpwnam("slurm")
+    assert config["SlurmUser"] == f"slurm({slurm.pw_uid})"
+    assert ps_user(cluster.procs[-1].pid) == "slurm"
     assert config["SlurmctldParameters"] == "enable_configless"
     assert config["SelectType"] == "select/cons_tres"
     assert config["SelectTypeParameters"] == "CR_CORE_MEMORY"

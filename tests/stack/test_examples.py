@@ -110,6 +110,8 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
             T_SSE: 1,
             "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": 1,
             T_INSTANCE: 1,
+            # The head's address: its own network interface, kept across replacement.
+            "aws:ec2/networkInterface:NetworkInterface": 1,
             T_VOLUME: 1,
             "aws:ec2/volumeAttachment:VolumeAttachment": 1,
             "aws:s3/bucketObjectv2:BucketObjectv2": store_objects,
@@ -133,7 +135,11 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
         c[T_MOUNT_TARGET] = 1
         params += 1
     c[T_PARAM] = params
-    groups = sum(1 for p in plan.pools if p.placement_group)
+    if spec.network.ssh_cidrs and (spec.network.vpc_id is None or spec.network.public_subnet_id):
+        # The head node's public address (an Elastic IP on its network interface).
+        c["aws:ec2/eip:Eip"] += 1
+    # A named, existing placement group is used, not created.
+    groups = sum(1 for p in plan.pools if p.placement_group and p.placement_group_name is None)
     if groups:
         c[T_PG] = groups
     return c
@@ -264,8 +270,12 @@ def test_no_ingress_from_the_internet_unless_ssh_cidrs(example_run: Example) -> 
         assert ipaddress.ip_network(cidr).prefixlen > 0
         seen_ssh.add(cidr)
     assert seen_ssh == ssh_cidrs
+    # A public address only with ssh_cidrs: an Elastic IP on the head's own interface.
+    interface = result.one("aws:ec2/networkInterface:NetworkInterface", f"{plan.name}-head")
+    public = [r for r in result.of_type("aws:ec2/eip:Eip") if r.name == f"{plan.name}-head-public"]
+    assert [r.inputs["networkInterface"] for r in public] == ([interface.id] if ssh_cidrs else [])
     (head,) = result.of_type(T_INSTANCE)
-    assert head.inputs.get("associatePublicIpAddress", False) is bool(ssh_cidrs)
+    assert "associatePublicIpAddress" not in head.inputs
 
 
 def test_workers_allow_all_traffic_within_their_group(example_run: Example) -> None:

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from helpers_stack import EXAMPLE_IDS, T_INSTANCE, example, plan_of, run_ok
+from helpers_stack import EXAMPLE_IDS, example, plan_of, run_ok
 from slurmstack.report.diagram import dot, mermaid
 
 pytestmark = pytest.mark.stack
@@ -33,7 +33,8 @@ def _subgraph_of(node: str, text: str) -> str:
 def test_the_diagram_puts_the_head_node_where_the_program_does(stem: str) -> None:
     definition = example(stem)
     plan, run = plan_of(definition), run_ok(definition)
-    head = run.one(T_INSTANCE)
+    # The head's address, and so its subnet, is its own network interface's.
+    head = run.one("aws:ec2/networkInterface:NetworkInterface")
     subnets = {r.outputs.get("id") or r.id: r.name for r in run.of_type(T_SUBNET)}
     in_public = subnets.get(head.inputs["subnetId"], "").endswith("-public")
     assert in_public is plan.head_in_public_subnet
@@ -56,5 +57,5 @@ def test_ssh_puts_the_head_node_in_the_public_subnet_of_an_existing_vpc() -> Non
     assert 'subgraph public["public subnet subnet-0fedcba9876543210"]' in text
     assert "SSH from 198.51.100.0/24" in text
     assert "head -> nat" not in dot(plan)
-    head = run_ok(definition).one(T_INSTANCE)
+    head = run_ok(definition).one("aws:ec2/networkInterface:NetworkInterface")
     assert head.inputs["subnetId"] == "subnet-0fedcba9876543210"

@@ -20,6 +20,7 @@ from helpers_stack import (
 )
 from slurmstack import render
 from slurmstack.stack.common import NODE_AGENT
+from slurmstack.stack.config_store import apply_config_commands
 
 pytestmark = pytest.mark.stack
 
@@ -57,6 +58,9 @@ def test_config_store_objects_manifest_and_association() -> None:
     assert association.inputs["name"] == document.inputs["name"]
     content = json.loads(document.inputs["content"])
     commands = content["mainSteps"][0]["inputs"]["runCommand"]
-    assert f"{NODE_AGENT} sync-config" in commands
-    assert commands[-1] == "scontrol reconfigure"
+    # The script (run for real in tests/unit/test_apply_config_document.py) syncs with the
+    # agent, then reconfigures.
+    assert commands == apply_config_commands()
+    assert f"agent={NODE_AGENT}" in commands and 'if ! "$agent" sync-config; then' in commands
+    assert 'until "$scontrol" reconfigure; do' in commands
     assert document.inputs["documentType"] == "Command"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers_stack import T_ASG, T_LT, T_OBJECT, T_PG, run_ok, small_cluster
+from helpers_stack import T_ASG, T_LT, T_OBJECT, T_PG, run, run_ok, small_cluster
 from slurmstack.offline import OfflineRun
 
 pytestmark = pytest.mark.stack
@@ -63,6 +63,36 @@ def test_placement_group_only_where_planned() -> None:
     assert "placement" not in lt
     no_efa = run_ok(small_cluster(instance_type="c7i.16xlarge"))
     assert not no_efa.of_type(T_PG)
+
+
+ODCR = {"type": "capacity_reservation", "reservation_id": "cr-0123456789abcdef0"}
+
+
+def test_capacity_reservation_pools_get_no_new_placement_group() -> None:
+    """An On-Demand Capacity Reservation cannot move into a placement group made after it:
+    auto makes none, and a named group (the one the reservation was made in) is launched
+    into without being created (or ever deleted) by the stack."""
+    auto = run_ok(small_cluster(capacity=ODCR))
+    assert not auto.of_type(T_PG)
+    lt = auto.one(T_LT, "tiny-pool-gpu").inputs
+    assert "placement" not in lt
+    target = lt["capacityReservationSpecification"]["capacityReservationTarget"]
+    assert target["capacityReservationId"] == ODCR["reservation_id"]
+    named = run_ok(small_cluster(capacity=ODCR, placement_group="odcr-p5-pg"))
+    assert not named.of_type(T_PG)
+    assert named.one(T_LT, "tiny-pool-gpu").inputs["placement"] == {"groupName": "odcr-p5-pg"}
+    # A named group works for on-demand pools too, and replaces the pool's own group.
+    shared = run_ok(small_cluster(placement_group="shared-pg"))
+    assert not shared.of_type(T_PG)
+    assert shared.one(T_LT, "tiny-pool-gpu").inputs["placement"] == {"groupName": "shared-pg"}
+
+
+def test_true_with_a_capacity_reservation_is_refused_with_the_reason() -> None:
+    result = run(small_cluster(capacity=ODCR, placement_group=True))
+    assert result.error is not None and result.resources == []
+    (line,) = [x for x in result.error_lines() if x.startswith("pools[0].placement_group:")]
+    assert "cannot move into a group made after it" in line
+    assert "placement_group: <name>" in line
 
 
 def test_spot_pool() -> None:

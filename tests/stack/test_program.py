@@ -12,6 +12,9 @@ import yaml
 
 from helpers_stack import (
     REPO,
+    T_EGRESS,
+    T_ENI,
+    T_INGRESS,
     T_INSTANCE,
     T_OBJECT,
     T_PARAM,
@@ -88,27 +91,47 @@ def test_existing_vpc_creates_no_network() -> None:
     )
     for group in result.of_type(T_SG):
         assert group.inputs["vpcId"] == "vpc-0123456789abcdef0"
+    assert result.one(T_ENI).inputs["subnetId"] == "subnet-0123456789abcdef0"
+    # Nothing of the network to wait for: only the head group's own rules.
     head = result.one(T_INSTANCE)
-    assert head.inputs["subnetId"] == "subnet-0123456789abcdef0"
-    assert not head.options.depends_on
+    rules = {r.urn for r in result.of_type(T_INGRESS) + result.of_type(T_EGRESS)}
+    assert head.options.depends_on and set(head.options.depends_on) <= rules
 
 
-def test_ssh_puts_the_head_node_in_the_public_subnet() -> None:
+def test_ssh_puts_the_head_node_in_the_public_subnet_behind_its_internet_route() -> None:
     definition = small_cluster()
     definition["network"] = {"ssh_cidrs": ["198.51.100.0/24"]}
     result = run_ok(definition)
     public = result.one("aws:ec2/subnet:Subnet", "tiny-public")
+    interface = result.one(T_ENI)
+    assert interface.inputs["subnetId"] == public.id
+    eip = result.one("aws:ec2/eip:Eip", "tiny-head-public")
+    assert eip.inputs["networkInterface"] == interface.id
+    assert result.outputs["head_public_ip"] == eip.outputs["publicIp"]
+    # The head waits for the public subnet's way out (the internet gateway route and the
+    # subnet's route table association), not for the compute subnet's NAT route.
     head = result.one(T_INSTANCE)
-    assert head.inputs["subnetId"] == public.id
-    assert head.inputs["associatePublicIpAddress"] is True
-    assert head.outputs["publicIp"]
+    route = result.one("aws:ec2/route:Route", "tiny-public-default")
+    association = result.one("aws:ec2/routeTableAssociation:RouteTableAssociation", "tiny-public")
+    assert route.inputs["gatewayId"] == result.one("aws:ec2/internetGateway:InternetGateway").id
+    waits = set(head.options.depends_on)
+    assert {route.urn, association.urn} <= waits
+    assert result.one("aws:ec2/route:Route", "tiny-compute-default").urn not in waits
+    assert {route.urn, association.urn} <= set(eip.options.depends_on)
+    # Without ssh_cidrs the head is private and waits for the compute subnet's routes.
+    private = run_ok(small_cluster())
+    waits = set(private.one(T_INSTANCE).options.depends_on)
+    assert private.one("aws:ec2/route:Route", "tiny-compute-default").urn in waits
+    assert private.one("aws:ec2/route:Route", "tiny-public-default").urn not in waits
+    assert not private.of_type("aws:ec2/eip:Eip")[1:]  # the NAT's only
+    assert "head_public_ip" not in private.outputs
 
 
 def test_head_node_ami_resolved_once_and_then_ignored() -> None:
     result = run_ok(small_cluster())
     head = result.one(T_INSTANCE)
     assert head.inputs["ami"].startswith("ami-")
-    assert head.options.ignore_changes == ("ami",)
+    assert head.options.ignore_changes == ("ami", "userDataBase64")
     calls = [args["name"] for token, args in result.invokes if token.endswith("getParameter")]
     assert calls == [
         "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id"
@@ -116,7 +139,8 @@ def test_head_node_ami_resolved_once_and_then_ignored() -> None:
     pinned = small_cluster()
     pinned["head_node"]["ami"] = "ami-0fedcba9876543210"
     head = run_ok(pinned).one(T_INSTANCE)
-    assert head.inputs["ami"] == "ami-0fedcba9876543210" and head.options.ignore_changes == ()
+    assert head.inputs["ami"] == "ami-0fedcba9876543210"
+    assert head.options.ignore_changes == ("userDataBase64",)
 
 
 def test_pulumi_yaml_matches_pulumis_project_schema() -> None:

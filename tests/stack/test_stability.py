@@ -26,6 +26,7 @@ pytestmark = pytest.mark.stack
 
 GUARDED = {
     T_INSTANCE,
+    "aws:ec2/networkInterface:NetworkInterface",  # the head node's address
     T_VOLUME,
     "aws:ec2/volumeAttachment:VolumeAttachment",
     T_BUCKET,

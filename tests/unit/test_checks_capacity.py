@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from checks_support import CUSTOM_FACTS, Case, check_case, delete, set_in
+from checks_support import CUSTOM_FACTS, Case, both, check_case, delete, set_in
 
 from slurmstack.findings import Level
 
@@ -99,6 +99,22 @@ CASES = [
         set_in("pools.0.placement_group", True),
         "pools[0].placement_group",
         "takes no placement group",
+    ),
+    Case(
+        "placement-group-capacity-block",
+        set_in("pools.0.placement_group", "train-pg"),
+        "pools[0].placement_group",
+        "takes no placement group (got 'train-pg')",
+        name="named",
+    ),
+    Case(
+        "placement-group-capacity-reservation",
+        both(
+            set_in("pools.0.capacity", {"type": "capacity_reservation", "reservation_id": CR}),
+            set_in("pools.0.placement_group", True),
+        ),
+        "pools[0].placement_group",
+        f"Capacity Reservation ({CR}) cannot move into a group made after it",
     ),
     Case(
         "capacity-block-size",

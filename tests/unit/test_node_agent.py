@@ -230,12 +230,19 @@ def test_params_waits_for_deploy_values_and_names_the_node(aws, tmp_path: Path) 
     assert env["SLURMSTACK_NODE_NAME"] == name
     written = base.read_env_file(tmp_path / "etc/slurmstack/node.env")
     assert written["SLURMSTACK_HEAD_ADDRESS"] == "10.42.0.10"
+    # File system names are the mounts' to wait for (the head's slurmctld does not wait).
+    assert "SLURMSTACK_LUSTRE_MOUNT_NAME" not in written
+    assert node.storage_env(poll=0)["SLURMSTACK_LUSTRE_MOUNT_NAME"] == "abcdefgh"
+    written = base.read_env_file(tmp_path / "etc/slurmstack/node.env")
     assert written["SLURMSTACK_LUSTRE_MOUNT_NAME"] == "abcdefgh"
+    assert written["SLURMSTACK_EFS_ID"] == "fs-0123456789abcdef0"
     hosts = (tmp_path / "etc/hosts").read_text()
     assert "10.42.0.10 llm-train-head" in hosts and f"10.42.7.19 {name}" in hosts
     assert ["hostnamectl", "set-hostname", name] in run.calls
     node.params(poll=0)  # idempotent: one slurmstack block in /etc/hosts
     assert (tmp_path / "etc/hosts").read_text().count(params.HOSTS_BEGIN) == 1
+    # ... and keeps what mounts recorded.
+    assert base.read_env_file(tmp_path / "etc/slurmstack/node.env") == written
 
 
 def test_munge_key_comes_from_secrets_manager(aws, tmp_path: Path) -> None:
@@ -588,6 +595,17 @@ def test_health_marks_the_instance_unhealthy(aws, tmp_path, gpus, efa, problem) 
     assert cli.main(["--root", str(tmp_path), "health"], node=node) == 1
 
 
+class Unformatted(Runner):
+    """Disks without a file system yet: `blkid DEVICE` finds none; after mkfs the file
+    system's UUID is read."""
+
+    def __call__(self, cmd: list[str], check: bool = True):
+        if cmd[0] == "blkid" and cmd[1] != "-s":
+            self.calls.append(cmd)
+            return subprocess.CompletedProcess(cmd, 2, "", "")
+        return super().__call__(cmd, check)
+
+
 def fake_disks(root: Path, models: list[str], holders: dict[str, str] | None = None) -> None:
     for i, model in enumerate(models):
         dev = root / "sys/block" / f"nvme{i}n1"
@@ -606,7 +624,7 @@ def scratch_node(tmp_path, aws, run) -> Node:
 
 
 def test_scratch_raid0_over_instance_store_disks_only(aws, tmp_path: Path) -> None:
-    run = Runner(fail={"blkid"})
+    run = Unformatted()
     node = scratch_node(tmp_path, aws, run)
     store = scratch.INSTANCE_STORE_MODEL
     fake_disks(tmp_path, [state_volume.EBS_MODEL] + [store] * 8)
@@ -619,7 +637,7 @@ def test_scratch_raid0_over_instance_store_disks_only(aws, tmp_path: Path) -> No
 
 
 def test_scratch_single_disk_needs_no_raid(aws, tmp_path: Path) -> None:
-    run = Runner(fail={"blkid"})
+    run = Unformatted()
     node = scratch_node(tmp_path, aws, run)
     fake_disks(tmp_path, [state_volume.EBS_MODEL, scratch.INSTANCE_STORE_MODEL])
     node.scratch()
@@ -1032,6 +1050,41 @@ def test_reap_allocated_or_operator_drained_nodes_stay_even_with_no_grace(aws, t
     assert result["deleted"] == [] and run.deleted == []
     assert result["kept"]["train-2"] == "resources still allocated"
     assert "alice" in result["kept"]["train-4"]
+
+
+def test_reap_keeps_an_operator_drain_slurm_23_02_restamped(aws, tmp_path) -> None:
+    """From Slurm 23.02 on, a drained node that stops responding gets " : Not responding"
+    appended to its reason, and the whole reason stamped with SlurmUser (seen on 24.11;
+    set_node_reason in src/slurmctld/node_mgr.c). The operator's part keeps the record; a
+    reason made only of Slurm's own messages does not."""
+    lines = [
+        record(
+            "train-1",
+            "DOWN+DRAIN+DYNAMIC_NORM+NOT_RESPONDING",
+            reason="ECC errors on GPU 3 : Not responding",
+        ),
+        record(
+            "train-2",
+            "DOWN+DRAIN+DYNAMIC_NORM+NOT_RESPONDING",
+            reason="Kill task failed : Not responding",
+        ),
+        record(
+            "train-3",
+            "DOWN+DRAIN+DYNAMIC_NORM+NOT_RESPONDING",
+            reason="maint : Kill task failed : Not responding",
+        ),
+    ]
+    fields = slurm_records.parse_node_line(lines[0])
+    assert (fields["Reason"], fields["ReasonUser"]) == (
+        "ECC errors on GPU 3 : Not responding",
+        "slurm",
+    )
+    node, run = head(tmp_path, aws, lines)
+    result = node.reap(grace=0, ec2=False)
+    assert result["deleted"] == run.deleted == ["train-2"]
+    assert "'ECC errors on GPU 3'" in result["kept"]["train-1"]
+    assert "left for the operator" in result["kept"]["train-1"]
+    assert "'maint'" in result["kept"]["train-3"]
 
 
 def test_reap_slurm_user_by_uid(aws, tmp_path: Path) -> None:

@@ -189,3 +189,42 @@ def test_efa_interface_defaults() -> None:
     assert lustre_efa_interface_count("hpc7a.96xlarge", 2, 2) == 2
     assert lustre_efa_interface_count("g6e.12xlarge", 1, 1) == 1
     assert lustre_efa_interface_count("p5.48xlarge", 32, 4) == 4  # never more than it has
+
+
+@pytest.mark.parametrize(
+    ("capacity", "setting", "placed", "name"),
+    [
+        ("on_demand", "auto", True, None),
+        ("spot", "auto", True, None),
+        ("capacity_block", "auto", False, None),
+        # An ODCR cannot move into a placement group made after it: auto makes none.
+        ("capacity_reservation", "auto", False, None),
+        ("capacity_reservation", "odcr-pg", True, "odcr-pg"),
+        ("capacity_reservation", False, False, None),
+        ("on_demand", "shared-pg", True, "shared-pg"),
+        ("on_demand", False, False, None),
+    ],
+)
+def test_placement_group_by_capacity(capacity: str, setting: object, placed: bool, name) -> None:
+    reserved = capacity in ("capacity_block", "capacity_reservation")
+    pool = {
+        "name": "gpu",
+        "instance_type": "p5.48xlarge",
+        "count": 2,
+        "capacity": {
+            "type": capacity,
+            **({"reservation_id": "cr-0123456789abcdef0"} if reserved else {}),
+        },
+        "placement_group": setting,
+    }
+    spec = ClusterSpec.model_validate(
+        {
+            "name": "c1",
+            "region": "us-east-1",
+            "availability_zone": "us-east-1a",
+            "head_node": {"instance_type": "m7i.xlarge"},
+            "pools": [pool],
+        }
+    )
+    planned = build_plan(spec).pool("gpu")
+    assert (planned.placement_group, planned.placement_group_name) == (placed, name)

@@ -143,11 +143,29 @@ def on_demand_unpriced(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]
 @rule
 def placement_group_capacity_block(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     for index, pool in enumerate(spec.pools):
-        if pool.capacity.type is CapacityType.CAPACITY_BLOCK and pool.placement_group is True:
+        setting = pool.placement_group
+        if pool.capacity.type is CapacityType.CAPACITY_BLOCK and setting not in ("auto", False):
             yield error(
                 f"pools[{index}].placement_group",
                 "a Capacity Block is already placed close together and takes no placement "
-                "group; set placement_group: auto or false",
+                f"group (got {setting!r}); set placement_group: auto or false",
+            )
+
+
+# why: an existing On-Demand Capacity Reservation cannot be moved into a placement group made
+# after it (EC2 User Guide, "Capacity Reservations in cluster placement groups"): instances
+# launched into a new group find no reserved capacity and fail with insufficient capacity.
+@rule
+def placement_group_capacity_reservation(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    for index, pool in enumerate(spec.pools):
+        if pool.capacity.type is CapacityType.CAPACITY_RESERVATION and pool.placement_group is True:
+            yield error(
+                f"pools[{index}].placement_group",
+                "true creates a new placement group, and an existing On-Demand Capacity "
+                f"Reservation ({pool.capacity.reservation_id or 'reservation_id'}) cannot move "
+                "into a group made after it, so the pool's launches would find no reserved "
+                "capacity; give the name of the cluster placement group the reservation was "
+                "created in (placement_group: <name>), or set auto or false",
             )
 
 

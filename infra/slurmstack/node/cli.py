@@ -6,13 +6,19 @@ config store by the bootstrap in the node's cloud-init document. Subcommands:
   sync-config   read the manifest (named by its parameter), download this role's files from the config
                 store, check their sha256, write them atomically; print what changed (head: enable
                 the reaper's timer where it is disabled)
-  params        wait for the deploy-time SSM parameters this role needs, write node.env,
-                name the node (<pool>-<n>, n = low 16 bits of its private address)
+  params        wait for the deploy-time SSM parameters this role needs to start its Slurm
+                daemon (a worker: the head's address), write node.env, name the node
+                (<pool>-<n>, n = low 16 bits of its private address)
+  head-address  (worker, before every slurmd start) the head node's address from its parameter
+                into node.env and /etc/hosts; the address known so far if it cannot be read
   munge-key     write /etc/munge/munge.key (0400, munge) from Secrets Manager
   health        expected GPUs, Neuron and EFA devices present? If not, mark the instance
                 Unhealthy in its Auto Scaling group and exit non-zero (slurmd never starts)
-  scratch       RAID0 over the instance-store NVMe disks, mounted at the pool's scratch path
-  mounts        EFS and FSx for Lustre, retried until they answer (Lustre over EFA: lnet-efa first)
+  scratch       RAID0 over the instance-store NVMe disks, mounted at the pool's scratch path and
+                kept in /etc/fstab (nofail); after a reboot the array is mounted again, after a
+                stop and start (blank disks) made anew; fails when it cannot be mounted
+  mounts        wait for the file systems' parameters, then EFS and FSx for Lustre, retried until
+                they answer (Lustre over EFA: lnet-efa first)
   lnet-efa      LNet for an EFA-enabled FSx for Lustre file system: TCP on the primary interface,
                 the pool's EFA interfaces, EFA preferred; idempotent, retried (also run by
                 slurmstack-lustre-efa.service before the Lustre mount at every boot)
@@ -45,6 +51,7 @@ def main(argv: list[str] | None = None, node: Node | None = None) -> int:
     for name in (
         "sync-config",
         "params",
+        "head-address",
         "munge-key",
         "health",
         "scratch",
@@ -71,6 +78,8 @@ def main(argv: list[str] | None = None, node: Node | None = None) -> int:
             print(json.dumps({"changed": node.sync_config()}))
         elif args.command == "params":
             node.params()
+        elif args.command == "head-address":
+            node.head_address()
         elif args.command == "munge-key":
             node.munge_key()
         elif args.command == "health":

@@ -4,8 +4,26 @@ from __future__ import annotations
 
 import shutil
 
-from .base import AgentError, write_atomic
+from .base import (
+    NODE_ENV,
+    PARAM_EFS_ID,
+    PARAM_LUSTRE_DNS,
+    PARAM_LUSTRE_MOUNT_NAME,
+    AgentError,
+    write_atomic,
+)
 from .lnet import LNET_EFA_UNIT, LnetEfa
+
+# node.env key -> the deploy-time parameter it comes from, by the kind of mount that needs it.
+STORAGE_PARAMETERS = {
+    "efs": {"SLURMSTACK_EFS_ID": PARAM_EFS_ID},
+    "lustre": {
+        "SLURMSTACK_LUSTRE_DNS": PARAM_LUSTRE_DNS,
+        "SLURMSTACK_LUSTRE_MOUNT_NAME": PARAM_LUSTRE_MOUNT_NAME,
+    },
+}
+# apt on a running node waits for another apt (unattended-upgrades) instead of failing.
+APT_GET = ("apt-get", "-o", "DPkg::Lock::Timeout=1200", "-y", "-q")
 
 # Amazon EFS User Guide, "Mounting on Amazon EC2 Linux instances using the NFS client".
 EFS_OPTIONS = "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport"
@@ -22,9 +40,23 @@ FSX_KEYRING = "/usr/share/keyrings/fsx-ubuntu-public-key.gpg"
 class Mounts(LnetEfa):
     """Shared file systems; Lustre over EFA configures LNet (LnetEfa) first."""
 
+    def storage_env(self, timeout: float = 3600.0, poll: float = 10.0) -> dict[str, str]:
+        """node.env with the names of the file systems this role mounts, waiting for each
+        parameter (they appear once the file system exists) and recording it."""
+        env = self.node_env()
+        kinds = {m["kind"] for m in self.config().get("mounts", [])}
+        wanted = {k: v for kind in sorted(kinds) for k, v in STORAGE_PARAMETERS[kind].items()}
+        missing = {key: param for key, param in wanted.items() if not env.get(key)}
+        for key, param in missing.items():
+            env[key] = self.wait_parameter(param, timeout, poll)
+        if missing:
+            text = "".join(f"{k}={v}\n" for k, v in sorted(env.items()))
+            write_atomic(self.path(NODE_ENV), text.encode(), 0o644)
+        return env
+
     def mounts(self, attempts: int = 30, delay: float = 10.0) -> list[str]:
         config = self.config()
-        env = self.node_env()
+        env = self.storage_env()
         region = str(config["region"])
         done = []
         for mount in config.get("mounts", []):
@@ -61,6 +93,6 @@ class Mounts(LnetEfa):
         write_atomic(
             self.path("/etc/apt/sources.list.d/fsxlustreclientrepo.list"), source.encode(), 0o644
         )
-        self.sh("apt-get", "update", "-q")
+        self.sh(*APT_GET, "update")
         kernel = self.sh("uname", "-r").stdout.strip()
-        self.sh("apt-get", "install", "-y", "-q", f"lustre-client-modules-{kernel}")
+        self.sh(*APT_GET, "install", f"lustre-client-modules-{kernel}")

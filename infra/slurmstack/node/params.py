@@ -1,15 +1,15 @@
-"""params: the deploy-time parameters this role needs (node.env), the node's name, /etc/hosts."""
+"""params: the deploy-time parameters this role needs (node.env), the node's name, /etc/hosts;
+head-address: the head node's address again, before every slurmd start."""
 
 from __future__ import annotations
 
 from .base import (
     HEAD_ROLE,
     NODE_ENV,
-    PARAM_EFS_ID,
     PARAM_HEAD_ADDRESS,
-    PARAM_LUSTRE_DNS,
-    PARAM_LUSTRE_MOUNT_NAME,
+    AgentError,
     NodeBase,
+    log,
     node_name,
     write_atomic,
 )
@@ -20,14 +20,16 @@ HOSTS_END = "# slurmstack end"
 
 class Params(NodeBase):
     def params(self, timeout: float = 3600.0, poll: float = 10.0) -> dict[str, str]:
+        """What the node needs to start its Slurm daemon: its address and name, and on a
+        worker the head's address. File system names are waited for by `mounts`, so the head
+        starts slurmctld while Lustre is still being created."""
         config = self.config()
         role = str(config["role"])
         cluster = str(config["cluster"])
-        env: dict[str, str] = {}
+        env = self.node_env()
         address = self.imds("local-ipv4")  # type: ignore[operator]
         env["SLURMSTACK_INSTANCE_ID"] = self.imds("instance-id")  # type: ignore[operator]
         env["SLURMSTACK_ADDRESS"] = address
-        kinds = {m["kind"] for m in config.get("mounts", [])}
         if role == HEAD_ROLE:
             name = f"{cluster}-head"
             hosts = [f"{address} {name}"]
@@ -37,19 +39,48 @@ class Params(NodeBase):
             env["SLURMSTACK_HEAD_ADDRESS"] = head
             hosts = [f"{head} {cluster}-head", f"{address} {name}"]
         env["SLURMSTACK_NODE_NAME"] = name
-        if "efs" in kinds:
-            env["SLURMSTACK_EFS_ID"] = self.wait_parameter(PARAM_EFS_ID, timeout, poll)
-        if "lustre" in kinds:
-            env["SLURMSTACK_LUSTRE_DNS"] = self.wait_parameter(PARAM_LUSTRE_DNS, timeout, poll)
-            env["SLURMSTACK_LUSTRE_MOUNT_NAME"] = self.wait_parameter(
-                PARAM_LUSTRE_MOUNT_NAME, timeout, poll
-            )
-        text = "".join(f"{k}={v}\n" for k, v in sorted(env.items()))
-        write_atomic(self.path(NODE_ENV), text.encode(), 0o644)
+        self._write_node_env(env)
         self._write_hosts(hosts)
         # slurmctld only starts on the host SlurmctldHost names; nodes carry their Slurm name.
         self.sh("hostnamectl", "set-hostname", name, check=False)
         return env
+
+    def head_address(self, attempts: int = 3, delay: float = 5.0) -> str:
+        """The head node's address from its parameter, into node.env and /etc/hosts, when it
+        changed (run before every slurmd start). The head's address outlives the instance
+        (its own network interface), so a change is rare; if the parameter cannot be read in
+        ``attempts`` tries the address known so far is kept, as slurmd must still start."""
+        config = self.config()
+        env = self.node_env()
+        known = env.get("SLURMSTACK_HEAD_ADDRESS", "")
+        current = None
+        for attempt in range(1, attempts + 1):
+            try:
+                current = self.get_parameter(PARAM_HEAD_ADDRESS)
+                break
+            except Exception as exc:  # botocore's errors: SSM unreachable or throttled
+                log(f"head-address: cannot read the parameter ({exc}), attempt {attempt}")
+                if attempt < attempts:
+                    self.sleep(delay)  # type: ignore[operator]
+        if not current:
+            if not known:
+                raise AgentError("the head node's address is neither known nor readable")
+            log(f"head-address: keeping {known}")
+            return known
+        if current != known:
+            log(f"head-address: the head node is at {current} (was {known or 'unknown'})")
+            env["SLURMSTACK_HEAD_ADDRESS"] = current
+            self._write_node_env(env)
+            name = env.get("SLURMSTACK_NODE_NAME")
+            hosts = [f"{current} {config['cluster']}-head"]
+            if name and env.get("SLURMSTACK_ADDRESS"):
+                hosts.append(f"{env['SLURMSTACK_ADDRESS']} {name}")
+            self._write_hosts(hosts)
+        return current
+
+    def _write_node_env(self, env: dict[str, str]) -> None:
+        text = "".join(f"{k}={v}\n" for k, v in sorted(env.items()))
+        write_atomic(self.path(NODE_ENV), text.encode(), 0o644)
 
     def _write_hosts(self, lines: list[str]) -> None:
         path = self.path("/etc/hosts")

@@ -19,6 +19,23 @@ CLUSTER_TAG = "slurmstack:cluster"
 POOL_TAG = "slurmstack:pool"
 # EC2 states in which an instance still holds its private address.
 LIVE_INSTANCE_STATES = ("pending", "running", "stopping", "stopped")
+# Reasons slurmctld and slurmd set on their own (Slurm's src/slurmctld: ping_nodes.c,
+# node_mgr.c, job_mgr.c, proc_req.c; slurmd's "Kill task failed").
+SLURM_REASONS = frozenset(
+    {
+        "Not responding",
+        "Kill task failed",
+        "Node unexpectedly rebooted",
+        "Prolog error",
+        "Epilog error",
+        "batch job complete failure",
+    }
+)
+# Slurm 23.02 and later append a new reason to the one a node has (" : " between them) and
+# stamp the whole with SlurmUser and the time (set_node_reason in node_mgr.c): an operator's
+# "ECC errors on GPU 3 [root@...]" on a node that then stops responding reads
+# "ECC errors on GPU 3 : Not responding [slurm@...]". 22.05 kept the operator's reason.
+REASON_SEPARATOR = " : "
 
 
 class Reaper(NodeBase):
@@ -130,8 +147,9 @@ def reap_verdict(
     """None when the record may be deleted, else why it stays. Deleted only: a dynamic node
     (DYNAMIC_NORM) named and featured as a node of one of the pools, DOWN and not responding,
     with no flag outside REAPABLE_FLAGS, nothing allocated, a reason stamped by SlurmUser
-    (slurmctld's own "Not responding", or a drain Slurm itself set: an operator's reason stays
-    for the operator), and DOWN for at least ``grace`` seconds. The DOWN time is the reason's
+    whose every part is one of SLURM_REASONS (slurmctld's own "Not responding", or a drain
+    Slurm itself set: an operator's reason stays for the operator, also when Slurm >= 23.02
+    appended its own to it and re-stamped it), and DOWN for at least ``grace`` seconds. The DOWN time is the reason's
     stamp, which slurmctld sets when it marks the node DOWN; LastBusyTime and SlurmdStartTime
     count when later, so an older reason cannot shorten the grace."""
     name = node.get("NodeName", "")
@@ -157,6 +175,17 @@ def reap_verdict(
         return "its reason carries no stamp"
     if user not in slurm_users:
         return f"reason set by {user}, not by Slurm: left for the operator"
+    foreign = [
+        part
+        for part in node.get("Reason", "").split(REASON_SEPARATOR)
+        if part.strip() not in SLURM_REASONS
+    ]
+    if foreign:
+        # The stamp is Slurm's, but only because Slurm appended its own reason (>= 23.02).
+        return (
+            f"reason {REASON_SEPARATOR.join(foreign)!r} is not Slurm's own (Slurm appended to "
+            "it and stamped it): left for the operator"
+        )
     times = [slurm_time(node.get(k)) for k in ("ReasonTime", "LastBusyTime", "SlurmdStartTime")]
     known = [t for t in times if t is not None]
     if not known:

@@ -1,4 +1,13 @@
-"""scratch: RAID0 over the instance-store NVMe disks, mounted at the pool's scratch path."""
+"""scratch: RAID0 over the instance-store NVMe disks, mounted at the pool's scratch path and kept
+there across reboots.
+
+First boot: the array is made, formatted and mounted, and /etc/fstab names its file system
+(nofail: a missing array never stops the boot). A reboot keeps the disks' data: mdadm assembles
+the array again (often under another name, /dev/md127) and systemd mounts it from fstab. A
+stop and start gives blank disks: the fstab entry finds nothing and the step, run again before
+every slurmd start, makes the array anew. When no scratch can be mounted the step fails, and
+slurmd does not start: a job never writes the node's scratch onto its root volume.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +15,9 @@ from .base import AgentError, NodeBase, log
 
 INSTANCE_STORE_MODEL = "Amazon EC2 NVMe Instance Storage"
 SCRATCH_MD = "/dev/md/slurmstack-scratch"
+SCRATCH_LABEL = "scratch"
+# A boot whose array is gone (stop and start) gives up on the fstab entry after this long.
+FSTAB_OPTIONS = "noatime,nofail,x-systemd.device-timeout=10s"
 
 
 class Scratch(NodeBase):
@@ -28,25 +40,34 @@ class Scratch(NodeBase):
             return mount
         disks = self.instance_store_disks()
         if not disks:
-            log("no instance-store NVMe disks: no scratch array")
-            return None
+            raise AgentError(
+                f"no instance-store NVMe disks for {mount}: not mounted, so slurmd stays off "
+                "rather than let jobs fill the root volume"
+            )
         busy = [d for d in disks if any((self.path("/sys/block") / d / "holders").glob("*"))]
         if busy:
-            # The image already assembled the disks (the Deep Learning AMI mounts them at
-            # /opt/dlami/nvme): reuse that file system rather than destroy it.
             holder = next((self.path("/sys/block") / busy[0] / "holders").iterdir()).name
             source = self._mount_point_of(f"/dev/{holder}")
-            if source is None:
-                raise AgentError(f"instance-store disks {busy} are in use but not mounted")
-            self._mkdir(mount)
-            self.sh("mount", "--bind", source, mount)
-            return mount
-        devices = [f"/dev/{d}" for d in disks]
-        if len(devices) == 1:
-            device = devices[0]
+            if source is not None:
+                # The image already assembled and mounted the disks (the Deep Learning AMI at
+                # /opt/dlami/nvme): reuse that file system rather than destroy it.
+                self._mkdir(mount)
+                self.sh("mount", "--bind", source, mount)
+                self._fstab(
+                    source, mount, "none", f"bind,nofail,x-systemd.requires-mounts-for={source}"
+                )
+                return mount
+            device = f"/dev/{holder}"
+            label = self.sh("blkid", "-s", "LABEL", "-o", "value", device, check=False)
+            if label.stdout.strip() != SCRATCH_LABEL:
+                raise AgentError(f"instance-store disks {busy} are in use by {device}, not ours")
+            log(f"scratch: mounting the array assembled again at boot ({device})")
+        elif len(disks) == 1:
+            device = f"/dev/{disks[0]}"
         else:
             device = SCRATCH_MD
             if not self.path(SCRATCH_MD).exists():
+                devices = [f"/dev/{d}" for d in disks]
                 self.sh(
                     "mdadm",
                     "--create",
@@ -58,8 +79,10 @@ class Scratch(NodeBase):
                     *devices,
                 )
         if self.sh("blkid", device, check=False).returncode != 0:
-            self.sh("mkfs.ext4", "-F", "-q", "-L", "scratch", "-E", "nodiscard", device)
+            self.sh("mkfs.ext4", "-F", "-q", "-L", SCRATCH_LABEL, "-E", "nodiscard", device)
         self._mkdir(mount)
         self.sh("mount", "-o", "noatime", device, mount)
         self.sh("chmod", "1777", mount)
+        uuid = self.sh("blkid", "-s", "UUID", "-o", "value", device).stdout.strip()
+        self._fstab(f"UUID={uuid}", mount, "ext4", FSTAB_OPTIONS)
         return mount

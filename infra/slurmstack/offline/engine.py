@@ -37,6 +37,7 @@ from slurmstack.offline.standins import DEFAULT_REGION, Context, call_stand_in, 
 
 STACK_TYPE = "pulumi:pulumi:Stack"
 SUBNET_TYPE = "aws:ec2/subnet:Subnet"
+NETWORK_INTERFACE_TYPE = "aws:ec2/networkInterface:NetworkInterface"
 PROJECT = "slurmstack"
 DEFAULT_STACK = "offline"
 CLUSTER_CONFIG_KEY = "slurmstack:cluster"
@@ -211,7 +212,8 @@ class _StandInMocks(Mocks):
         self.region = region
         self.new_resource_calls = 0
         self.invokes: list[tuple[str, dict[str, Any]]] = []
-        # Facts later stand-ins use: subnet id -> CIDR (instances get addresses inside it).
+        # Facts later stand-ins use: subnet id -> CIDR (instances get addresses inside it),
+        # network interface id -> address (an instance launched with it has that address).
         self.known: dict[str, str] = {}
         self._lock = threading.Lock()
 
@@ -226,6 +228,9 @@ class _StandInMocks(Mocks):
         if args.typ == SUBNET_TYPE and isinstance(args.inputs.get("cidrBlock"), str):
             with self._lock:
                 self.known[rid] = args.inputs["cidrBlock"]
+        if args.typ == NETWORK_INTERFACE_TYPE:
+            with self._lock:
+                self.known[rid] = state["privateIp"]
         return rid, state
 
     def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:

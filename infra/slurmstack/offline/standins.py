@@ -44,7 +44,8 @@ class Context:
     name: str
     inputs: dict[str, Any]
     region: str
-    known: Mapping[str, str] = field(default_factory=dict)  # subnet id -> CIDR
+    # subnet id -> CIDR, network interface id -> its private address
+    known: Mapping[str, str] = field(default_factory=dict)
     account: str = ACCOUNT_ID
 
     @property
@@ -117,14 +118,31 @@ def _sg_rule(ctx: Context) -> tuple[str, dict[str, Any]]:
     return rid, {"securityGroupRuleId": rid, "arn": ctx.arn("ec2", f"security-group-rule/{rid}")}
 
 
+def _network_interface(ctx: Context) -> tuple[str, dict[str, Any]]:
+    eni = hex_id("eni", ctx.type, ctx.name)
+    ip = _private_ip(ctx)
+    return eni, {
+        "arn": ctx.arn("ec2", f"network-interface/{eni}"),
+        "privateIp": ip,
+        "privateIps": [ip],
+        "privateDnsName": f"ip-{ip.replace('.', '-')}.ec2.internal",
+        "macAddress": "0e:"
+        + ":".join(_digest("mac", ctx.name)[i : i + 2] for i in range(0, 10, 2)),
+    }
+
+
 def _instance(ctx: Context) -> tuple[str, dict[str, Any]]:
     iid = hex_id("i", ctx.name)
-    ip = _private_ip(ctx)
+    primary = ctx.inputs.get("primaryNetworkInterface")
+    eni = primary.get("networkInterfaceId") if isinstance(primary, dict) else None
+    # An instance launched with an existing interface has that interface's address.
+    ip = ctx.known.get(str(eni)) if eni else None
+    ip = ip or _private_ip(ctx)
     state: dict[str, Any] = {
         "arn": ctx.arn("ec2", f"instance/{iid}"),
         "privateIp": ip,
         "privateDns": f"ip-{ip.replace('.', '-')}.ec2.internal",
-        "primaryNetworkInterfaceId": hex_id("eni", ctx.name),
+        "primaryNetworkInterfaceId": eni or hex_id("eni", ctx.name),
         "instanceState": "running",
     }
     if ctx.inputs.get("associatePublicIpAddress"):
@@ -291,6 +309,7 @@ STAND_INS: dict[str, StandIn] = {
     "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": _sg_rule,
     "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": _sg_rule,
     "aws:ec2/instance:Instance": _instance,
+    "aws:ec2/networkInterface:NetworkInterface": _network_interface,
     "aws:ec2/launchTemplate:LaunchTemplate": _launch_template,
     "aws:ec2/placementGroup:PlacementGroup": _placement_group,
     "aws:ec2/volumeAttachment:VolumeAttachment": _simple("vai"),

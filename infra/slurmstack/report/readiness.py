@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from slurmstack.offline.engine import OfflineRun, RecordedResource
+from slurmstack.plan import DeployParameter
 from slurmstack.report.timing import (
     HEAD_BOOT,
     JOIN,
@@ -23,6 +24,16 @@ DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 MOUNT_TARGET = "aws:efs/mountTarget:MountTarget"
 STATE_ATTACHMENT = "aws:ec2/volumeAttachment:VolumeAttachment"
 HEAD_BOOT_KEY, HEAD_READY, CLUSTER_READY = "boot:head", "join:head", "ready"
+# Parameters naming a shared file system: workers mount it before slurmd starts; the head
+# starts slurmctld first and mounts it afterwards.
+STORAGE_PARAMETERS = tuple(
+    f"/{key.value}"
+    for key in (
+        DeployParameter.LUSTRE_DNS,
+        DeployParameter.LUSTRE_MOUNT_NAME,
+        DeployParameter.EFS_ID,
+    )
+)
 
 
 def _label(resource: RecordedResource) -> str:
@@ -53,17 +64,26 @@ def boot_steps(run: OfflineRun) -> list[Step]:
     """The head node's and each pool's boot, in two steps each.
 
     First the machine boots on its own (image, packages, NVMe RAID0, health check). Then it
-    reads every deploy-time parameter (waiting until each exists), mounts the shared file
-    systems and starts its Slurm daemon: that second step waits for the parameters, the
-    file systems and mount targets, and on workers for slurmctld.
+    reads every deploy-time parameter it needs (waiting until each exists) and starts its
+    Slurm daemon: a worker mounts the shared file systems first, so its step waits for the
+    parameters, the file systems and mount targets, and for slurmctld; the head starts
+    slurmctld without waiting for the file systems (it mounts them afterwards).
     """
     custom = run.custom
     waits = frozenset(r.urn for r in custom if r.type in (PARAMETER, LUSTRE, MOUNT_TARGET))
+    head_waits = frozenset(
+        r.urn
+        for r in custom
+        if r.type == PARAMETER and not str(r.inputs.get("name", "")).endswith(STORAGE_PARAMETERS)
+    )
     heads = frozenset(r.urn for r in custom if r.type in (INSTANCE, STATE_ATTACHMENT))
     steps = [
         Step(HEAD_BOOT_KEY, "head node boots (cloud-init, packages)", HEAD_BOOT, heads),
         Step(
-            HEAD_READY, "head node mounts storage, starts slurmctld", JOIN, waits | {HEAD_BOOT_KEY}
+            HEAD_READY,
+            "head node starts slurmctld (mounts shared storage after)",
+            JOIN,
+            head_waits | {HEAD_BOOT_KEY},
         ),
     ]
     joined = []

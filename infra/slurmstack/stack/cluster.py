@@ -8,8 +8,10 @@ can import::
     pulumi.export("head", cluster.head.instance.id)
 
 Dependencies are kept to what AWS needs, so the slow resources run in parallel: the head
-node and the pools wait for the network, security groups and instance profiles only, never
-for Lustre or EFS (nodes read those addresses from SSM parameters at boot).
+node and the pools wait for the network, security groups (and their rules) and instance
+profiles only, never for Lustre or EFS (nodes read those addresses from SSM parameters at
+boot). Lustre and the EFS mount target wait for the storage group's rules, which AWS checks
+when it creates them.
 """
 
 from __future__ import annotations
@@ -70,12 +72,17 @@ class SlurmCluster(pulumi.ComponentResource):
                 subnet_id=net.compute_subnet_id,
                 security_group_id=storage_sg.id,
                 bucket=self.bucket.bucket.id,
+                security_ready=self.security.rules_of("storage"),
                 opts=child,
             )
         self.home = None
         if plan.spec.storage.home is not None and storage_sg is not None:
             self.home = HomeFileSystem(
-                plan, subnet_id=net.compute_subnet_id, security_group_id=storage_sg.id, opts=child
+                plan,
+                subnet_id=net.compute_subnet_id,
+                security_group_id=storage_sg.id,
+                security_ready=self.security.rules_of("storage"),
+                opts=child,
             )
 
         self.head = HeadNode(
@@ -85,6 +92,8 @@ class SlurmCluster(pulumi.ComponentResource):
             security_group_id=self.security.head.id,
             instance_profile=self.identity.head_profile.name,
             network_ready=net.ready,
+            public_network_ready=net.public_ready,
+            security_ready=self.security.rules_of("head"),
             opts=child,
         )
         self.pools = {
@@ -95,6 +104,7 @@ class SlurmCluster(pulumi.ComponentResource):
                 security_group_id=self.security.workers.id,
                 instance_profile_arn=self.identity.pool_profiles[pool.name].arn,
                 network_ready=net.ready,
+                security_ready=self.security.rules_of("workers"),
                 opts=child,
             )
             for pool in plan.pools
@@ -112,7 +122,10 @@ class SlurmCluster(pulumi.ComponentResource):
             "cluster": plan.name,
             "region": plan.region,
             "head_node_id": instance.id,
-            "head_private_ip": instance.private_ip,
+            # `pulumi up --replace <head_node_urn>`: a new head with a new bootstrap (user data
+            # changes are not applied to a running head node).
+            "head_node_urn": instance.urn,
+            "head_private_ip": self.head.interface.private_ip,
             "ssm_session_command": pulumi.Output.concat(
                 "aws ssm start-session --region ", plan.region, " --target ", instance.id
             ),
@@ -129,6 +142,8 @@ class SlurmCluster(pulumi.ComponentResource):
                 for name, pool in self.pools.items()
             },
         }
+        if self.head.public_ip is not None:
+            out["head_public_ip"] = self.head.public_ip.public_ip
         if self.lustre is not None:
             out["lustre_dns_name"] = self.lustre.file_system.dns_name
             out["lustre_mount_name"] = self.lustre.file_system.mount_name

@@ -7,12 +7,20 @@ parameter holds only its key, so it stays small however many pools there are. A 
 document and an association targeting the head node apply it: the node agent's
 ``sync-config``, then ``scontrol reconfigure``. The association carries the manifest hash as
 a parameter, so a configuration change updates the association, which runs it again.
+
+The association runs as soon as it exists, on a fresh deploy long before the head node has
+its agent. Until the head's bootstrap marks itself done the document succeeds doing nothing
+(the bootstrap syncs the newest manifest after that mark, before it starts slurmctld); if the
+bootstrap failed first, the document fails and says at which step. After the mark it applies
+the manifest and retries ``scontrol reconfigure`` (bounded) until slurmctld answers, so its
+status shows real failures only.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 
 import pulumi
 import pulumi_aws.s3 as s3
@@ -24,6 +32,13 @@ from slurmstack.stack import parameters
 from slurmstack.stack.common import CLUSTER_TAG, NODE_AGENT, ROLE_TAG, Role, resource_name, tags
 
 MANIFEST_HASH_PARAMETER = "ManifestHash"
+# Ubuntu's slurm-client; by absolute path, as Run Command's PATH is not the login PATH.
+SCONTROL = "/usr/bin/scontrol"
+# `scontrol reconfigure` until slurmctld answers: at most RECONFIGURE_ATTEMPTS tries,
+# RECONFIGURE_DELAY_SECONDS apart (5 minutes), inside the step's timeout.
+RECONFIGURE_ATTEMPTS = 30
+RECONFIGURE_DELAY_SECONDS = 10
+APPLY_TIMEOUT_SECONDS = 600
 
 
 def manifest_hash(manifest_json: str) -> str:
@@ -36,9 +51,58 @@ def object_logical_name(plan: ClusterPlan, key: str) -> str:
     return resource_name(plan.name, Role.CONFIG, digest[:16])
 
 
+def apply_config_commands(
+    *,
+    agent: str = NODE_AGENT,
+    scontrol: str = SCONTROL,
+    done_marker: str = render.BOOTSTRAP_DONE,
+    failed_marker: str = render.BOOTSTRAP_FAILED,
+    attempts: int = RECONFIGURE_ATTEMPTS,
+    delay: int = RECONFIGURE_DELAY_SECONDS,
+) -> list[str]:
+    """The document's shell script (POSIX sh), one line per entry. The keywords name what the
+    head node has; tests run the same script against stand-ins by changing them (only the
+    assignments at the top differ)."""
+    param = "{{ " + MANIFEST_HASH_PARAMETER + " }}"
+    q = shlex.quote
+    return [
+        "set -u",
+        f"agent={q(agent)}",
+        f"scontrol={q(scontrol)}",
+        f"done_marker={q(done_marker)}",
+        f"failed_marker={q(failed_marker)}",
+        f"attempts={attempts}",
+        f"delay={delay}",
+        f"echo 'config manifest {param}'",
+        'if [ ! -e "$done_marker" ]; then',
+        '  if [ -e "$failed_marker" ]; then',
+        '    echo "the bootstrap of the head node failed: $(cat "$failed_marker")" >&2',
+        "    exit 1",
+        "  fi",
+        '  echo "the bootstrap of the head node is still running; it applies the newest'
+        ' configuration itself before it starts slurmctld: nothing to do"',
+        "  exit 0",
+        "fi",
+        'if ! "$agent" sync-config; then',
+        '  echo "slurmstack-node sync-config failed" >&2',
+        "  exit 1",
+        "fi",
+        "n=1",
+        'until "$scontrol" reconfigure; do',
+        '  if [ "$n" -ge "$attempts" ]; then',
+        '    echo "slurmctld did not answer scontrol reconfigure in $attempts attempts" >&2',
+        "    exit 1",
+        "  fi",
+        '  echo "slurmctld does not answer yet (attempt $n of $attempts): again in ${delay} s"',
+        "  n=$((n + 1))",
+        '  sleep "$delay"',
+        "done",
+        'echo "configuration applied"',
+    ]
+
+
 def apply_config_document(plan: ClusterPlan) -> str:
     """The SSM Command document (JSON, schema 2.2) that applies the manifest on the head node."""
-    param = "{{ " + MANIFEST_HASH_PARAMETER + " }}"
     return json.dumps(
         {
             "schemaVersion": "2.2",
@@ -55,13 +119,8 @@ def apply_config_document(plan: ClusterPlan) -> str:
                     "action": "aws:runShellScript",
                     "name": "applyConfig",
                     "inputs": {
-                        "timeoutSeconds": "600",
-                        "runCommand": [
-                            "set -eu",
-                            f"echo 'applying config manifest {param}'",
-                            f"{NODE_AGENT} sync-config",
-                            "scontrol reconfigure",
-                        ],
+                        "timeoutSeconds": str(APPLY_TIMEOUT_SECONDS),
+                        "runCommand": apply_config_commands(),
                     },
                 }
             ],

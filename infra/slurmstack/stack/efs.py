@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pulumi
 import pulumi_aws.efs as efs
 
@@ -20,8 +22,11 @@ class HomeFileSystem(pulumi.ComponentResource):
         *,
         subnet_id: pulumi.Input[str],
         security_group_id: pulumi.Input[str],
+        security_ready: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """``security_ready``: the storage group's rules (NFS from the head and the workers);
+        the mount target is created, and its id published, only once they exist."""
         name = resource_name(plan.name, Role.HOME)
         super().__init__("slurmstack:stack:HomeFileSystem", name, None, opts)
         # Retained as well as protected when storage.protect: /home is user data and costs
@@ -41,7 +46,7 @@ class HomeFileSystem(pulumi.ComponentResource):
             file_system_id=self.file_system.id,
             subnet_id=subnet_id,
             security_groups=[security_group_id],
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(security_ready)),
         )
         # Published once the mount target exists: a node that sees the id can mount it.
         parameters.publish(

@@ -1,14 +1,34 @@
-"""The Slurm head node: slurmctld, the login shell, and a separate persistent volume for
-Slurm state that outlives the instance.
+"""The Slurm head node: slurmctld, the login shell, and two things that outlive the
+instance: a separate persistent volume for Slurm state, and a network interface whose
+private address is the head node's address for good.
 
 Nothing here depends on a pool or a storage resource: the bootstrap reads the deploy-time
 values (bucket, Lustre, EFS, config manifest) from SSM parameters, so adding, resizing or
 removing a pool, or waiting for Lustre, never touches this instance.
+
+The head's address survives its replacement. Its primary network interface is a resource
+of its own, attached to the instance and kept when the instance goes, so a replaced head
+comes back at the same private address: slurmds that are running, their configless cache,
+`srun` on the head and the /etc/hosts entries on every node stay right, and nothing waits
+for a DNS change. A private Route 53 record would have needed a hosted zone associated with
+the VPC, DNS support and DNS hostnames turned on in a VPC slurmstack may not own, and
+resolvers that honour its TTL wherever Slurm caches an address. Workers still re-read the
+address (the HEAD_ADDRESS parameter) before every slurmd start, for the one case where the
+interface itself is replaced (the head moving between subnets).
+
+The user data is a first-boot document: cloud-init does not run it again, and the
+configuration reaches the head through the config store. A change of it must not stop and
+start the head (what the provider does to apply new user data), so it is ignored after
+creation; the instance's USER_DATA_TAG shows, as an in-place tag change in the preview,
+that the head runs an older bootstrap, and `pulumi up --replace <head_node_urn>` (a stack
+output) builds a new head with the new one, at the same address with the same state volume.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+from collections.abc import Sequence
 
 import pulumi
 import pulumi_aws.ebs as ebs
@@ -24,11 +44,19 @@ from slurmstack.stack.common import STATE_VOLUME_DEVICE, Role, resource_name, ta
 HEAD_ROLE = "head"
 STATE_VOLUME_IOPS = 3000
 STATE_VOLUME_THROUGHPUT = 125
+# sha256 of the user data the running head was built with (see the module's docstring).
+USER_DATA_TAG = "slurmstack:user-data-sha256"
+# Provider property names the head ignores after creation (wire names, as Pulumi records them).
+USER_DATA_PROPERTY = "userDataBase64"
 
 
 def encoded_user_data(plan: ClusterPlan, role: str) -> str:
     """Base64 of the rendered cloud-init document (what EC2 expects in launch templates)."""
     return base64.b64encode(render.user_data(plan, role).encode()).decode()
+
+
+def user_data_sha256(plan: ClusterPlan, role: str) -> str:
+    return hashlib.sha256(render.user_data(plan, role).encode()).hexdigest()
 
 
 def head_in_public_subnet(plan: ClusterPlan, public_subnet_id: object | None) -> bool:
@@ -40,6 +68,8 @@ def head_in_public_subnet(plan: ClusterPlan, public_subnet_id: object | None) ->
 class HeadNode(pulumi.ComponentResource):
     instance: ec2.Instance
     state_volume: ebs.Volume
+    interface: ec2.NetworkInterface
+    public_ip: ec2.Eip | None
 
     def __init__(
         self,
@@ -49,9 +79,14 @@ class HeadNode(pulumi.ComponentResource):
         public_subnet_id: pulumi.Input[str] | None,
         security_group_id: pulumi.Input[str],
         instance_profile: pulumi.Input[str],
-        network_ready: tuple[pulumi.Resource, ...] = (),
+        network_ready: Sequence[pulumi.Resource] = (),
+        public_network_ready: Sequence[pulumi.Resource] = (),
+        security_ready: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """``network_ready`` / ``public_network_ready``: the routes (and endpoint) the head
+        needs at boot in the compute / the public subnet; ``security_ready``: the head group's
+        rules. The instance waits for those of the subnet it is in."""
         name = resource_name(plan.name, Role.HEAD)
         super().__init__("slurmstack:stack:HeadNode", name, None, opts)
         head = plan.head
@@ -59,6 +94,28 @@ class HeadNode(pulumi.ComponentResource):
         subnet_id = (
             public_subnet_id if public and public_subnet_id is not None else compute_subnet_id
         )
+        route_ready = list(public_network_ready if public else network_ready)
+
+        # The head's address for good: see the module's docstring.
+        self.interface = ec2.NetworkInterface(
+            name,
+            subnet_id=subnet_id,
+            security_groups=[security_group_id],
+            description=f"slurmstack {plan.name}: the head node's address (kept across replacement)",
+            tags=tags(plan, Role.HEAD, name),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.public_ip = None
+        if public:
+            # SSH from ssh_cidrs: a public address on the same interface, which also outlives
+            # the instance. An Elastic IP needs the internet gateway's route first.
+            self.public_ip = ec2.Eip(
+                f"{name}-public",
+                domain="vpc",
+                network_interface=self.interface.id,
+                tags=tags(plan, Role.HEAD, f"{name}-public"),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=route_ready),
+            )
 
         if head.ami is not None:
             ami: pulumi.Input[str] = head.ami
@@ -77,9 +134,8 @@ class HeadNode(pulumi.ComponentResource):
             name,
             ami=ami,
             instance_type=head.instance_type,
-            subnet_id=subnet_id,
-            associate_public_ip_address=public,
-            vpc_security_group_ids=[security_group_id],
+            # Subnet, security group and public address come with the interface.
+            primary_network_interface={"network_interface_id": self.interface.id},
             iam_instance_profile=instance_profile,
             metadata_options={
                 "http_endpoint": "enabled",
@@ -98,9 +154,14 @@ class HeadNode(pulumi.ComponentResource):
                 "tags": tags(plan, Role.HEAD, f"{name}-root"),
             },
             user_data_base64=encoded_user_data(plan, HEAD_ROLE),
-            tags=tags(plan, Role.HEAD, name),
+            tags=tags(plan, Role.HEAD, name, **{USER_DATA_TAG: user_data_sha256(plan, HEAD_ROLE)}),
             opts=pulumi.ResourceOptions(
-                parent=self, ignore_changes=ignore, depends_on=list(network_ready)
+                parent=self,
+                ignore_changes=[*ignore, USER_DATA_PROPERTY],
+                depends_on=[*route_ready, *security_ready],
+                # The interface (and the state volume) can belong to one instance at a time:
+                # the old head goes before its replacement attaches them.
+                delete_before_replace=True,
             ),
         )
         state_name = f"{name}-state"
@@ -133,7 +194,7 @@ class HeadNode(pulumi.ComponentResource):
         parameters.publish(
             plan,
             DeployParameter.HEAD_ADDRESS,
-            self.instance.private_ip,
+            self.interface.private_ip,
             role=Role.HEAD,
             parent=self,
         )
@@ -142,4 +203,4 @@ class HeadNode(pulumi.ComponentResource):
         parameters.publish(
             plan, DeployParameter.STATE_VOLUME_ID, self.state_volume.id, role=Role.HEAD, parent=self
         )
-        self.register_outputs({"id": self.instance.id, "private_ip": self.instance.private_ip})
+        self.register_outputs({"id": self.instance.id, "private_ip": self.interface.private_ip})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
@@ -61,8 +62,12 @@ class LustreStorage(pulumi.ComponentResource):
         subnet_id: pulumi.Input[str],
         security_group_id: pulumi.Input[str],
         bucket: pulumi.Input[str],
+        security_ready: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """``security_ready``: the storage group's ingress and egress rules. FSx checks them
+        when it creates the file system and fails with InvalidNetworkSettings if they are not
+        there yet (SecurityGroups.rules_of)."""
         name = resource_name(plan.name, Role.LUSTRE)
         super().__init__("slurmstack:stack:LustreStorage", name, None, opts)
         lustre = plan.lustre
@@ -74,7 +79,10 @@ class LustreStorage(pulumi.ComponentResource):
             subnet_ids=subnet_id,
             security_group_ids=[security_group_id],
             tags=tags(plan, Role.LUSTRE, name),
-            opts=stateful_options(plan, self, retain=False),
+            opts=pulumi.ResourceOptions.merge(
+                stateful_options(plan, self, retain=False),
+                pulumi.ResourceOptions(depends_on=list(security_ready)),
+            ),
             **lustre_args(lustre),
         )
         prefix = lustre.spec.s3_import_export

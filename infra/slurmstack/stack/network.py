@@ -22,6 +22,9 @@ class NetworkRefs:
     # Resources whose completion means instances in the compute subnet can reach the
     # internet (through the NAT) and S3 (through the gateway endpoint) at boot.
     ready: tuple[pulumi.Resource, ...] = ()
+    # The same for the public subnet (the internet gateway route), where the head node sits
+    # when ssh_cidrs asks for SSH.
+    public_ready: tuple[pulumi.Resource, ...] = ()
 
 
 def existing_network(plan: ClusterPlan) -> NetworkRefs:
@@ -103,7 +106,7 @@ class Network(pulumi.ComponentResource):
         )
         # Separate Route resources rather than inline routes: the S3 endpoint adds its own
         # route to the compute table, which inline routes would fight over on every update.
-        ec2.Route(
+        public_default = ec2.Route(
             f"{cluster}-public-default",
             route_table_id=public_rt.id,
             destination_cidr_block=EVERYWHERE_V4,
@@ -117,7 +120,7 @@ class Network(pulumi.ComponentResource):
             nat_gateway_id=nat.id,
             opts=child,
         )
-        ec2.RouteTableAssociation(
+        public_assoc = ec2.RouteTableAssociation(
             f"{cluster}-public", subnet_id=public.id, route_table_id=public_rt.id, opts=child
         )
         compute_assoc = ec2.RouteTableAssociation(
@@ -138,5 +141,6 @@ class Network(pulumi.ComponentResource):
             compute_subnet_id=compute.id,
             public_subnet_id=public.id,
             ready=(compute_default, compute_assoc, s3_endpoint),
+            public_ready=(public_default, public_assoc, s3_endpoint),
         )
         self.register_outputs({"vpc_id": vpc.id, "compute_subnet_id": compute.id})

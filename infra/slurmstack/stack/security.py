@@ -146,11 +146,21 @@ def needs_storage_group(plan: ClusterPlan) -> bool:
 
 class SecurityGroups(pulumi.ComponentResource):
     """head: Slurm ports from the cluster only, SSH only from ssh_cidrs. workers: everything
-    within the group (EFA) and from the head. storage: Lustre and NFS from the cluster only."""
+    within the group (EFA) and from the head. storage: Lustre and NFS from the cluster only.
+
+    A group's rules are resources of their own, created in parallel with whatever uses the
+    group's id. What needs the rules in place when it is created waits for them through
+    ``rules_of``: FSx checks the storage group's rules when it creates a file system (port 988,
+    and all traffic within the group when EFA-enabled) and fails with InvalidNetworkSettings
+    when they are late, a race reported against ParallelCluster's CloudFormation and against
+    Terraform; an EFS mount target, the head node and the workers' first boot need theirs too.
+    """
 
     head: ec2.SecurityGroup
     workers: ec2.SecurityGroup
     storage: ec2.SecurityGroup | None
+    # owner ("head", "workers", "storage") -> its ingress and egress rule resources
+    rules: dict[str, list[pulumi.Resource]]
 
     def __init__(
         self,
@@ -181,6 +191,7 @@ class SecurityGroups(pulumi.ComponentResource):
             else None
         )
         groups = {"head": self.head, "workers": self.workers, "storage": self.storage}
+        self.rules = {"head": [], "workers": [], "storage": []}
         for owner, rules in (
             ("head", head_rules(plan)),
             ("workers", worker_rules(plan)),
@@ -190,8 +201,12 @@ class SecurityGroups(pulumi.ComponentResource):
             if target is None:
                 continue
             for rule in rules:
-                self._rule(plan, owner, target, rule, groups, child)
+                self.rules[owner].append(self._rule(plan, owner, target, rule, groups, child))
         self.register_outputs({"head": self.head.id, "workers": self.workers.id})
+
+    def rules_of(self, *owners: str) -> tuple[pulumi.Resource, ...]:
+        """The ingress and egress rules of the named groups, for ``depends_on``."""
+        return tuple(rule for owner in owners for rule in self.rules[owner])
 
     def _rule(
         self,
@@ -201,12 +216,12 @@ class SecurityGroups(pulumi.ComponentResource):
         rule: Rule,
         groups: dict[str, ec2.SecurityGroup | None],
         opts: pulumi.ResourceOptions,
-    ) -> None:
+    ) -> pulumi.Resource:
         peer_group = target if rule.peer == "self" else groups.get(rule.peer)
         cidr = None if rule.peer in groups or rule.peer == "self" else rule.peer
         name = resource_name(plan.name, f"{owner}-{rule.suffix}")
         rule_class = vpc.SecurityGroupEgressRule if rule.egress else vpc.SecurityGroupIngressRule
-        rule_class(
+        return rule_class(
             name,
             security_group_id=target.id,
             ip_protocol=rule.protocol,

@@ -3,6 +3,8 @@ Scaling group at the pool's count. Pulumi state grows with pools, never with nod
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pulumi
 import pulumi_aws.autoscaling as autoscaling
 import pulumi_aws.ec2 as ec2
@@ -111,9 +113,13 @@ class WorkerPool(pulumi.ComponentResource):
         subnet_id: pulumi.Input[str],
         security_group_id: pulumi.Input[str],
         instance_profile_arn: pulumi.Input[str],
-        network_ready: tuple[pulumi.Resource, ...] = (),
+        network_ready: Sequence[pulumi.Resource] = (),
+        security_ready: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """``network_ready``: routes and endpoints the nodes need at boot; ``security_ready``:
+        the workers' group rules (EFA needs all traffic within the group, both ways, from the
+        first job), both waited for before the group launches anything."""
         name = pool_name(plan, pool)
         super().__init__("slurmstack:stack:WorkerPool", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -121,7 +127,11 @@ class WorkerPool(pulumi.ComponentResource):
 
         self.placement_group = None
         placement = None
-        if pool.placement_group:
+        if pool.placement_group_name is not None:
+            # An existing group the definition names (e.g. the one a capacity reservation was
+            # made in): launched into, never created or deleted here.
+            placement = ec2.LaunchTemplatePlacementArgs(group_name=pool.placement_group_name)
+        elif pool.placement_group:
             self.placement_group = ec2.PlacementGroup(
                 name, name=name, strategy="cluster", tags=pool_tags, opts=child
             )
@@ -185,6 +195,6 @@ class WorkerPool(pulumi.ComponentResource):
                 {"key": key, "value": value, "propagate_at_launch": True}
                 for key, value in sorted(pool_tags.items())
             ],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(network_ready)),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*network_ready, *security_ready]),
         )
         self.register_outputs({"asg_name": self.group.name, "count": pool.count})
