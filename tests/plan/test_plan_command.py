@@ -19,8 +19,10 @@ from slurmstack.report.cost import cost_report
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, hash_seed: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO / "infra")}
+    if hash_seed is not None:
+        env["PYTHONHASHSEED"] = hash_seed
     return subprocess.run(
         [sys.executable, "-m", "slurmstack.cli", *args],
         capture_output=True,
@@ -84,6 +86,17 @@ def test_p4d_summary_by_hand() -> None:
         line for line in document["cost"]["lines"] if line["item"].startswith("pool a100:")
     )
     assert pool_line["hourly_usd"] == pytest.approx(4 * price.usd_per_hour, abs=1e-3)
+
+
+def test_plan_json_is_byte_identical_across_runs() -> None:
+    # Two processes, different hash seeds: nothing in the document may depend on set or
+    # protobuf map order (the stack outputs come back from a protobuf Struct).
+    first, second = (
+        _cli("plan", "examples/p5-training.yaml", "--json", hash_seed=seed) for seed in "12"
+    )
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert len(json.loads(first.stdout)["outputs"]["pools"]) == 2
+    assert first.stdout.encode() == second.stdout.encode()
 
 
 def test_plan_reports_time_to_ready_with_sources() -> None:
