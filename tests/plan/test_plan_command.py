@@ -109,6 +109,16 @@ def test_plan_reports_time_to_ready_with_sources() -> None:
     # the pools off its path, so embedding it in user data would be slower.
     assert any("LustreFileSystem" in step["step"] for step in path)
     assert ready["if_addresses_were_in_user_data_seconds"] > ready["seconds"]
+    # Creation times that vary give a range around the typical total, step by step.
+    low, high = ready["range_seconds"]
+    assert low < ready["seconds"] < high
+    lustre = next(step for step in path if "LustreFileSystem" in step["step"])
+    assert lustre["range_s"] == [600, 1200]
+    assert lustre["range_s"][0] <= lustre["seconds"] <= lustre["range_s"][1]
+    fixed = [step for step in path if step["range_s"][0] == step["range_s"][1]]
+    assert all(step["range_s"] == [step["seconds"]] * 2 for step in fixed)
+    summary = plan_json("p5-training")["summary"]
+    assert summary["time_to_ready_range_minutes"] == [round(low / 60, 1), round(high / 60, 1)]
 
 
 def test_plan_text_output_has_every_section() -> None:

@@ -22,6 +22,10 @@ def _minutes(seconds: int) -> str:
     return f"{seconds / 60:.1f} min"
 
 
+def _span(low: int, high: int) -> str:
+    return f"{low / 60:.1f}-{high / 60:.1f} min"
+
+
 def print_plan(doc: dict[str, Any], console: Console) -> None:
     s = doc["summary"]
     by_model = ", ".join(f"{n} {m}" for m, n in sorted(s["gpus_by_model"].items())) or "none"
@@ -126,18 +130,21 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
         console.print(f"   - {source}", soft_wrap=True)
 
     ready = doc["time_to_ready"]
+    low, high = ready["range_seconds"]
     table = Table(
-        title=f"Time to ready: {_minutes(ready['seconds'])} (pulumi up returns after "
-        f"{_minutes(ready['stack_complete_seconds'])})",
+        title=f"Time to ready: {_minutes(ready['seconds'])}, {_span(low, high)} with the published "
+        f"ranges (pulumi up returns after {_minutes(ready['stack_complete_seconds'])})",
         title_justify="left",
     )
-    for col in ("start", "finish", "step", "basis"):
+    for col in ("start", "finish", "step", "range", "basis"):
         table.add_column(col, justify="right" if col in ("start", "finish") else "left")
     for step in ready["critical_path"]:
+        step_low, step_high = step["range_s"]
         table.add_row(
             _minutes(step["start_s"]),
             _minutes(step["finish_s"]),
             step["step"],
+            _span(step_low, step_high) if step_low != step_high else "",
             _short(step["basis"]),
         )
     console.print(table)
