@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import random
 import re
 import sys
@@ -204,8 +205,15 @@ def measure(latency_ms: int, pools: int, variant: str) -> DrainRun:
     )
 
 
+def variants_of_this_checkout() -> tuple[str, ...]:
+    """All three, less ``program`` where the checkout's program has no drain of its own."""
+    has_drain = importlib.util.find_spec("slurmstack.stack.drain") is not None
+    return VARIANTS if has_drain else tuple(v for v in VARIANTS if v != "program")
+
+
 def latency_series(latencies: list[int], pool_counts: list[int]) -> list[DrainRun]:
     """Print the series; return every run."""
+    variants = variants_of_this_checkout()
     runs: list[DrainRun] = []
     print(
         f"{'latency':>8} {'pools':>5} {'resources':>9} {'drain':>8} {'waits':>7}"
@@ -213,7 +221,7 @@ def latency_series(latencies: list[int], pool_counts: list[int]) -> list[DrainRu
     )
     for latency in latencies:
         for pools in pool_counts:
-            for variant in VARIANTS:
+            for variant in variants:
                 run = measure(latency, pools, variant)
                 runs.append(run)
                 print(
@@ -227,7 +235,7 @@ def latency_series(latencies: list[int], pool_counts: list[int]) -> list[DrainRu
         print(f"\ngrowth {low} -> {high} pools (futures waited, cpu):")
         for latency in latencies:
             parts = []
-            for variant in VARIANTS:
+            for variant in variants:
                 a = next(
                     r for r in runs if (r.latency_ms, r.pools, r.variant) == (latency, low, variant)
                 )

@@ -15,18 +15,33 @@ resources (pools, not nodes), and the cyclic part is small: a 64-pool run peaks 
 same resident memory paused as collected (within 2%, measured with the same benchmark).
 ``pulumi preview``/``up`` run the program in a process that exits when the program ends;
 the offline engine resumes the collector after each run (``collector_paused``).
+
+At exit the interpreter still runs one last collection over every object left, paused or
+not: 0.4 s after a one-pool plan, 1 s after a 64-pool one, to free memory the operating
+system takes back anyway. A process that paused the collector for the program therefore
+freezes everything at exit (``gc.freeze``: the final pass skips frozen objects). What
+that skips is only the finalizers of objects in unreachable cycles; open files are not
+among them (standard streams are flushed by the interpreter, logging by its own handler).
 """
 
 from __future__ import annotations
 
+import atexit
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+_freeze_registered = False
+
 
 def pause_for_program() -> None:
-    """Pause the collector for the rest of this process (the program's entry point)."""
+    """Pause the collector for the rest of this process (the program's entry point, and
+    `slurmstack plan`), and skip the interpreter's final collection at exit."""
+    global _freeze_registered
     gc.disable()
+    if not _freeze_registered:
+        atexit.register(gc.freeze)
+        _freeze_registered = True
 
 
 @contextmanager

@@ -8,6 +8,8 @@ import asyncio
 import contextlib
 import gc
 import importlib.util
+import os
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -87,6 +89,33 @@ def test_program_pauses_the_collector_itself(monkeypatch: pytest.MonkeyPatch) ->
         assert result.ok and states and not any(states)
     finally:
         gc.enable()
+
+
+def test_a_paused_process_freezes_its_objects_at_exit() -> None:
+    # The interpreter's last collection at exit walks every object left unless frozen.
+    probe = (
+        "import atexit, gc\n"
+        "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > 0))\n"
+        "from slurmstack.collector import pause_for_program\n"
+        "before = atexit._ncallbacks()\n"
+        "{pause}"
+        "print('handlers added:', atexit._ncallbacks() - before)\n"
+        "print('collector on:', gc.isenabled())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "infra")}
+    outputs = [
+        subprocess.run(
+            [sys.executable, "-c", probe.format(pause=pause)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout.splitlines()
+        for pause in ("pause_for_program()\npause_for_program()\n", "")
+    ]
+    assert outputs[0] == ["handlers added: 1", "collector on: False", "frozen at exit: True"]
+    assert outputs[1] == ["handlers added: 0", "collector on: True", "frozen at exit: False"]
 
 
 def _run_counting_waits(count: int) -> tuple[OfflineRun, Counter[int]]:
