@@ -18,6 +18,14 @@ pending; the other two wait for each output once.
 
 ``wait_for_rpcs.patch`` is applied here to the installed pulumi/runtime/stack.py in memory,
 so what is measured is the patch itself.
+
+Measured on the team's 2-core machine (pulumi 3.272, collector paused as the program runs):
+at 64 pools (739 resources) and 0..100 ms latency the SDK's drain handed 5.78 million
+futures to asyncio.wait in 533 rounds and the run took 8.05 s of CPU; with the patch,
+25,821 futures in one round and 2.81 s (the program's own drain: 25,814 and 2.74 s). From
+1 to 64 pools (6.8x the resources) the SDK's drain work grew 22.4x; patched, 10.0x, as the
+number of outputs does. Without latency the patch still saves 18% of the run's CPU
+(3.04 -> 2.50 s at 64 pools).
 """
 
 from __future__ import annotations
