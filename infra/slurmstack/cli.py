@@ -133,6 +133,11 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Run the Pulumi program offline: resources, capacity, storage, cost, time to ready."""
+    from slurmstack.collector import pause_for_program
+
+    # Paused from here to exit (not only for the run): resuming it after the run would
+    # start with one collection over every object the run left alive.
+    pause_for_program()
     from slurmstack.offline.engine import run_definition
     from slurmstack.plan import build_plan
     from slurmstack.report.plan_report import build_report

@@ -19,8 +19,10 @@ from slurmstack.report.cost import cost_report
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, hash_seed: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO / "infra")}
+    if hash_seed is not None:
+        env["PYTHONHASHSEED"] = hash_seed
     return subprocess.run(
         [sys.executable, "-m", "slurmstack.cli", *args],
         capture_output=True,
@@ -86,6 +88,17 @@ def test_p4d_summary_by_hand() -> None:
     assert pool_line["hourly_usd"] == pytest.approx(4 * price.usd_per_hour, abs=1e-3)
 
 
+def test_plan_json_is_byte_identical_across_runs() -> None:
+    # Two processes, different hash seeds: nothing in the document may depend on set or
+    # protobuf map order (the stack outputs come back from a protobuf Struct).
+    first, second = (
+        _cli("plan", "examples/p5-training.yaml", "--json", hash_seed=seed) for seed in "12"
+    )
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert len(json.loads(first.stdout)["outputs"]["pools"]) == 2
+    assert first.stdout.encode() == second.stdout.encode()
+
+
 def test_plan_reports_time_to_ready_with_sources() -> None:
     ready = plan_json("p5-training")["time_to_ready"]
     path = ready["critical_path"]
@@ -96,6 +109,16 @@ def test_plan_reports_time_to_ready_with_sources() -> None:
     # the pools off its path, so embedding it in user data would be slower.
     assert any("LustreFileSystem" in step["step"] for step in path)
     assert ready["if_addresses_were_in_user_data_seconds"] > ready["seconds"]
+    # Creation times that vary give a range around the typical total, step by step.
+    low, high = ready["range_seconds"]
+    assert low < ready["seconds"] < high
+    lustre = next(step for step in path if "LustreFileSystem" in step["step"])
+    assert lustre["range_s"] == [600, 1200]
+    assert lustre["range_s"][0] <= lustre["seconds"] <= lustre["range_s"][1]
+    fixed = [step for step in path if step["range_s"][0] == step["range_s"][1]]
+    assert all(step["range_s"] == [step["seconds"]] * 2 for step in fixed)
+    summary = plan_json("p5-training")["summary"]
+    assert summary["time_to_ready_range_minutes"] == [round(low / 60, 1), round(high / 60, 1)]
 
 
 def test_plan_text_output_has_every_section() -> None:

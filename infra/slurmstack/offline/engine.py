@@ -33,6 +33,7 @@ from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
 from pulumi.runtime.stack import run_in_stack
 
+from slurmstack.collector import collector_paused
 from slurmstack.offline.standins import DEFAULT_REGION, Context, call_stand_in, stand_in
 
 STACK_TYPE = "pulumi:pulumi:Stack"
@@ -315,11 +316,12 @@ class _RecordingEngine:
 
 def _plain(value: Any) -> Any:
     """Deserialized property values as plain JSON-like data: secrets unwrapped (their paths
-    are recorded separately), unknowns as None."""
+    are recorded separately), unknowns as None. Keys are sorted: a protobuf Struct's map
+    comes back in an order that varies from process to process."""
     if isinstance(value, dict) and value.get(_SIG) == _SECRET_SIG:
         return _plain(value.get("value"))
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, float) and value.is_integer():
@@ -363,8 +365,13 @@ def run_program(
     wire_config = {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
     region = wire_config.get(REGION_CONFIG_KEY, DEFAULT_REGION)
     # A copy of the caller's context: the runtime's context variables (settings, root
-    # resource, config) set below vanish with it.
-    return contextvars.copy_context().run(_run, program_dir, wire_config, region, project, stack)
+    # resource, config) set below vanish with it. The garbage collector is paused for the
+    # run, as the program pauses it under `pulumi` (see slurmstack.collector), and resumed
+    # after it.
+    with collector_paused():
+        return contextvars.copy_context().run(
+            _run, program_dir, wire_config, region, project, stack
+        )
 
 
 def _run(

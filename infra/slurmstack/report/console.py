@@ -23,6 +23,10 @@ def _minutes(seconds: int) -> str:
     return f"{seconds / 60:.1f} min"
 
 
+def _span(low: int, high: int) -> str:
+    return f"{low / 60:.1f}-{high / 60:.1f} min"
+
+
 def _components(doc: dict[str, Any]) -> Grid:
     grid = Grid("Resources by component", ["component", "resources", "types"], {"resources"})
     for comp in doc["components"]:
@@ -127,17 +131,20 @@ def _cost(doc: dict[str, Any]) -> Grid:
 
 def _ready(doc: dict[str, Any]) -> Grid:
     ready = doc["time_to_ready"]
+    low, high = ready["range_seconds"]
     grid = Grid(
-        f"Time to ready: {_minutes(ready['seconds'])} (pulumi up returns after "
-        f"{_minutes(ready['stack_complete_seconds'])})",
-        ["start", "finish", "step", "basis"],
+        f"Time to ready: {_minutes(ready['seconds'])}, {_span(low, high)} with the published "
+        f"ranges (pulumi up returns after {_minutes(ready['stack_complete_seconds'])})",
+        ["start", "finish", "step", "range", "basis"],
         {"start", "finish"},
     )
     for step in ready["critical_path"]:
+        step_low, step_high = step["range_s"]
         grid.add(
             _minutes(step["start_s"]),
             _minutes(step["finish_s"]),
             step["step"],
+            _span(step_low, step_high) if step_low != step_high else "",
             _first_clause(step["basis"]),
         )
     return grid

@@ -16,8 +16,8 @@ from slurmstack.offline.engine import OfflineRun, RecordedResource
 from slurmstack.plan import ClusterPlan, MountKind
 from slurmstack.report.capacity import ClusterCapacity, cluster_capacity
 from slurmstack.report.cost import CostReport, cost_report
-from slurmstack.report.readiness import time_to_ready, time_to_stack
-from slurmstack.report.timing import Timeline
+from slurmstack.report.readiness import time_to_ready, time_to_ready_range, time_to_stack
+from slurmstack.report.timing import Timeline, TimelineRange
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,7 @@ class PlanReport:
     capacity: ClusterCapacity
     cost: CostReport
     ready: Timeline
+    ready_range: TimelineRange
     ready_if_addresses_embedded: Timeline
     stack: Timeline
     warnings: tuple[Finding, ...]
@@ -36,12 +37,14 @@ class PlanReport:
 
 
 def build_report(plan: ClusterPlan, run: OfflineRun, findings: list[Finding]) -> PlanReport:
+    ready = time_to_ready_range(run)
     return PlanReport(
         plan=plan,
         run=run,
         capacity=cluster_capacity(plan),
         cost=cost_report(plan),
-        ready=time_to_ready(run),
+        ready=ready.typical,
+        ready_range=ready,
         ready_if_addresses_embedded=time_to_ready(run, embed_addresses=True),
         stack=time_to_stack(run),
         warnings=tuple(f for f in findings if f.level is Level.WARNING),
@@ -156,6 +159,7 @@ def _timeline_dict(timeline: Timeline) -> list[dict[str, Any]]:
             "start_s": t.start,
             "finish_s": t.finish,
             "seconds": t.step.duration.seconds,
+            "range_s": list(t.step.duration.range),
             "basis": t.step.duration.basis,
         }
         for t in timeline.critical_path
@@ -187,6 +191,10 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
             "resources": len(cloud),
             "components": len(resources) - len(cloud),
             "time_to_ready_minutes": round(report.ready.total_seconds / 60, 1),
+            "time_to_ready_range_minutes": [
+                round(report.ready_range.low_seconds / 60, 1),
+                round(report.ready_range.high_seconds / 60, 1),
+            ],
         },
         "resources": resources,
         "resource_counts": dict(sorted(Counter(r["type"] for r in cloud).items())),
@@ -242,6 +250,8 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
         },
         "time_to_ready": {
             "seconds": report.ready.total_seconds,
+            # Every step at the low and at the high end of its published range.
+            "range_seconds": [report.ready_range.low_seconds, report.ready_range.high_seconds],
             "critical_path": _timeline_dict(report.ready),
             "stack_complete_seconds": report.stack.total_seconds,
             "if_addresses_were_in_user_data_seconds": report.ready_if_addresses_embedded.total_seconds,

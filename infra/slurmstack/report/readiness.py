@@ -11,8 +11,10 @@ from slurmstack.report.timing import (
     READY,
     Step,
     Timeline,
+    TimelineRange,
     creation_time,
     schedule,
+    schedule_range,
 )
 
 INSTANCE = "aws:ec2/instance:Instance"
@@ -106,8 +108,13 @@ def boot_steps(run: OfflineRun) -> list[Step]:
 
 
 def time_to_ready(run: OfflineRun, *, embed_addresses: bool = False) -> Timeline:
+    return time_to_ready_range(run, embed_addresses=embed_addresses).typical
+
+
+def time_to_ready_range(run: OfflineRun, *, embed_addresses: bool = False) -> TimelineRange:
+    """The typical schedule, and the totals with every step at its low and high figure."""
     steps = resource_steps(run, embed_addresses=embed_addresses) + boot_steps(run)
-    return schedule(steps, target=CLUSTER_READY)
+    return schedule_range(steps, target=CLUSTER_READY)
 
 
 def time_to_stack(run: OfflineRun, *, embed_addresses: bool = False) -> Timeline:

@@ -7,18 +7,55 @@ resources: the head node's bootstrap (slurmctld up) and each pool's node boot (h
 check, mounts, slurmd registered). Nodes read deploy-time values (head address, file
 system names) from SSM parameters at boot, so a node's boot also waits for the file
 systems it mounts: that wait is a boot-time edge, not a Pulumi dependency.
+
+Where published creation times vary widely (FSx for Lustre, its data repository
+association, EFS mount targets) a duration also carries a range, and the schedule is
+computed three times: every step at its low, typical and high figure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
 class Duration:
+    """A typical duration (``seconds``), optionally a range around it, and its basis."""
+
     seconds: int
     basis: str
+    low: int | None = None
+    high: int | None = None
+
+    def __post_init__(self) -> None:
+        low, high = self.range
+        if not 0 <= low <= self.seconds <= high:
+            raise ValueError(f"duration range {low}..{high} does not contain {self.seconds}")
+
+    @property
+    def range(self) -> tuple[int, int]:
+        """(low, high) seconds; both equal ``seconds`` where no range is known."""
+        low = self.seconds if self.low is None else self.low
+        high = self.seconds if self.high is None else self.high
+        return low, high
+
+    @property
+    def varies(self) -> bool:
+        low, high = self.range
+        return low != high
+
+
+def typical(duration: Duration) -> int:
+    return duration.seconds
+
+
+def lowest(duration: Duration) -> int:
+    return duration.range[0]
+
+
+def highest(duration: Duration) -> int:
+    return duration.range[1]
 
 
 AWS_EC2_LAUNCH = (
@@ -33,17 +70,35 @@ SYNC_API = "synchronous API call: the resource exists when the call returns (est
 CREATION_TIMES: dict[str, Duration] = {
     "aws:fsx/lustreFileSystem:LustreFileSystem": Duration(
         900,
-        "AWS: 'Within minutes, your file system is running' (FSx for Lustre FAQ, "
-        "https://aws.amazon.com/fsx/lustre/faqs/); 15 min assumed for PERSISTENT_2 with metadata "
-        "configuration; the Terraform AWS provider waits up to 30 min",
+        "15 min assumed for PERSISTENT_2 with metadata configuration, within 10-20 min: AWS: "
+        "'Within minutes, your file system is running' (FSx for Lustre FAQ, "
+        "https://aws.amazon.com/fsx/lustre/faqs/); AWS's HPC workshop: 'file system creation will "
+        "take ~10 mins' (aws-samples/aws-hpc-tutorials pull request 289); creation under 20 min "
+        "with a small linked bucket, over an hour when millions of objects are imported at "
+        "creation (aws/aws-parallelcluster issue 4211; here S3 is linked afterwards, by the "
+        "association); the Terraform AWS provider waits up to 30 min",
+        low=600,
+        high=1200,
     ),
     "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": Duration(
-        300, "no AWS figure; 5 min assumed (Terraform AWS provider waits up to 10 min)"
+        300,
+        "5 min assumed, within 4-30 min; no AWS figure: the association's acceptance test ran "
+        "233 s longer than the PERSISTENT_2 file system's in one run, creation and deletion "
+        "together (hashicorp/terraform-provider-aws pull request 22291); creation has outlasted "
+        "the provider's 10 min default and needed up to 30 min "
+        "(aws-samples/amazon-eks-machine-learning-with-terraform-and-kubeflow issue 112)",
+        low=240,
+        high=1800,
     ),
     "aws:efs/mountTarget:MountTarget": Duration(
-        90,
-        "AWS: 'It can take up to 90 seconds after creating a mount target for the DNS records "
-        "to propagate' (EFS User Guide, troubleshooting-efs-mounting.html)",
+        150,
+        "2.5 min assumed, within 2.5-11.5 min: creation takes about a minute (Terraform log in "
+        "turbot/steampipe-plugin-aws pull request 426) and AWS: 'wait 90 seconds after creating "
+        "a mount target before you mount your file system' for DNS "
+        "(EFS User Guide, mounting-fs-mount-cmd-dns-name.html); a mount target has taken over "
+        "10 min to become available (hashicorp/terraform-provider-aws issue 15278)",
+        low=150,
+        high=690,
     ),
     "aws:efs/fileSystem:FileSystem": Duration(
         10, "CreateFileSystem returns while 'creating'; available within seconds (estimate)"
@@ -121,10 +176,15 @@ def creation_time(resource_type: str) -> Duration:
     return CREATION_TIMES.get(resource_type, DEFAULT_CREATION)
 
 
-def schedule(steps: Iterable[Step], target: str | None = None) -> Timeline:
+def schedule(
+    steps: Iterable[Step],
+    target: str | None = None,
+    estimate: Callable[[Duration], int] = typical,
+) -> Timeline:
     """Earliest start/finish of every step (unbounded parallelism, as Pulumi runs
     independent creates concurrently) and the chain that ends at ``target`` (default:
-    the step that finishes last)."""
+    the step that finishes last). ``estimate`` picks each step's figure (``typical``,
+    ``lowest`` or ``highest``)."""
     by_key = {s.key: s for s in steps}
     timed: dict[str, TimedStep] = {}
     visiting: set[str] = set()
@@ -139,7 +199,7 @@ def schedule(steps: Iterable[Step], target: str | None = None) -> Timeline:
         step = by_key[key]
         start = max((visit(dep).finish for dep in step.after if dep in by_key), default=0)
         visiting.discard(key)
-        timed[key] = TimedStep(step, start, start + step.duration.seconds)
+        timed[key] = TimedStep(step, start, start + estimate(step.duration))
         return timed[key]
 
     for key in by_key:
@@ -159,5 +219,23 @@ def schedule(steps: Iterable[Step], target: str | None = None) -> Timeline:
         chain.append(max(preds, key=lambda t: (t.finish, t.step.key)))
     chain.reverse()
     # Zero-length component steps say nothing about time; keep the path readable.
-    path = tuple(t for t in chain if t.step.duration.seconds > 0 or t is last)
+    path = tuple(t for t in chain if t.finish > t.start or t is last)
     return Timeline(timed, path)
+
+
+@dataclass(frozen=True)
+class TimelineRange:
+    """The schedule at every step's typical figure, and the totals at its low and high."""
+
+    typical: Timeline
+    low_seconds: int
+    high_seconds: int
+
+
+def schedule_range(steps: Iterable[Step], target: str | None = None) -> TimelineRange:
+    chosen = list(steps)
+    return TimelineRange(
+        typical=schedule(chosen, target),
+        low_seconds=schedule(chosen, target, lowest).total_seconds,
+        high_seconds=schedule(chosen, target, highest).total_seconds,
+    )
