@@ -15,6 +15,51 @@ import math
 from dataclasses import dataclass
 
 from slurmstack.catalog import Catalog, InstanceFacts, load_catalog
+from slurmstack.contract import (  # the names users of this module import from it
+    HEAD_ROLE as HEAD_ROLE,
+)
+from slurmstack.contract import (
+    NODE_INDEX_MAX as NODE_INDEX_MAX,
+)
+from slurmstack.contract import (
+    REAPER_GRACE_SECONDS as REAPER_GRACE_SECONDS,
+)
+from slurmstack.contract import (
+    REAPER_INTERVAL_MINUTES as REAPER_INTERVAL_MINUTES,
+)
+from slurmstack.contract import (
+    SLURMCTLD_PORT as SLURMCTLD_PORT,
+)
+from slurmstack.contract import (
+    SLURMD_PORT as SLURMD_PORT,
+)
+from slurmstack.contract import (
+    SRUN_PORT_RANGE as SRUN_PORT_RANGE,
+)
+from slurmstack.contract import (
+    STATE_SAVE_LOCATION as STATE_SAVE_LOCATION,
+)
+from slurmstack.contract import (
+    STATE_VOLUME_MOUNT as STATE_VOLUME_MOUNT,
+)
+from slurmstack.contract import (
+    DeployParameter as DeployParameter,
+)
+from slurmstack.contract import (
+    MountKind as MountKind,
+)
+from slurmstack.contract import (
+    munge_secret_name as munge_secret_name,
+)
+from slurmstack.contract import (
+    node_name_pattern as node_name_pattern,
+)
+from slurmstack.contract import (
+    parameter_name as parameter_name,
+)
+from slurmstack.contract import (
+    parameter_prefix as parameter_prefix,
+)
 from slurmstack.fabric import (
     EnvTarget,
     EnvVar,
@@ -46,35 +91,17 @@ from slurmstack.spec import (
 MEMORY_HEADROOM_FRACTION = 0.05
 MEMORY_HEADROOM_MIN_MIB = 2048
 
-# Dynamic node names are <pool>-<n>, n = the low 16 bits of the node's private IPv4 address.
-NODE_INDEX_MAX = 0xFFFF
-
-# Slurm's ports; the stack's security groups open exactly these (slurmstack.stack.common
-# holds the same numbers, and a test keeps the two equal).
-SLURMCTLD_PORT = 6817
-SLURMD_PORT = 6818
-SRUN_PORT_RANGE = (60001, 63000)
-
 # MaxNodeCount headroom. A replacement instance usually gets a new private address, so it
 # registers as a new dynamic node while the record of the instance it replaces lives on:
 # slurmctld marks it DOWN ("Not responding") after SlurmdTimeout, and the head node's reaper
 # (`slurmstack-node reap`, run by slurmstack-reaper.timer every REAPER_INTERVAL_MINUTES)
-# deletes it once it has been DOWN for REAPER_GRACE_SECONDS, unless a job, a reservation, an
-# operator's reason or a live instance at its address holds it. Until then, and during an
-# instance refresh of a whole pool, every node can exist twice. The count is rounded up to a
-# multiple of MAX_NODE_COUNT_STEP because MaxNodeCount only takes effect when slurmctld
-# restarts: small resizes keep it.
+# deletes it once it has been DOWN for REAPER_GRACE_SECONDS (both in slurmstack.contract),
+# unless a job, a reservation, an operator's reason or a live instance at its address holds
+# it. Until then, and during an instance refresh of a whole pool, every node can exist twice.
+# The count is rounded up to a multiple of MAX_NODE_COUNT_STEP because MaxNodeCount only takes
+# effect when slurmctld restarts: small resizes keep it.
 MAX_NODE_COUNT_FACTOR = 2
 MAX_NODE_COUNT_STEP = 64
-# The reaper: how long a dead node's record stays DOWN before it is deleted (long enough for
-# a reboot, which keeps the address and so the name), and how often it looks.
-REAPER_GRACE_SECONDS = 900
-REAPER_INTERVAL_MINUTES = 5
-
-# Where the head node mounts its Slurm state volume, and the state directory on it (a
-# subdirectory, so the file system's root and lost+found stay apart from Slurm's files).
-STATE_VOLUME_MOUNT = "/var/spool/slurmctld"
-STATE_SAVE_LOCATION = f"{STATE_VOLUME_MOUNT}/state"
 
 # Public SSM parameters that resolve to the current images (see DESIGN.md "Images").
 DLAMI_GPU_SSM_PARAMETER = (
@@ -87,23 +114,6 @@ UBUNTU_SSM_PARAMETER = {
     "x86_64": "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id",
     "arm64": "/aws/service/canonical/ubuntu/server/24.04/stable/current/arm64/hvm/ebs-gp3/ami-id",
 }
-
-
-class DeployParameter(enum.StrEnum):
-    """Values known only at deploy time. The stack writes each to an SSM parameter under
-    the cluster's prefix; nodes read them at boot (waiting until they exist), so user data
-    carries only stable identifiers and no node waits on a slow resource just for its address."""
-
-    HEAD_ADDRESS = "head/address"
-    BUCKET = "bucket/name"
-    LUSTRE_DNS = "lustre/dns-name"
-    LUSTRE_MOUNT_NAME = "lustre/mount-name"
-    EFS_ID = "efs/id"
-    CONFIG_MANIFEST = "config/manifest"
-    # The head node's Slurm state volume id (vol-...). On Nitro the volume shows up as an NVMe
-    # disk whose serial is the id without its dash, which is how the head bootstrap finds it
-    # (it falls back to the EBS device name /dev/sdf that the NVMe controller reports).
-    STATE_VOLUME_ID = "head/state-volume-id"
 
 
 class PlanError(ValueError):
@@ -143,12 +153,6 @@ class GpuPlan:
     @property
     def gres(self) -> str:
         return f"{self.gres_name}:{self.gres_type}:{self.count}"
-
-
-class MountKind(enum.StrEnum):
-    NVME_RAID0 = "nvme-raid0"
-    LUSTRE = "lustre"
-    EFS = "efs"
 
 
 @dataclass(frozen=True)
@@ -211,7 +215,7 @@ class PoolPlan:
         life, and within one hostlist range per pool, which is how gres.conf gives a pool's
         nodes their device files and no other node any.
         """
-        return f"{self.name}-[0-{NODE_INDEX_MAX}]"
+        return node_name_pattern(self.name)
 
     @property
     def dynamic_node_conf(self) -> str:
@@ -361,16 +365,16 @@ class ClusterPlan:
     @property
     def parameter_prefix(self) -> str:
         """SSM parameter path holding deploy-time values nodes read at boot."""
-        return f"/slurmstack/{self.name}"
+        return parameter_prefix(self.name)
 
     @property
     def munge_secret_name(self) -> str:
-        return f"slurmstack/{self.name}/munge-key"
+        return munge_secret_name(self.name)
 
     def parameter(self, key: DeployParameter) -> str:
         """Full SSM parameter name of a deploy-time value, e.g.
         /slurmstack/llm-train/head/address."""
-        return f"{self.parameter_prefix}/{key.value}"
+        return parameter_name(self.parameter_prefix, key)
 
     def pool(self, name: str) -> PoolPlan:
         for pool in self.pools:
@@ -560,7 +564,7 @@ def build_plan(spec: ClusterSpec, catalog: Catalog | None = None) -> ClusterPlan
         mounts.append(MountPlan(lustre.spec.mount, MountKind.LUSTRE, shared=True))
     overrides = dict(spec.nccl.env)
     for pool in spec.pools:
-        if pool.name == "head":
+        if pool.name == HEAD_ROLE:
             # "head" names the head node's role in the config store and the render layout.
             raise PlanError("pools: 'head' is reserved for the head node; rename the pool")
     lustre_efa = lustre is not None and lustre.efa

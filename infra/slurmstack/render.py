@@ -16,73 +16,161 @@ which pulls the rest.
 
 from __future__ import annotations
 
+import ast
+import copy
 import hashlib
-import json
+import inspect
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from slurmstack import imds_firewall
-from slurmstack.fabric import EnvTarget, FabricProfile
-from slurmstack.plan import (
-    REAPER_GRACE_SECONDS,
-    REAPER_INTERVAL_MINUTES,
-    SLURMCTLD_PORT,
-    SLURMD_PORT,
-    SRUN_PORT_RANGE,
-    STATE_SAVE_LOCATION,
-    STATE_VOLUME_MOUNT,
-    ClusterPlan,
-    DeployParameter,
-    MountKind,
-    PoolPlan,
+from slurmstack import contract, imds_firewall
+from slurmstack.contract import (  # the names users of this module import from it
+    AGENT_LIB_DIR as AGENT_LIB_DIR,
 )
+from slurmstack.contract import (
+    AGENT_PACKAGE as AGENT_PACKAGE,
+)
+from slurmstack.contract import (
+    AGENT_PATH as AGENT_PATH,
+)
+from slurmstack.contract import (
+    BOOTSTRAP_DONE as BOOTSTRAP_DONE,
+)
+from slurmstack.contract import (
+    BOOTSTRAP_FAILED as BOOTSTRAP_FAILED,
+)
+from slurmstack.contract import (
+    BOOTSTRAP_PATH as BOOTSTRAP_PATH,
+)
+from slurmstack.contract import (
+    ENROOT_CONF_PATH as ENROOT_CONF_PATH,
+)
+from slurmstack.contract import (
+    FABRIC_PROFILE_PATH as FABRIC_PROFILE_PATH,
+)
+from slurmstack.contract import (
+    HEAD_ROLE as HEAD_ROLE,
+)
+from slurmstack.contract import (
+    LNET_EFA_UNIT as LNET_EFA_UNIT,
+)
+from slurmstack.contract import (
+    NCCL_CONF_PATH as NCCL_CONF_PATH,
+)
+from slurmstack.contract import (
+    NODE_CONFIG_PATH as NODE_CONFIG_PATH,
+)
+from slurmstack.contract import (
+    REAPER_GRACE_SECONDS as REAPER_GRACE_SECONDS,
+)
+from slurmstack.contract import (
+    REAPER_INTERVAL_MINUTES as REAPER_INTERVAL_MINUTES,
+)
+from slurmstack.contract import (
+    REAPER_SERVICE as REAPER_SERVICE,
+)
+from slurmstack.contract import (
+    REAPER_TIMER as REAPER_TIMER,
+)
+from slurmstack.contract import (
+    SLURM_DIR as SLURM_DIR,
+)
+from slurmstack.contract import (
+    SLURMCTLD_DROPIN_PATH as SLURMCTLD_DROPIN_PATH,
+)
+from slurmstack.contract import (
+    SLURMCTLD_PORT as SLURMCTLD_PORT,
+)
+from slurmstack.contract import (
+    SLURMD_PORT as SLURMD_PORT,
+)
+from slurmstack.contract import (
+    SLURMD_UNIT as SLURMD_UNIT,
+)
+from slurmstack.contract import (
+    SRUN_PORT_RANGE as SRUN_PORT_RANGE,
+)
+from slurmstack.contract import (
+    STATE_SAVE_LOCATION as STATE_SAVE_LOCATION,
+)
+from slurmstack.contract import (
+    STATE_VOLUME_DEVICE as STATE_VOLUME_DEVICE,
+)
+from slurmstack.contract import (
+    STATE_VOLUME_MOUNT as STATE_VOLUME_MOUNT,
+)
+from slurmstack.contract import (
+    TASK_PROLOG_PATH as TASK_PROLOG_PATH,
+)
+from slurmstack.contract import (
+    BootstrapEnv as BootstrapEnv,
+)
+from slurmstack.contract import (
+    DeployParameter as DeployParameter,
+)
+from slurmstack.contract import (
+    Health as Health,
+)
+from slurmstack.contract import (
+    Mount as Mount,
+)
+from slurmstack.contract import (
+    MountKind as MountKind,
+)
+from slurmstack.contract import (
+    NodeConfig as NodeConfig,
+)
+from slurmstack.contract import (
+    PoolRef as PoolRef,
+)
+from slurmstack.contract import (
+    Scratch as Scratch,
+)
+from slurmstack.contract import (
+    StateVolume as StateVolume,
+)
+from slurmstack.contract import (
+    bootstrap_env_text as bootstrap_env_text,
+)
+from slurmstack.contract import (
+    node_config_json as node_config_json,
+)
+from slurmstack.contract import (
+    node_name_prefix as node_name_prefix,
+)
+from slurmstack.contract import (
+    unit_path as unit_path,
+)
+from slurmstack.fabric import EnvTarget, FabricProfile
+from slurmstack.plan import ClusterPlan, PoolPlan
 
-HEAD_ROLE = "head"
 CLOUD_INIT = "cloud-init.yaml"
 # EC2 refuses user data above 16 KB (before base64).
 USER_DATA_LIMIT = 16 * 1024
 
-# Where files land on the nodes.
-# The node agent: its launcher, and the package (slurmstack/node but bootstrap.py) it runs,
-# installed as AGENT_PACKAGE in AGENT_LIB_DIR (slurmstack.node.bootstrap.AGENT_DIR).
-AGENT_PATH = "/usr/local/bin/slurmstack-node"
-AGENT_LIB_DIR = "/usr/local/lib/slurmstack"
-AGENT_PACKAGE = "node_agent"
+# The node agent's tree on a node: this package's __init__, the contract and slurmstack/node
+# (all but the bootstrap), below AGENT_LIB_DIR as the package has them.
 AGENT_DIR = f"{AGENT_LIB_DIR}/{AGENT_PACKAGE}"
-NODE_CONFIG_PATH = "/etc/slurmstack/node.json"
-# The first-boot runner (slurmstack/node/bootstrap.py) and the markers it leaves: the head's
-# apply-config document reads them (slurmstack.stack.config_store).
-BOOTSTRAP_PATH = "/usr/local/sbin/slurmstack-bootstrap"
-BOOTSTRAP_DONE = "/var/lib/slurmstack/bootstrap.done"
-BOOTSTRAP_FAILED = "/var/lib/slurmstack/bootstrap.failed"
 # apt after the first boot's packages (the Lustre client) waits for the dpkg lock as well.
 APT_LOCK_CONF_PATH = "/etc/apt/apt.conf.d/90slurmstack-dpkg-lock"
 APT_LOCK_TIMEOUT_SECONDS = 1200
-TASK_PROLOG_PATH = "/etc/slurmstack/task-prolog.sh"
-SLURM_DIR = "/etc/slurm"
-SLURMD_UNIT_PATH = "/etc/systemd/system/slurmstack-slurmd.service"
-SLURMCTLD_DROPIN_PATH = "/etc/systemd/system/slurmctld.service.d/slurmstack.conf"
+SLURMD_UNIT_PATH = unit_path(SLURMD_UNIT)
 # The head node's dead-node reaper (`slurmstack-node reap`) and the timer that runs it.
-REAPER_SERVICE_PATH = "/etc/systemd/system/slurmstack-reaper.service"
-REAPER_TIMER_PATH = "/etc/systemd/system/slurmstack-reaper.timer"
+REAPER_SERVICE_PATH = unit_path(REAPER_SERVICE)
+REAPER_TIMER_PATH = unit_path(REAPER_TIMER)
 # Pools that reach an EFA-enabled Lustre file system over EFA: LNet setup before the mount.
-LNET_EFA_UNIT_PATH = "/etc/systemd/system/slurmstack-lustre-efa.service"
-NCCL_CONF_PATH = "/etc/nccl.conf"
-FABRIC_PROFILE_PATH = "/etc/profile.d/slurmstack-fabric.sh"
-ENROOT_CONF_PATH = "/etc/enroot/enroot.conf"
-
-# The head node's Slurm state volume: the stack attaches it under this device name (on
-# Nitro it appears as an NVMe disk whose controller reports that name).
-STATE_VOLUME_DEVICE = "/dev/sdf"
+LNET_EFA_UNIT_PATH = unit_path(LNET_EFA_UNIT)
 # Where `make install` of pyxis puts its SPANK plugin.
 PYXIS_PLUGIN = "/usr/local/lib/slurm/spank_pyxis.so"
 
-NODE_DIR = Path(__file__).resolve().parent / "node"
+PACKAGE_DIR = Path(__file__).resolve().parent
+NODE_DIR = PACKAGE_DIR / "node"
+BOOTSTRAP_SOURCE = NODE_DIR / "bootstrap.py"
 
 
 @dataclass(frozen=True)
@@ -99,14 +187,14 @@ class ConfigStore:
 
     def manifest_json(self) -> str:
         """Deterministic and compact; stored in the config store like every other file."""
-        return json.dumps(self.manifest, sort_keys=True, separators=(",", ":"))
+        return contract.manifest_json(self.manifest)
 
     @property
     def manifest_key(self) -> str:
         """Store key of the manifest ("config/<sha256>"). Only this key goes into the
         CONFIG_MANIFEST parameter: it stays a few dozen bytes whatever the number of pools,
         while the manifest itself grows with them (an SSM parameter holds at most 8 KB)."""
-        return "config/" + hashlib.sha256(self.manifest_json().encode()).hexdigest()
+        return contract.store_key(self.manifest_json().encode())
 
 
 def templates_dir() -> Path:
@@ -141,6 +229,7 @@ def _environment() -> Environment:
     env.filters["shell_quote"] = shlex.quote
     env.filters["nccl_comment"] = _nccl_comment
     env.filters["dq_escape"] = _dq_escape
+    env.globals["contract"] = contract
     return env
 
 
@@ -171,27 +260,112 @@ def sha256(text: str) -> str:
 
 
 def store_key(text: str) -> str:
-    return f"config/{sha256(text)}"
+    return contract.store_key(text.encode())
 
 
 def agent_modules() -> tuple[Path, ...]:
-    """The node agent's modules: every module of slurmstack/node but the bootstrap, which
-    travels in the cloud-init document and installs them."""
-    return tuple(sorted(p for p in NODE_DIR.glob("*.py") if p.name != "bootstrap.py"))
+    """The node agent's modules, as the nodes receive them: the package's __init__, the
+    contract, and every module of slurmstack/node and its subpackages but the bootstrap,
+    which travels in the cloud-init document and installs them."""
+    tree = [PACKAGE_DIR / "__init__.py", PACKAGE_DIR / "contract.py"]
+    tree += [p for p in NODE_DIR.rglob("*.py") if p != BOOTSTRAP_SOURCE]
+    return tuple(sorted(tree))
 
 
 def agent_files() -> dict[str, str]:
     """Absolute node path -> text: the agent's launcher and its modules, for every role."""
-    files = {
-        AGENT_PATH: _render("node/slurmstack-node.j2", lib_dir=AGENT_LIB_DIR, package=AGENT_PACKAGE)
-    }
+    launcher = _render(
+        "node/slurmstack-node.j2", lib_dir=AGENT_LIB_DIR, module=f"{AGENT_PACKAGE}.node.cli"
+    )
+    files = {AGENT_PATH: launcher}
     for module in agent_modules():
-        files[f"{AGENT_DIR}/{module.name}"] = module.read_text()
+        files[f"{AGENT_DIR}/{module.relative_to(PACKAGE_DIR).as_posix()}"] = module.read_text()
     return files
 
 
 def bootstrap_source() -> str:
-    return (NODE_DIR / "bootstrap.py").read_text()
+    """The first-boot script as it goes into the user data: the names it imports from the
+    contract are written into it, since nothing of slurmstack is on the node before it runs."""
+    return inline_contract(BOOTSTRAP_SOURCE.read_text())
+
+
+def inline_contract(source: str) -> str:
+    """``source`` with its ``from slurmstack.contract import ...`` replaced by the definitions
+    it needs: the names it imports and what they use of the contract, in order, a constant as
+    an assignment, a function or class as its code without docstrings or comments (to keep the
+    user data small), after the standard-library imports they use."""
+    tree = ast.parse(source)
+    statement = next(
+        (s for s in tree.body if isinstance(s, ast.ImportFrom) and s.module == contract.__name__),
+        None,
+    )
+    if statement is None or statement.end_lineno is None:
+        raise ValueError(f"the script imports nothing from {contract.__name__}")
+    imports: list[str] = []
+    definitions: list[str] = []
+    seen: set[str] = set()
+
+    def include(name: str) -> None:
+        if name in seen:
+            return
+        seen.add(name)
+        stdlib, definitions_of = _contract_names()
+        if name in stdlib:
+            imports.append(stdlib[name])
+            return
+        node = definitions_of.get(name)
+        if node is None:
+            value = getattr(contract, name)
+            if not isinstance(value, str | int | tuple):
+                raise TypeError(f"contract.{name} is neither a definition nor a literal")
+            definitions.append(f"{name} = {value!r}")
+            return
+        loads = {
+            n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        for used in sorted(loads):
+            if used in stdlib or used in definitions_of or used in vars(contract):
+                include(used)
+        definitions.append(_without_docstrings(node))
+
+    for alias in statement.names:
+        include(alias.name)
+    lines = source.splitlines(keepends=True)
+    inlined = "".join(f"{line}\n" for line in [*sorted(imports), *definitions])
+    return "".join(lines[: statement.lineno - 1]) + inlined + "".join(lines[statement.end_lineno :])
+
+
+@cache
+def _contract_names() -> tuple[dict[str, str], dict[str, ast.stmt]]:
+    """(name -> the import statement that binds it, name -> definition) of the contract."""
+    tree = ast.parse(inspect.getsource(contract))
+    stdlib: dict[str, str] = {}
+    definitions: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            stdlib.update({a.asname or a.name: f"import {a.name}" for a in node.names})
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            stdlib.update({a.name: f"from {node.module} import {a.name}" for a in node.names})
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            definitions[node.name] = node
+    return stdlib, definitions
+
+
+def _without_docstrings(definition: ast.stmt) -> str:
+    """The code of a definition without docstrings, and without the annotations of functions
+    (a dataclass's fields keep theirs: they are its fields)."""
+    definition = copy.deepcopy(definition)
+    for node in ast.walk(definition):
+        if isinstance(node, ast.FunctionDef):
+            node.returns = None
+            for arg in [*node.args.args, *node.args.kwonlyargs]:
+                arg.annotation = None
+        if not isinstance(node, ast.FunctionDef | ast.ClassDef):
+            continue
+        first = node.body[0]
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            node.body = node.body[1:] or [ast.Pass()]
+    return ast.unparse(definition)
 
 
 def roles(plan: ClusterPlan) -> tuple[str, ...]:
@@ -205,7 +379,7 @@ def slurm_conf(plan: ClusterPlan) -> str:
     return _render(
         "slurm/slurm.conf.j2",
         plan=plan,
-        head_host=f"{plan.name}-head",
+        head_host=contract.head_host(plan.name),
         ports=Ports(),
         state_save_location=STATE_SAVE_LOCATION,
     )
@@ -223,46 +397,38 @@ def plugstack_conf(plan: ClusterPlan) -> str:
     return _render("slurm/plugstack.conf.j2", plan=plan, pyxis_plugin=PYXIS_PLUGIN)
 
 
-def _node_config(plan: ClusterPlan, pool: PoolPlan | None) -> str:
-    """What the node agent needs to know about its role (node.json)."""
-    mounts = pool.mounts if pool is not None else plan.mounts
-    data: dict[str, object] = {
-        "generated_by": "slurmstack",
-        "cluster": plan.name,
-        "region": plan.region,
-        "role": HEAD_ROLE if pool is None else pool.name,
-        "parameter_prefix": plan.parameter_prefix,
-        "munge_secret": plan.munge_secret_name,
-        "mounts": [
-            {"kind": m.kind.value, "path": m.path}
-            for m in mounts
-            if m.kind is not MountKind.NVME_RAID0
-        ],
-    }
+def node_config(plan: ClusterPlan, pool: PoolPlan | None) -> NodeConfig:
+    """What the node agent needs to know about its role (node.json): the head node's
+    (``pool`` None) or a node's of ``pool``."""
+    mounts = tuple(
+        Mount(m.kind, m.path)
+        for m in (pool.mounts if pool is not None else plan.mounts)
+        if m.kind is not MountKind.NVME_RAID0
+    )
+    common = NodeConfig(
+        cluster=plan.name,
+        region=plan.region,
+        role=HEAD_ROLE if pool is None else pool.name,
+        parameter_prefix=plan.parameter_prefix,
+        munge_secret=plan.munge_secret_name,
+        mounts=mounts,
+    )
     if pool is None:
-        data["state_volume"] = {
-            "device_name": STATE_VOLUME_DEVICE,
-            "mount": STATE_VOLUME_MOUNT,
-            "state_dir": STATE_SAVE_LOCATION,
-        }
-        # The reaper deletes dead records of these pools' nodes only.
-        data["pools"] = [
-            {"name": p.name, "node_name_prefix": f"{p.name}-", "feature": p.feature}
-            for p in plan.pools
-        ]
-    else:
-        scratch = pool.local_scratch_mount
-        data["node_name_prefix"] = f"{pool.name}-"
-        data["scratch"] = {"mount": scratch.path} if scratch is not None else None
-        data["health"] = {
-            "gpus": pool.expected_gpus,
-            "neuron_devices": pool.expected_neuron_devices,
-            "efa_devices": pool.expected_efa_devices,
-        }
-        if plan.lustre is not None:
-            # EFA interfaces LNet uses for Lustre; 0: the pool mounts Lustre over TCP.
-            data["lustre_efa_interfaces"] = pool.lustre_efa_interfaces
-    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+        return replace(
+            common,
+            state_volume=StateVolume(STATE_VOLUME_DEVICE, STATE_VOLUME_MOUNT, STATE_SAVE_LOCATION),
+            # The reaper deletes dead records of these pools' nodes only.
+            pools=tuple(PoolRef(p.name, node_name_prefix(p.name), p.feature) for p in plan.pools),
+        )
+    scratch = pool.local_scratch_mount
+    return replace(
+        common,
+        node_name_prefix=node_name_prefix(pool.name),
+        scratch=Scratch(scratch.path) if scratch is not None else None,
+        health=Health(pool.expected_gpus, pool.expected_neuron_devices, pool.expected_efa_devices),
+        # EFA interfaces LNet uses for Lustre; 0: the pool mounts Lustre over TCP.
+        lustre_efa_interfaces=pool.lustre_efa_interfaces if plan.lustre is not None else None,
+    )
 
 
 def head_files(plan: ClusterPlan) -> dict[str, str]:
@@ -283,7 +449,7 @@ def head_files(plan: ClusterPlan) -> dict[str, str]:
             plan=plan,
             interval_minutes=REAPER_INTERVAL_MINUTES,
         ),
-        NODE_CONFIG_PATH: _node_config(plan, None),
+        NODE_CONFIG_PATH: node_config_json(node_config(plan, None)),
         **agent_files(),
     }
 
@@ -306,7 +472,7 @@ def pool_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
             "slurm/task-prolog.sh.j2", pool=pool, env=pool.env_for(EnvTarget.PROCESS)
         ),
         ENROOT_CONF_PATH: _render("enroot/enroot.conf.j2", pool=pool),
-        NODE_CONFIG_PATH: _node_config(plan, pool),
+        NODE_CONFIG_PATH: node_config_json(node_config(plan, pool)),
         **agent_files(),
     }
     if pool.gpu is not None or pool.env_for(EnvTarget.NCCL_CONF):
@@ -336,17 +502,16 @@ def role_files(plan: ClusterPlan, role: str) -> dict[str, str]:
 # --- cloud-init -----------------------------------------------------------------------
 
 
-def _bootstrap_env(plan: ClusterPlan, role: str) -> str:
-    lines = [
-        f"SLURMSTACK_CLUSTER={plan.name}",
-        f"SLURMSTACK_REGION={plan.region}",
-        f"SLURMSTACK_ROLE={role}",
-        f"SLURMSTACK_PARAMETER_PREFIX={plan.parameter_prefix}",
-        f"SLURMSTACK_MUNGE_SECRET={plan.munge_secret_name}",
-        f"SLURMSTACK_MANIFEST_PARAMETER={plan.parameter(DeployParameter.CONFIG_MANIFEST)}",
-        f"SLURMSTACK_BUCKET_PARAMETER={plan.parameter(DeployParameter.BUCKET)}",
-    ]
-    return "\n".join(lines) + "\n"
+def bootstrap_env(plan: ClusterPlan, role: str) -> BootstrapEnv:
+    return BootstrapEnv(
+        cluster=plan.name,
+        region=plan.region,
+        role=role,
+        parameter_prefix=plan.parameter_prefix,
+        munge_secret=plan.munge_secret_name,
+        manifest_parameter=plan.parameter(DeployParameter.CONFIG_MANIFEST),
+        bucket_parameter=plan.parameter(DeployParameter.BUCKET),
+    )
 
 
 # nftables: the metadata-service firewall (imds_firewall) is loaded with its `nft`.
@@ -400,7 +565,8 @@ def user_data(plan: ClusterPlan, role: str) -> str:
         "bootstrap": BOOTSTRAP_PATH,
         # runcmd's PATH (systemd's default) holds /usr/local/sbin and /usr/local/bin.
         "bootstrap_command": BOOTSTRAP_PATH.rsplit("/", 1)[-1],
-        "bootstrap_env": _bootstrap_env(plan, role),
+        "agent_command": AGENT_PATH.rsplit("/", 1)[-1],
+        "bootstrap_env": bootstrap_env_text(bootstrap_env(plan, role)),
         "bootstrap_script": bootstrap_source(),
         "imds_firewall_rules_path": imds_firewall.RULES_PATH,
         "imds_firewall_rules": firewall_files[imds_firewall.RULES_PATH],

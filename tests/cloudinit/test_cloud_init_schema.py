@@ -12,12 +12,9 @@ import pytest
 import yaml
 
 from helpers_examples import EXAMPLE_IDS, example_plan
-from slurmstack.node import bootstrap
 from slurmstack.render import (
     APT_LOCK_CONF_PATH,
     APT_LOCK_TIMEOUT_SECONDS,
-    BOOTSTRAP_DONE,
-    BOOTSTRAP_FAILED,
     BOOTSTRAP_PATH,
     HEAD_ROLE,
     USER_DATA_LIMIT,
@@ -87,7 +84,6 @@ def test_every_boot_step_runs_through_the_runner(example: str) -> None:
     boot fails marks itself Unhealthy (slurmstack.node.bootstrap). Packages come first, from
     the runner, which waits for apt's lock; no cloud-init packages module (it waits 30 s)."""
     plan = example_plan(example)
-    assert (BOOTSTRAP_DONE, BOOTSTRAP_FAILED) == (bootstrap.DONE_MARKER, bootstrap.FAILED_MARKER)
     for role in roles(plan):
         doc = yaml.safe_load(user_data(plan, role))
         assert "packages" not in doc and "package_update" not in doc

@@ -18,7 +18,8 @@ import pytest
 from helpers_examples import example_plan
 from slurm.conftest import Cluster, wait_for, write_config
 from slurm.test_dynamic_node import node_fields, slurmd_command
-from slurmstack.node import base, cli, slurm_records
+from slurmstack import contract
+from slurmstack.node import cli, slurm_records
 from slurmstack.node.node import Node
 from slurmstack.render import (
     NODE_CONFIG_PATH,
@@ -65,7 +66,7 @@ def test_reap_deletes_the_node_slurmctld_found_dead_and_keeps_the_live_one(
 
     # The instance that dies. Both slurmds listen on this host's one SlurmdPort, so the
     # replacement starts only once slurmctld has given up on the first.
-    dead = base.node_name(f"{pool.name}-", "10.42.7.19")
+    dead = contract.node_name(contract.node_name_prefix(pool.name), "10.42.7.19")
     slurmd = cluster.start_slurmd(slurmd_command(unit, cluster, dead), dead)
     wait_for(lambda: state(cluster, dead).startswith("IDLE"), f"{dead} idle", cluster)
     slurmd.terminate()
@@ -76,7 +77,7 @@ def test_reap_deletes_the_node_slurmctld_found_dead_and_keeps_the_live_one(
     assert fields["State"] == "DOWN+DYNAMIC_NORM+NOT_RESPONDING"
 
     # Its replacement: a new address, so a new name.
-    live = base.node_name(f"{pool.name}-", "10.42.9.3")
+    live = contract.node_name(contract.node_name_prefix(pool.name), "10.42.9.3")
     cluster.start_slurmd(slurmd_command(unit, cluster, live), live)
     wait_for(lambda: state(cluster, live).startswith("IDLE"), f"{live} idle", cluster)
 
@@ -117,7 +118,7 @@ def test_reap_keeps_a_node_an_operator_drained_before_it_died(cluster: Cluster) 
     write_config(cluster, head, files[TASK_PROLOG_PATH], {"SlurmdTimeout": SLURMD_TIMEOUT})
     cluster.start_munged()
     cluster.start_slurmctld()
-    name = base.node_name(f"{pool.name}-", "10.42.7.23")
+    name = contract.node_name(contract.node_name_prefix(pool.name), "10.42.7.23")
     slurmd = cluster.start_slurmd(slurmd_command(files[SLURMD_UNIT_PATH], cluster, name), name)
     wait_for(lambda: state(cluster, name).startswith("IDLE"), f"{name} idle", cluster)
     cluster.scontrol("update", f"nodename={name}", "state=drain", "reason=ECC errors on GPU 3")

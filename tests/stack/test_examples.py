@@ -29,10 +29,10 @@ from helpers_stack import (
     T_VOLUME,
     user_data_texts,
 )
+from slurmstack.contract import CLUSTER_TAG, POOL_TAG, ROLE_TAG
 from slurmstack.offline import OfflineRun
 from slurmstack.plan import ClusterPlan
 from slurmstack.spec import CapacityType
-from slurmstack.stack.common import CLUSTER_TAG, POOL_TAG, ROLE_TAG
 
 pytestmark = pytest.mark.stack
 

@@ -15,9 +15,11 @@ import pytest
 from moto import mock_aws
 
 from helpers_examples import example_plan
+from slurmstack.contract import bootstrap_env_text
 from slurmstack.node import base, cli
 from slurmstack.node.munge import MUNGE_KEY
 from slurmstack.node.node import Node
+from slurmstack.render import bootstrap_env
 
 REGION = "us-east-1"
 PLAN = example_plan("p5-training")
@@ -29,10 +31,7 @@ MUNGE_IDS = (4242, 4343) if os.geteuid() == 0 else (os.getuid(), os.getgid())
 def node(tmp_path: Path, session: boto3.session.Session, looked_up: list[str]) -> Node:
     env = tmp_path / "etc/slurmstack/bootstrap.env"
     env.parent.mkdir(parents=True, exist_ok=True)
-    env.write_text(
-        f"SLURMSTACK_REGION={REGION}\nSLURMSTACK_ROLE=train\n"
-        f"SLURMSTACK_MUNGE_SECRET={PLAN.munge_secret_name}\n"
-    )
+    env.write_text(bootstrap_env_text(bootstrap_env(PLAN, "train")))
 
     def owner(name: str) -> tuple[int, int]:
         looked_up.append(name)

@@ -15,6 +15,7 @@ import pytest
 from moto import mock_aws
 
 from helpers_examples import example_plan
+from slurmstack import contract
 from slurmstack.node import (
     base,
     bootstrap,
@@ -22,7 +23,6 @@ from slurmstack.node import (
     config_sync,
     lnet,
     params,
-    reaper,
     scratch,
     slurm_records,
     state_volume,
@@ -33,7 +33,9 @@ from slurmstack.render import (
     AGENT_DIR,
     AGENT_LIB_DIR,
     AGENT_PATH,
+    PACKAGE_DIR,
     agent_modules,
+    bootstrap_source,
     config_store,
     role_files,
 )
@@ -109,19 +111,9 @@ def make_node(tmp_path: Path, session, role: str, run=None, imds=None) -> Node:
     )
 
 
-def test_parameter_keys_match_the_plan() -> None:
-    assert DeployParameter.HEAD_ADDRESS.value == base.PARAM_HEAD_ADDRESS
-    assert DeployParameter.BUCKET.value == base.PARAM_BUCKET
-    assert DeployParameter.LUSTRE_DNS.value == base.PARAM_LUSTRE_DNS
-    assert DeployParameter.LUSTRE_MOUNT_NAME.value == base.PARAM_LUSTRE_MOUNT_NAME
-    assert DeployParameter.EFS_ID.value == base.PARAM_EFS_ID
-    assert DeployParameter.CONFIG_MANIFEST.value == base.PARAM_CONFIG_MANIFEST
-    assert DeployParameter.STATE_VOLUME_ID.value == base.PARAM_STATE_VOLUME_ID
-
-
 def test_node_name_is_pool_and_low_16_bits_of_the_address() -> None:
-    assert base.node_name("train-", "10.42.7.19") == f"train-{7 * 256 + 19}"
-    assert base.node_name("train-", "10.43.255.255") == "train-65535"
+    assert contract.node_name("train-", "10.42.7.19") == f"train-{7 * 256 + 19}"
+    assert contract.node_name("train-", "10.43.255.255") == "train-65535"
 
 
 def test_bootstrap_installs_the_agent_from_the_store(aws, tmp_path: Path) -> None:
@@ -130,16 +122,14 @@ def test_bootstrap_installs_the_agent_from_the_store(aws, tmp_path: Path) -> Non
     target = bootstrap.install(node.bootstrap_env(), aws, root=str(tmp_path), poll=0)
     assert target == str(tmp_path / AGENT_PATH.lstrip("/"))
     agent = {p: t for p, t in role_files(PLAN, "train").items() if p.startswith("/usr/local/")}
-    assert sorted(agent) == sorted(
-        [AGENT_PATH] + [f"{AGENT_DIR}/{m.name}" for m in agent_modules()]
-    )
-    assert AGENT_DIR + "/" == bootstrap.AGENT_DIR
+    modules = {f"{AGENT_DIR}/{m.relative_to(PACKAGE_DIR).as_posix()}": m for m in agent_modules()}
+    assert sorted(agent) == sorted([AGENT_PATH, *modules])
     for path, text in agent.items():
         installed = tmp_path / path.lstrip("/")
         assert installed.read_text() == text
         assert os.stat(installed).st_mode & 0o777 == (0o755 if path == AGENT_PATH else 0o644)
-    for module in agent_modules():
-        assert agent[f"{AGENT_DIR}/{module.name}"] == module.read_text()
+    for path, module in modules.items():
+        assert agent[path] == module.read_text()
     # The launcher runs the installed package (pointed at tmp_path's copy of the library).
     launcher = Path(target).read_text().replace(AGENT_LIB_DIR, str(tmp_path / AGENT_LIB_DIR[1:]))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -150,7 +140,9 @@ def test_bootstrap_installs_the_agent_from_the_store(aws, tmp_path: Path) -> Non
     assert "slurmstack-node" in done.stdout and "state-volume" in done.stdout
 
 
-@pytest.mark.parametrize("path", [AGENT_PATH, f"{AGENT_DIR}/base.py"])
+@pytest.mark.parametrize(
+    "path", [AGENT_PATH, f"{AGENT_DIR}/node/base.py", f"{AGENT_DIR}/contract.py"]
+)
 def test_bootstrap_refuses_a_tampered_agent(aws, tmp_path: Path, path: str) -> None:
     publish_config(aws, "train")
     key = config_store(PLAN).manifest["train"][path]
@@ -226,7 +218,7 @@ def test_params_waits_for_deploy_values_and_names_the_node(aws, tmp_path: Path) 
     }.items():
         ssm.put_parameter(Name=PLAN.parameter(key), Value=value, Type="String")
     env = node.params(poll=0)
-    name = base.node_name("train-", "10.42.7.19")
+    name = contract.node_name("train-", "10.42.7.19")
     assert env["SLURMSTACK_NODE_NAME"] == name
     written = base.read_env_file(tmp_path / "etc/slurmstack/node.env")
     assert written["SLURMSTACK_HEAD_ADDRESS"] == "10.42.0.10"
@@ -735,28 +727,38 @@ def test_state_volume_waits_then_gives_up(aws, tmp_path: Path) -> None:
 
 
 def test_agent_is_self_contained() -> None:
-    """Standard library and boto3 only: it runs on nodes without slurmstack installed, its
-    modules importing one another relatively (the package is node_agent there)."""
+    """Standard library and boto3 only: it runs on nodes without slurmstack installed; what it
+    imports of slurmstack (relatively) is shipped with it. The bootstrap imports the contract
+    only, and its copy in the user data imports nothing of slurmstack."""
     import ast
 
-    modules = {m.stem for m in agent_modules()}
+    shipped = {m.relative_to(PACKAGE_DIR).with_suffix("").as_posix() for m in agent_modules()}
     for path in [*agent_modules(), Path(bootstrap.__file__)]:
+        module = path.relative_to(PACKAGE_DIR).with_suffix("").parts
         tree = ast.parse(path.read_text())
         names = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 names |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level:
-                assert path.name != "bootstrap.py" and node.module in modules, path
+                base = module[: len(module) - node.level]
+                target = "/".join([*base, *(node.module or "").split(".")])
+                assert target in shipped or f"{target}/__init__" in shipped, (path, target)
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names.add(node.module.split(".")[0])
-        assert "slurmstack" not in names, path
-        assert names <= set(sys.stdlib_module_names) | {"boto3", "__future__"}, path
+                if node.module.startswith("slurmstack"):
+                    assert (path.name, node.module) == ("bootstrap.py", "slurmstack.contract")
+        assert names <= set(sys.stdlib_module_names) | {"boto3", "__future__", "slurmstack"}, path
+    inlined = ast.parse(bootstrap_source())
+    assert not [
+        n for n in ast.walk(inlined) if isinstance(n, ast.ImportFrom) and "slurmstack" in n.module
+    ]
 
 
 def test_agent_modules_stay_small() -> None:
     for module in agent_modules():
-        assert len(module.read_text().splitlines()) <= 300, module.name
+        if module.parent.name == "node":
+            assert len(module.read_text().splitlines()) <= 300, module.name
 
 
 def test_manifest_sha_keys_name_their_content() -> None:
@@ -864,16 +866,6 @@ def head(tmp_path: Path, aws, lines: list[str], **kwargs) -> tuple[Node, Scontro
     node = make_node(tmp_path, aws, "head", run=run)
     node.clock = lambda: slurm_records.slurm_time(NOW)
     return node, run
-
-
-def test_reaper_constants_match_the_plan_render_and_stack() -> None:
-    from slurmstack.plan import REAPER_GRACE_SECONDS
-    from slurmstack.render import REAPER_TIMER_PATH
-    from slurmstack.stack.common import CLUSTER_TAG, POOL_TAG
-
-    assert reaper.REAP_GRACE_SECONDS == REAPER_GRACE_SECONDS
-    assert config_sync.REAPER_TIMER_PATH == REAPER_TIMER_PATH
-    assert (reaper.CLUSTER_TAG, reaper.POOL_TAG) == (CLUSTER_TAG, POOL_TAG)
 
 
 def test_parse_a_slurm_22_05_record() -> None:

@@ -52,7 +52,7 @@ def boot_root(tmp_path: Path, role: str, instance: str = "i-0123456789abcdef0") 
 
 
 def failed_marker(root: Path) -> str:
-    return (root / bootstrap.FAILED_MARKER.lstrip("/")).read_text()
+    return (root / bootstrap.BOOTSTRAP_FAILED.lstrip("/")).read_text()
 
 
 def health(session, instance: str) -> str:
@@ -70,17 +70,17 @@ def test_a_failed_worker_step_is_named_and_the_instance_replaced(aws, tmp_path, 
     assert f"FAILED step `{step}`: exit status 3" in capsys.readouterr().err
     assert f"step `{step}`: exit status 3" in failed_marker(root)
     assert health(aws, instance) == "UNHEALTHY"
-    assert not (root / bootstrap.DONE_MARKER.lstrip("/")).exists()
+    assert not (root / bootstrap.BOOTSTRAP_DONE.lstrip("/")).exists()
 
 
 def test_a_step_that_passes_leaves_no_mark(aws, tmp_path) -> None:
     instance = asg_with_instance(aws)
     root = boot_root(tmp_path, "train", instance)
     assert bootstrap.main(["run", sys.executable, "-c", "pass"], session=aws, root=str(root)) == 0
-    assert not (root / bootstrap.FAILED_MARKER.lstrip("/")).exists()
+    assert not (root / bootstrap.BOOTSTRAP_FAILED.lstrip("/")).exists()
     assert health(aws, instance) == "HEALTHY"
     assert bootstrap.main(["done"], session=aws, root=str(root)) == 0
-    assert (root / bootstrap.DONE_MARKER.lstrip("/")).read_text().strip().endswith("done")
+    assert (root / bootstrap.BOOTSTRAP_DONE.lstrip("/")).read_text().strip().endswith("done")
 
 
 class NoAws:

@@ -3,7 +3,6 @@ parameters, commands, and every path under --root. The concern modules extend No
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import pwd
@@ -14,20 +13,33 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-# SSM parameter keys under the cluster's prefix (slurmstack.plan.DeployParameter).
-PARAM_HEAD_ADDRESS = "head/address"
-PARAM_BUCKET = "bucket/name"
-PARAM_LUSTRE_DNS = "lustre/dns-name"
-PARAM_LUSTRE_MOUNT_NAME = "lustre/mount-name"
-PARAM_EFS_ID = "efs/id"
-PARAM_CONFIG_MANIFEST = "config/manifest"
-PARAM_STATE_VOLUME_ID = "head/state-volume-id"
+from ..contract import (
+    BOOTSTRAP_ENV_PATH,
+    HEAD_ROLE,
+    IMDS_IPV4,
+    NODE_CONFIG_PATH,
+    NODE_ENV_PATH,
+    BootstrapEnv,
+    DeployParameter,
+    node_name,
+    parameter_name,
+    read_bootstrap_env,
+)
 
-BOOTSTRAP_ENV = "/etc/slurmstack/bootstrap.env"
-NODE_CONFIG = "/etc/slurmstack/node.json"
-NODE_ENV = "/etc/slurmstack/node.env"
-HEAD_ROLE = "head"
-IMDS = "http://169.254.169.254/latest"
+# SSM parameter keys under the cluster's prefix.
+PARAM_HEAD_ADDRESS = DeployParameter.HEAD_ADDRESS
+PARAM_BUCKET = DeployParameter.BUCKET
+PARAM_LUSTRE_DNS = DeployParameter.LUSTRE_DNS
+PARAM_LUSTRE_MOUNT_NAME = DeployParameter.LUSTRE_MOUNT_NAME
+PARAM_EFS_ID = DeployParameter.EFS_ID
+PARAM_CONFIG_MANIFEST = DeployParameter.CONFIG_MANIFEST
+PARAM_STATE_VOLUME_ID = DeployParameter.STATE_VOLUME_ID
+
+BOOTSTRAP_ENV = BOOTSTRAP_ENV_PATH
+NODE_CONFIG = NODE_CONFIG_PATH
+NODE_ENV = NODE_ENV_PATH
+IMDS = f"http://{IMDS_IPV4}/latest"
+__all__ = ["HEAD_ROLE", "node_name"]
 
 
 class AgentError(Exception):
@@ -56,12 +68,6 @@ def imds_get(path: str) -> str:
     )
     with urllib.request.urlopen(req, timeout=5) as response:
         return str(response.read().decode())
-
-
-def node_name(prefix: str, address: str) -> str:
-    """<pool>-<n>, n = the low 16 bits of the private IPv4 address (unique in a subnet,
-    which AWS limits to a /16)."""
-    return f"{prefix}{int(ipaddress.IPv4Address(address)) & 0xFFFF}"
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -117,11 +123,14 @@ class NodeBase:
     def path(self, node_path: str) -> Path:
         return self.root / node_path.lstrip("/")
 
-    def bootstrap_env(self) -> dict[str, str]:
-        env = read_env_file(self.path(BOOTSTRAP_ENV))
-        if not env:
+    def bootstrap_env(self) -> BootstrapEnv:
+        path = self.path(BOOTSTRAP_ENV)
+        if not path.exists():
             raise AgentError(f"{BOOTSTRAP_ENV} is missing (written by cloud-init)")
-        return env
+        try:
+            return read_bootstrap_env(path.read_text())
+        except KeyError as exc:
+            raise AgentError(f"{BOOTSTRAP_ENV} has no {exc.args[0]}") from None
 
     def config(self) -> dict[str, Any]:
         path = self.path(NODE_CONFIG)
@@ -135,18 +144,18 @@ class NodeBase:
 
     @property
     def role(self) -> str:
-        return self.bootstrap_env()["SLURMSTACK_ROLE"]
+        return self.bootstrap_env().role
 
     def client(self, service: str):  # type: ignore[no-untyped-def]
         if self._session is None:
             import boto3
 
             self._session = boto3.session.Session()
-        region = self.bootstrap_env()["SLURMSTACK_REGION"]
+        region = self.bootstrap_env().region
         return self._session.client(service, region_name=region)  # type: ignore[attr-defined]
 
     def parameter_name(self, key: str) -> str:
-        return f"{self.bootstrap_env()['SLURMSTACK_PARAMETER_PREFIX']}/{key}"
+        return parameter_name(self.bootstrap_env().parameter_prefix, key)
 
     def get_parameter(self, key: str) -> str | None:
         ssm = self.client("ssm")

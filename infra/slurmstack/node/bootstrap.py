@@ -7,7 +7,6 @@
 # A failing step is named on the console and in the failed marker; a worker then marks itself
 # Unhealthy so its Auto Scaling group replaces it (or powers off when it cannot).
 import fcntl
-import hashlib
 import json
 import os
 import subprocess
@@ -15,11 +14,19 @@ import sys
 import time
 from typing import Any
 
-AGENT = "/usr/local/bin/slurmstack-node"
-AGENT_DIR = "/usr/local/lib/slurmstack/node_agent/"
-BOOTSTRAP_ENV = "/etc/slurmstack/bootstrap.env"
-DONE_MARKER = "/var/lib/slurmstack/bootstrap.done"
-FAILED_MARKER = "/var/lib/slurmstack/bootstrap.failed"
+# Written into this script in the user data (slurmstack.render.bootstrap_source).
+from slurmstack.contract import (
+    AGENT_LIB_DIR,
+    AGENT_PATH,
+    BOOTSTRAP_DONE,
+    BOOTSTRAP_ENV_PATH,
+    BOOTSTRAP_FAILED,
+    HEAD_ROLE,
+    BootstrapEnv,
+    matches_key,
+    read_bootstrap_env,
+)
+
 INSTANCE_ID_FILE = "/var/lib/cloud/data/instance-id"  # written by cloud-init
 # unattended-upgrades may hold apt's locks for minutes at first boot, longer than cloud-init's
 # packages module waits (30 s), so the packages are installed here.
@@ -49,12 +56,6 @@ def aws_session() -> Any:
     return boto3.session.Session()
 
 
-def read_env(path: str) -> dict[str, str]:
-    with open(path) as handle:
-        lines = [line.strip() for line in handle if not line.startswith("#")]
-    return dict(line.split("=", 1) for line in lines if "=" in line)
-
-
 def wait_parameter(ssm: Any, name: str, timeout: float, poll: float) -> str:
     deadline = time.monotonic() + timeout
     while True:
@@ -69,30 +70,30 @@ def wait_parameter(ssm: Any, name: str, timeout: float, poll: float) -> str:
 def fetch_verified(s3: Any, bucket: str, key: str) -> bytes:
     """An object of the config store, whose key ends in the sha256 of its content."""
     body: bytes = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-    if hashlib.sha256(body).hexdigest() != key.rsplit("/", 1)[-1]:
+    if not matches_key(body, key):
         raise SystemExit(f"bootstrap: s3://{bucket}/{key} does not match its hash")
     return body
 
 
 def install(
-    env: dict[str, str], session: Any, root: str = "/", timeout: float = 3600.0, poll: float = 10.0
+    env: BootstrapEnv, session: Any, root: str = "/", timeout: float = 3600.0, poll: float = 10.0
 ) -> str:
-    ssm = session.client("ssm", region_name=env["SLURMSTACK_REGION"])
-    s3 = session.client("s3", region_name=env["SLURMSTACK_REGION"])
-    manifest_key = wait_parameter(ssm, env["SLURMSTACK_MANIFEST_PARAMETER"], timeout, poll)
-    bucket = wait_parameter(ssm, env["SLURMSTACK_BUCKET_PARAMETER"], timeout, poll)
-    files = json.loads(fetch_verified(s3, bucket, manifest_key))[env["SLURMSTACK_ROLE"]]
+    ssm = session.client("ssm", region_name=env.region)
+    s3 = session.client("s3", region_name=env.region)
+    manifest_key = wait_parameter(ssm, env.manifest_parameter, timeout, poll)
+    bucket = wait_parameter(ssm, env.bucket_parameter, timeout, poll)
+    files = json.loads(fetch_verified(s3, bucket, manifest_key))[env.role]
     # Every file is verified before any is written; the launcher is written last.
-    paths = [p for p in sorted(files) if p.startswith(AGENT_DIR)] + [AGENT]
+    paths = [p for p in sorted(files) if p.startswith(AGENT_LIB_DIR + "/")] + [AGENT_PATH]
     bodies = {path: fetch_verified(s3, bucket, files[path]) for path in paths}
     for path in paths:
         target = os.path.join(root, path.lstrip("/"))
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target + ".new", "wb") as handle:
             handle.write(bodies[path])
-        os.chmod(target + ".new", 0o755 if path == AGENT else 0o644)
+        os.chmod(target + ".new", 0o755 if path == AGENT_PATH else 0o644)
         os.replace(target + ".new", target)
-    return os.path.join(root, AGENT.lstrip("/"))
+    return os.path.join(root, AGENT_PATH.lstrip("/"))
 
 
 def apt_locks_free(locks: Any = APT_LOCKS) -> bool:
@@ -141,17 +142,17 @@ def write_marker(path: str, text: str, root: str) -> None:
 
 
 def report_failure(
-    step: str, detail: str, env: dict[str, str], session: Any, root: str, run: Any
+    step: str, detail: str, env: BootstrapEnv | None, session: Any, root: str, run: Any
 ) -> None:
     log(f"FAILED step `{step}`: {detail}")
-    write_marker(FAILED_MARKER, f"step `{step}`: {detail}", root)
-    if env.get("SLURMSTACK_ROLE", "head") == "head":
-        return  # the head stays up for an operator to look at
+    write_marker(BOOTSTRAP_FAILED, f"step `{step}`: {detail}", root)
+    if env is None or env.role == HEAD_ROLE:
+        return  # the head stays up for an operator to look at (so does a node of no known role)
     try:
         with open(os.path.join(root, INSTANCE_ID_FILE.lstrip("/"))) as handle:
             instance = handle.read().strip()
         session = session or aws_session()
-        session.client("autoscaling", region_name=env["SLURMSTACK_REGION"]).set_instance_health(
+        session.client("autoscaling", region_name=env.region).set_instance_health(
             InstanceId=instance, HealthStatus="Unhealthy", ShouldRespectGracePeriod=False
         )
         log(f"marked {instance} Unhealthy: its Auto Scaling group replaces it")
@@ -163,9 +164,10 @@ def report_failure(
 def main(argv: list[str], session: Any = None, root: str = "/", run: Any = subprocess.run) -> int:
     command, args = (argv[0], argv[1:]) if argv else ("", [])
     step = " ".join(args) if command == "run" else command
-    env: dict[str, str] = {}
+    env: BootstrapEnv | None = None
     try:
-        env = read_env(os.path.join(root, BOOTSTRAP_ENV.lstrip("/")))
+        with open(os.path.join(root, BOOTSTRAP_ENV_PATH.lstrip("/"))) as handle:
+            env = read_bootstrap_env(handle.read())
         if command == "packages":
             packages(args, run=run)
         elif command == "install":
@@ -176,7 +178,7 @@ def main(argv: list[str], session: Any = None, root: str = "/", run: Any = subpr
             if code != 0:
                 raise StepFailed(f"exit status {code}")
         elif command == "done":
-            write_marker(DONE_MARKER, "done", root)
+            write_marker(BOOTSTRAP_DONE, "done", root)
         else:
             raise StepFailed("usage: slurmstack-bootstrap packages|install|run|done [ARG...]")
     except (SystemExit, Exception) as exc:  # install raises SystemExit

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from ..contract import REAPER_TIMER, SLURM_CONF_PATH, unit_path
 from .base import (
     HEAD_ROLE,
     PARAM_BUCKET,
@@ -19,8 +20,7 @@ from .base import (
 RESTART_KEYS = ("MaxNodeCount", "SlurmctldPort", "SlurmdPort", "SlurmctldParameters")
 # The reaper (head node). Its timer is enabled by sync-config wherever it is merely disabled;
 # an operator turns the reaper off for good with `systemctl mask slurmstack-reaper.timer`.
-REAPER_TIMER = "slurmstack-reaper.timer"
-REAPER_TIMER_PATH = f"/etc/systemd/system/{REAPER_TIMER}"
+REAPER_TIMER_PATH = unit_path(REAPER_TIMER)
 
 
 def file_mode(node_path: str) -> int:
@@ -52,7 +52,7 @@ class ConfigSync(NodeBase):
         if role not in manifest:
             raise AgentError(f"the manifest has no entry for role {role!r}")
         changed: list[str] = []
-        old_slurm_conf = self._read("/etc/slurm/slurm.conf")
+        old_slurm_conf = self._read(SLURM_CONF_PATH)
         for node_path, key in sorted(manifest[role].items()):
             digest = key.rsplit("/", 1)[-1]
             target = self.path(node_path)
@@ -67,8 +67,8 @@ class ConfigSync(NodeBase):
             self.sh("systemctl", "daemon-reload", check=False)
         if role == HEAD_ROLE:
             self._enable_reaper()
-        if role == HEAD_ROLE and "/etc/slurm/slurm.conf" in changed and old_slurm_conf:
-            new = self._read("/etc/slurm/slurm.conf") or ""
+        if role == HEAD_ROLE and SLURM_CONF_PATH in changed and old_slurm_conf:
+            new = self._read(SLURM_CONF_PATH) or ""
             if _restart_keys(old_slurm_conf) != _restart_keys(new):
                 active = self.sh("systemctl", "is-active", "--quiet", "slurmctld", check=False)
                 if active.returncode == 0:

@@ -13,7 +13,6 @@ from .base import AgentError, NodeBase, log
 # LND (kefalnd) bound to the primary interface, a tcp network on that interface (the mount
 # still names the file system by its @tcp address), one efa network interface per selected EFA
 # device with 32 peer credits, discovery on and a selection rule that prefers efa.
-LNET_EFA_UNIT = "slurmstack-lustre-efa.service"
 LNET_EFA_PEER_CREDITS = 32
 # The EKS guide's client check refuses EFA drivers older than this.
 EFA_DRIVER_MIN_VERSION = (2, 12, 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 
+from ..contract import LNET_EFA_UNIT
 from .base import (
     NODE_ENV,
     PARAM_EFS_ID,
@@ -12,7 +13,7 @@ from .base import (
     AgentError,
     write_atomic,
 )
-from .lnet import LNET_EFA_UNIT, LnetEfa
+from .lnet import LnetEfa
 
 # node.env key -> the deploy-time parameter it comes from, by the kind of mount that needs it.
 STORAGE_PARAMETERS = {

@@ -11,7 +11,7 @@ MUNGE_KEY = "/etc/munge/munge.key"
 
 class Munge(NodeBase):
     def munge_key(self) -> Path:
-        secret = self.bootstrap_env()["SLURMSTACK_MUNGE_SECRET"]
+        secret = self.bootstrap_env().munge_secret
         value = self.client("secretsmanager").get_secret_value(SecretId=secret)
         key = value.get("SecretBinary")
         if key is None:

@@ -3,6 +3,7 @@ head-address: the head node's address again, before every slurmd start."""
 
 from __future__ import annotations
 
+from ..contract import head_host
 from .base import (
     HEAD_ROLE,
     NODE_ENV,
@@ -31,13 +32,13 @@ class Params(NodeBase):
         env["SLURMSTACK_INSTANCE_ID"] = self.imds("instance-id")  # type: ignore[operator]
         env["SLURMSTACK_ADDRESS"] = address
         if role == HEAD_ROLE:
-            name = f"{cluster}-head"
+            name = head_host(cluster)
             hosts = [f"{address} {name}"]
         else:
             name = node_name(str(config["node_name_prefix"]), address)
             head = self.wait_parameter(PARAM_HEAD_ADDRESS, timeout, poll)
             env["SLURMSTACK_HEAD_ADDRESS"] = head
-            hosts = [f"{head} {cluster}-head", f"{address} {name}"]
+            hosts = [f"{head} {head_host(cluster)}", f"{address} {name}"]
         env["SLURMSTACK_NODE_NAME"] = name
         self._write_node_env(env)
         self._write_hosts(hosts)
@@ -72,7 +73,7 @@ class Params(NodeBase):
             env["SLURMSTACK_HEAD_ADDRESS"] = current
             self._write_node_env(env)
             name = env.get("SLURMSTACK_NODE_NAME")
-            hosts = [f"{current} {config['cluster']}-head"]
+            hosts = [f"{current} {head_host(config['cluster'])}"]
             if name and env.get("SLURMSTACK_ADDRESS"):
                 hosts.append(f"{env['SLURMSTACK_ADDRESS']} {name}")
             self._write_hosts(hosts)

@@ -5,18 +5,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import AgentError, NodeBase, log, node_name
+from ..contract import CLUSTER_TAG, POOL_TAG, REAPER_GRACE_SECONDS, is_node_name_of, node_name
+from .base import AgentError, NodeBase, log
 from .slurm_records import SCONTROL, parse_node_line, slurm_time
 
-# How long a record must have been DOWN before it is deleted (slurmstack.plan.REAPER_GRACE_SECONDS).
-REAP_GRACE_SECONDS = 900
+# How long a record must have been DOWN before it is deleted.
+REAP_GRACE_SECONDS = REAPER_GRACE_SECONDS
 # State flags a record may carry and still be deleted. Any other (COMPLETING, RESERVED, MAINT,
 # FAIL, REBOOT_*, POWER*, PLANNED, ...) keeps it: a job, a reservation or an operator's
 # intention is attached to the node.
 REAPABLE_FLAGS = frozenset({"DYNAMIC_NORM", "NOT_RESPONDING", "DRAIN", "INVALID_REG"})
-# Tags every instance of a pool carries (slurmstack.stack.common).
-CLUSTER_TAG = "slurmstack:cluster"
-POOL_TAG = "slurmstack:pool"
 # EC2 states in which an instance still holds its private address.
 LIVE_INSTANCE_STATES = ("pending", "running", "stopping", "stopped")
 # Reasons slurmctld and slurmd set on their own (Slurm's src/slurmctld: ping_nodes.c,
@@ -125,9 +123,7 @@ class Reaper(NodeBase):
 
 def _pool_of(name: str, pools: list[dict[str, str]]) -> dict[str, str] | None:
     for pool in pools:
-        prefix = pool["node_name_prefix"]
-        index = name[len(prefix) :]
-        if name.startswith(prefix) and index.isdigit() and int(index) <= 0xFFFF:
+        if is_node_name_of(name, pool["node_name_prefix"]):
             return pool
     return None
 

@@ -11,9 +11,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from slurmstack.contract import MountKind
 from slurmstack.findings import Finding, Level
 from slurmstack.offline.engine import OfflineRun, RecordedResource
-from slurmstack.plan import ClusterPlan, MountKind
+from slurmstack.plan import ClusterPlan
 from slurmstack.report.capacity import ClusterCapacity, cluster_capacity
 from slurmstack.report.cost import CostReport, cost_report
 from slurmstack.report.readiness import time_to_ready, time_to_ready_range, time_to_stack

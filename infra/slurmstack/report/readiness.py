@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from slurmstack.contract import DeployParameter
 from slurmstack.offline.engine import OfflineRun, RecordedResource
-from slurmstack.plan import DeployParameter
 from slurmstack.report.timing import (
     HEAD_BOOT,
     JOIN,

@@ -36,12 +36,12 @@ import pulumi_aws.ec2 as ec2
 import pulumi_aws.ssm as ssm
 
 from slurmstack import render
-from slurmstack.plan import ClusterPlan, DeployParameter
+from slurmstack.contract import HEAD_ROLE, STATE_VOLUME_DEVICE, DeployParameter
+from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters
 from slurmstack.stack.bucket import stateful_options
-from slurmstack.stack.common import STATE_VOLUME_DEVICE, Role, resource_name, tags
+from slurmstack.stack.common import Role, resource_name, tags
 
-HEAD_ROLE = "head"
 STATE_VOLUME_IOPS = 3000
 STATE_VOLUME_THROUGHPUT = 125
 # sha256 of the user data the running head was built with (see the module's docstring).

@@ -24,19 +24,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from slurmstack.contract import CLUSTER_TAG, CONFIG_PREFIX, POOL_TAG, ROLE_TAG
 from slurmstack.plan import ClusterPlan, PoolPlan
-from slurmstack.stack.common import (
-    CLUSTER_TAG,
-    POOL_TAG,
-    ROLE_TAG,
-    Role,
-    partition,
-    resource_name,
-    ssm_parameter_arn,
-)
+from slurmstack.stack.common import Role, partition, resource_name, ssm_parameter_arn
 
 VERSION = "2012-10-17"
-CONFIG_PREFIX = "config/"
 
 EC2_TRUST_POLICY: dict[str, Any] = {
     "Version": VERSION,

@@ -9,9 +9,10 @@ import pulumi
 import pulumi_aws.autoscaling as autoscaling
 import pulumi_aws.ec2 as ec2
 
+from slurmstack.contract import POOL_TAG
 from slurmstack.plan import ClusterPlan, InterfaceType, PoolPlan
 from slurmstack.spec import CapacityType
-from slurmstack.stack.common import POOL_TAG, ROOT_DEVICE, Role, resource_name, tags
+from slurmstack.stack.common import ROOT_DEVICE, Role, resource_name, tags
 from slurmstack.stack.head_node import encoded_user_data
 
 # GPU nodes take minutes to boot (driver, EFA, RAID0 over NVMe, mounts) before their own

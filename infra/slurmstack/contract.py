@@ -1,0 +1,405 @@
+"""The contract between the control plane and the nodes: every fact both sides must agree on.
+
+Plan, render, the templates (as the Jinja global ``contract``), the stack and the report take
+these names from here, and so does the node agent, on the node: this module ships with it (the
+config store delivers ``slurmstack/contract.py`` next to ``slurmstack/node/``). Nothing else
+spells a node path, a parameter key, a port, a tag, the node-name scheme or the layout of a
+node's configuration files. The first-boot script (``slurmstack/node/bootstrap.py``) runs
+before the agent is installed: render writes the names it takes from here into its copy in the
+user data (``slurmstack.render.cloud_init.bootstrap_script``).
+
+Standard library only, no I/O at import: it runs on the nodes' system Python.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import ipaddress
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+# --- roles, names ----------------------------------------------------------------------
+
+# The head node's role: in bootstrap.env and node.json, the config store's manifest and the
+# render layout ("head/..."). A pool may not take this name.
+HEAD_ROLE = "head"
+
+
+def head_host(cluster: str) -> str:
+    """The head node's host name: SlurmctldHost in slurm.conf, its hostname, and the name
+    every worker's /etc/hosts gives the head's address."""
+    return f"{cluster}-head"
+
+
+# Dynamic node names are <pool>-<n>, n the low 16 bits of the node's private IPv4 address:
+# unique within the compute subnet (an AWS subnet is at most a /16), stable for the
+# instance's life, and inside one hostlist range per pool (gres.conf relies on that).
+NODE_INDEX_MAX = 0xFFFF
+
+
+def node_name_prefix(pool: str) -> str:
+    return f"{pool}-"
+
+
+def node_name(prefix: str, address: str) -> str:
+    """The Slurm name of the node of a pool (given by its ``node_name_prefix``) at
+    ``address``."""
+    return f"{prefix}{int(ipaddress.IPv4Address(address)) & NODE_INDEX_MAX}"
+
+
+def node_name_pattern(pool: str) -> str:
+    """Every name a node of ``pool`` can have, as a Slurm hostlist."""
+    return f"{node_name_prefix(pool)}[0-{NODE_INDEX_MAX}]"
+
+
+def is_node_name_of(name: str, prefix: str) -> bool:
+    """Whether ``name`` is a name the scheme gives a node of the pool with ``prefix``."""
+    index = name[len(prefix) :]
+    return name.startswith(prefix) and index.isdigit() and int(index) <= NODE_INDEX_MAX
+
+
+# --- tags ------------------------------------------------------------------------------
+
+# On every resource of the cluster (the stack); the reaper finds the cluster's instances by
+# CLUSTER_TAG and their pool by POOL_TAG.
+CLUSTER_TAG = "slurmstack:cluster"
+ROLE_TAG = "slurmstack:role"
+POOL_TAG = "slurmstack:pool"
+
+# --- network ---------------------------------------------------------------------------
+
+# Slurm's ports: slurm.conf uses them and the stack's security groups open exactly these.
+SLURMCTLD_PORT = 6817
+SLURMD_PORT = 6818
+SRUN_PORT_RANGE = (60001, 63000)
+
+# The instance metadata service (IPv6 only answers on Nitro instances that enable it).
+IMDS_IPV4 = "169.254.169.254"
+IMDS_IPV6 = "fd00:ec2::254"
+
+# --- deploy-time values ----------------------------------------------------------------
+
+
+class DeployParameter(enum.StrEnum):
+    """Values known only at deploy time. The stack writes each to an SSM parameter under
+    the cluster's prefix; nodes read them at boot (waiting until they exist), so user data
+    carries only stable identifiers and no node waits on a slow resource just for its address."""
+
+    HEAD_ADDRESS = "head/address"
+    BUCKET = "bucket/name"
+    LUSTRE_DNS = "lustre/dns-name"
+    LUSTRE_MOUNT_NAME = "lustre/mount-name"
+    EFS_ID = "efs/id"
+    CONFIG_MANIFEST = "config/manifest"
+    # The head node's Slurm state volume id (vol-...). On Nitro the volume shows up as an NVMe
+    # disk whose serial is the id without its dash, which is how the head finds it.
+    STATE_VOLUME_ID = "head/state-volume-id"
+
+
+def parameter_prefix(cluster: str) -> str:
+    """SSM parameter path holding the deploy-time values of ``cluster``."""
+    return f"/slurmstack/{cluster}"
+
+
+def parameter_name(prefix: str, key: DeployParameter | str) -> str:
+    """Full SSM parameter name of a deploy-time value, e.g. /slurmstack/llm-train/head/address."""
+    return f"{prefix}/{key}"
+
+
+def munge_secret_name(cluster: str) -> str:
+    """The Secrets Manager secret holding the cluster's munge key."""
+    return f"slurmstack/{cluster}/munge-key"
+
+
+# --- the config store ------------------------------------------------------------------
+
+# Rendered files are S3 objects keyed by their content's sha256 under this prefix; the
+# manifest (role -> node path -> key) is one such object, named by the CONFIG_MANIFEST
+# parameter. The instance roles may read, and never write, below it.
+CONFIG_PREFIX = "config/"
+
+
+def store_key(body: bytes) -> str:
+    return CONFIG_PREFIX + hashlib.sha256(body).hexdigest()
+
+
+def matches_key(body: bytes, key: str) -> bool:
+    """Whether ``body`` is the content the store key ``key`` names."""
+    return hashlib.sha256(body).hexdigest() == key.rsplit("/", 1)[-1]
+
+
+def manifest_json(manifest: dict[str, dict[str, str]]) -> str:
+    """The manifest as stored: deterministic and compact."""
+    return json.dumps(manifest, sort_keys=True, separators=(",", ":"))
+
+
+# --- where things land on a node -------------------------------------------------------
+
+# The node agent: its launcher, and the tree it runs (this module and slurmstack/node, as
+# the package has them) below AGENT_LIB_DIR.
+AGENT_PATH = "/usr/local/bin/slurmstack-node"
+AGENT_LIB_DIR = "/usr/local/lib/slurmstack"
+AGENT_PACKAGE = "slurmstack"
+# The first-boot runner and the markers it leaves; the head's apply-config document reads them.
+BOOTSTRAP_PATH = "/usr/local/sbin/slurmstack-bootstrap"
+BOOTSTRAP_DONE = "/var/lib/slurmstack/bootstrap.done"
+BOOTSTRAP_FAILED = "/var/lib/slurmstack/bootstrap.failed"
+# Written by cloud-init (BootstrapEnv), by render (NodeConfig) and by the agent (NodeEnv).
+BOOTSTRAP_ENV_PATH = "/etc/slurmstack/bootstrap.env"
+NODE_CONFIG_PATH = "/etc/slurmstack/node.json"
+NODE_ENV_PATH = "/etc/slurmstack/node.env"
+TASK_PROLOG_PATH = "/etc/slurmstack/task-prolog.sh"
+IMDS_FIREWALL_RULES_PATH = "/etc/slurmstack/imds-firewall.nft"
+SLURM_DIR = "/etc/slurm"
+SLURM_CONF_PATH = f"{SLURM_DIR}/slurm.conf"
+SYSTEMD_DIR = "/etc/systemd/system"
+NCCL_CONF_PATH = "/etc/nccl.conf"
+FABRIC_PROFILE_PATH = "/etc/profile.d/slurmstack-fabric.sh"
+ENROOT_CONF_PATH = "/etc/enroot/enroot.conf"
+
+# systemd units slurmstack installs or starts.
+SLURMCTLD_UNIT = "slurmctld.service"
+MUNGE_UNIT = "munge.service"
+SLURMD_UNIT = "slurmstack-slurmd.service"  # a worker's slurmd (dynamic, configless)
+DISTRIBUTION_SLURMD_UNIT = "slurmd.service"  # Debian/Ubuntu's own, unused on workers
+REAPER_SERVICE = "slurmstack-reaper.service"
+REAPER_TIMER = "slurmstack-reaper.timer"
+LNET_EFA_UNIT = "slurmstack-lustre-efa.service"
+IMDS_FIREWALL_UNIT = "slurmstack-imds-firewall.service"
+
+
+def unit_path(unit: str) -> str:
+    return f"{SYSTEMD_DIR}/{unit}"
+
+
+SLURMCTLD_DROPIN_PATH = f"{SYSTEMD_DIR}/{SLURMCTLD_UNIT}.d/slurmstack.conf"
+
+# The head node's Slurm state: an EBS volume attached under STATE_VOLUME_DEVICE (on Nitro it
+# appears as an NVMe disk whose controller reports that name), mounted at STATE_VOLUME_MOUNT;
+# Slurm's files live in a subdirectory, apart from the file system's root and lost+found.
+STATE_VOLUME_DEVICE = "/dev/sdf"
+STATE_VOLUME_MOUNT = "/var/spool/slurmctld"
+STATE_SAVE_LOCATION = f"{STATE_VOLUME_MOUNT}/state"
+
+# --- the agent's subcommands, as units, cloud-init and SSM documents call them -------------
+
+
+class Command(enum.StrEnum):
+    """``slurmstack-node`` subcommands (slurmstack.node.commands maps each to its handler)."""
+
+    SYNC_CONFIG = "sync-config"
+    PARAMS = "params"
+    HEAD_ADDRESS = "head-address"
+    MUNGE_KEY = "munge-key"
+    HEALTH = "health"
+    SCRATCH = "scratch"
+    MOUNTS = "mounts"
+    LNET_EFA = "lnet-efa"
+    STATE_VOLUME = "state-volume"
+    REAP = "reap"
+
+
+def agent_command(command: Command, *args: str) -> str:
+    """The command line that runs ``command`` by the agent's absolute path (systemd units and
+    Run Command do not search the login PATH)."""
+    return " ".join((AGENT_PATH, command.value, *args))
+
+
+# The reaper: how long a dead node's record stays DOWN before it is deleted (long enough for
+# a reboot, which keeps the address and so the name), and how often it looks.
+REAPER_GRACE_SECONDS = 900
+REAPER_INTERVAL_MINUTES = 5
+
+# --- bootstrap.env ----------------------------------------------------------------------
+
+ENV_PREFIX = "SLURMSTACK_"
+
+
+def env_key(name: str) -> str:
+    """The variable of a BootstrapEnv or NodeEnv field, e.g. SLURMSTACK_HEAD_ADDRESS."""
+    return ENV_PREFIX + name.upper()
+
+
+def parse_env(text: str) -> dict[str, str]:
+    """KEY=value lines, comments skipped (also run by the first-boot script: kept short)."""
+    pairs = [line.split("=", 1) for line in text.splitlines() if "=" in line]
+    return {k.strip(): v.strip() for k, v in pairs if not k.lstrip().startswith("#")}
+
+
+@dataclass(frozen=True)
+class BootstrapEnv:
+    """Who the node is: the stable identifiers in its cloud-init document (BOOTSTRAP_ENV_PATH),
+    the same for every node of a role."""
+
+    cluster: str
+    region: str
+    role: str
+    parameter_prefix: str
+    munge_secret: str
+    manifest_parameter: str
+    bucket_parameter: str
+
+
+def bootstrap_env_text(env: BootstrapEnv) -> str:
+    return "".join(f"{env_key(f.name)}={getattr(env, f.name)}\n" for f in fields(env))
+
+
+def read_bootstrap_env(text: str) -> BootstrapEnv:
+    """The node's BootstrapEnv; KeyError names a missing variable."""
+    values = parse_env(text)
+    return BootstrapEnv(**{f.name: values[env_key(f.name)] for f in fields(BootstrapEnv)})
+
+
+# --- node.env ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeEnv:
+    """What the agent learns at boot (NODE_ENV_PATH); slurmd's unit reads it as its
+    EnvironmentFile (head_address, node_name). Empty fields are not written."""
+
+    instance_id: str = ""
+    address: str = ""
+    head_address: str = ""
+    node_name: str = ""
+    efs_id: str = ""
+    lustre_dns: str = ""
+    lustre_mount_name: str = ""
+
+    def text(self) -> str:
+        values = {env_key(f.name): getattr(self, f.name) for f in fields(self)}
+        return "".join(f"{k}={v}\n" for k, v in sorted(values.items()) if v)
+
+
+def read_node_env(text: str) -> NodeEnv:
+    values = parse_env(text)
+    return NodeEnv(**{f.name: values.get(env_key(f.name), "") for f in fields(NodeEnv)})
+
+
+def env_ref(name: str) -> str:
+    """``${SLURMSTACK_<NAME>}``: a NodeEnv field as a systemd unit expands it."""
+    if name not in {f.name for f in fields(NodeEnv)}:
+        raise KeyError(f"NodeEnv has no field {name!r}")
+    return "${" + env_key(name) + "}"
+
+
+# --- node.json ---------------------------------------------------------------------------
+
+
+class MountKind(enum.StrEnum):
+    NVME_RAID0 = "nvme-raid0"
+    LUSTRE = "lustre"
+    EFS = "efs"
+
+
+@dataclass(frozen=True)
+class Mount:
+    kind: MountKind
+    path: str
+
+
+@dataclass(frozen=True)
+class StateVolume:
+    device_name: str
+    mount: str
+    state_dir: str
+
+
+@dataclass(frozen=True)
+class PoolRef:
+    """A pool as the head node's reaper knows it."""
+
+    name: str
+    node_name_prefix: str
+    feature: str
+
+
+@dataclass(frozen=True)
+class Scratch:
+    mount: str
+
+
+@dataclass(frozen=True)
+class Health:
+    """Devices a node of the pool must have for its boot health check to pass."""
+
+    gpus: int = 0
+    neuron_devices: int = 0
+    efa_devices: int = 0
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """What the node agent knows about its role (NODE_CONFIG_PATH), written by render.
+    Head-only fields (state_volume, pools) and pool-only fields (node_name_prefix, scratch,
+    health, lustre_efa_interfaces) are left out of the file on the other role."""
+
+    cluster: str
+    region: str
+    role: str
+    parameter_prefix: str
+    munge_secret: str
+    mounts: tuple[Mount, ...]  # shared file systems (local scratch is ``scratch``)
+    # The head node.
+    state_volume: StateVolume | None = None
+    pools: tuple[PoolRef, ...] = ()  # whose dead records the reaper may delete
+    # A pool's node.
+    node_name_prefix: str = ""
+    scratch: Scratch | None = None
+    health: Health = field(default_factory=Health)
+    # EFA interfaces LNet uses for Lustre; 0: over TCP; None: the cluster has no Lustre.
+    lustre_efa_interfaces: int | None = None
+
+    @property
+    def is_head(self) -> bool:
+        return self.role == HEAD_ROLE
+
+
+GENERATED_BY = "slurmstack"
+
+
+def node_config_json(config: NodeConfig) -> str:
+    """node.json as render writes it (sorted keys, two-space indent)."""
+    data: dict[str, Any] = {
+        "generated_by": GENERATED_BY,
+        "cluster": config.cluster,
+        "region": config.region,
+        "role": config.role,
+        "parameter_prefix": config.parameter_prefix,
+        "munge_secret": config.munge_secret,
+        "mounts": [{"kind": m.kind.value, "path": m.path} for m in config.mounts],
+    }
+    if config.is_head:
+        volume = config.state_volume
+        data["state_volume"] = None if volume is None else vars(volume).copy()
+        data["pools"] = [vars(p).copy() for p in config.pools]
+    else:
+        data["node_name_prefix"] = config.node_name_prefix
+        data["scratch"] = None if config.scratch is None else {"mount": config.scratch.mount}
+        data["health"] = vars(config.health).copy()
+        if config.lustre_efa_interfaces is not None:
+            data["lustre_efa_interfaces"] = config.lustre_efa_interfaces
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def read_node_config(text: str) -> NodeConfig:
+    """The NodeConfig of a node.json (ValueError or KeyError for a malformed one)."""
+    data = json.loads(text)
+    volume = data.get("state_volume")
+    scratch = data.get("scratch")
+    return NodeConfig(
+        cluster=str(data["cluster"]),
+        region=str(data["region"]),
+        role=str(data["role"]),
+        parameter_prefix=str(data["parameter_prefix"]),
+        munge_secret=str(data["munge_secret"]),
+        mounts=tuple(Mount(MountKind(m["kind"]), str(m["path"])) for m in data["mounts"]),
+        state_volume=StateVolume(**volume) if volume else None,
+        pools=tuple(PoolRef(**p) for p in data.get("pools") or ()),
+        node_name_prefix=str(data.get("node_name_prefix") or ""),
+        scratch=Scratch(str(scratch["mount"])) if scratch else None,
+        health=Health(**(data.get("health") or {})),
+        lustre_efa_interfaces=data.get("lustre_efa_interfaces"),
+    )
