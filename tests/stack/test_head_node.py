@@ -64,7 +64,9 @@ def test_new_user_data_does_not_stop_the_head(monkeypatch: pytest.MonkeyPatch) -
     definition = small_cluster()
     before = run_definition(definition)
     original = render.bootstrap_source
-    monkeypatch.setattr(render, "bootstrap_source", lambda: original() + "# a new bootstrap\n")
+    monkeypatch.setattr(
+        render.cloud_init, "bootstrap_source", lambda: original() + "# a new bootstrap\n"
+    )
     after = run_definition(definition)
     old, new = before.one(T_INSTANCE), after.one(T_INSTANCE)
     assert old.inputs.keys() == new.inputs.keys()

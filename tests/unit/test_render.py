@@ -143,7 +143,7 @@ def test_template_sets_only_managed_keys(example: str) -> None:
 
 def test_templates_are_strict(monkeypatch) -> None:
     with pytest.raises(UndefinedError):
-        render._render("slurm/cgroup.conf.j2")
+        render.templates.render_template("slurm/cgroup.conf.j2")
 
 
 def test_unknown_role() -> None:

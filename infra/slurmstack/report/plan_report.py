@@ -13,7 +13,7 @@ from typing import Any
 
 from slurmstack.contract import MountKind
 from slurmstack.findings import Finding, Level
-from slurmstack.offline.engine import OfflineRun, RecordedResource
+from slurmstack.offline.record import OfflineRun, RecordedResource
 from slurmstack.plan import ClusterPlan
 from slurmstack.report.capacity import ClusterCapacity, cluster_capacity
 from slurmstack.report.cost import CostReport, cost_report

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from slurmstack.contract import DeployParameter
-from slurmstack.offline.engine import OfflineRun, RecordedResource
+from slurmstack.offline.record import OfflineRun, RecordedResource
 from slurmstack.report.timing import (
     HEAD_BOOT,
     JOIN,

@@ -1,0 +1,87 @@
+"""The plan: a pure, frozen derivation from a valid definition and the catalog.
+
+Everything the templates and the Pulumi stack need that is not written literally in the
+definition is decided here, once, one module per concern: ``pools`` (Slurm's view of each
+pool's nodes, EFA layout, placement, image, mounts, NCCL environment), ``head``, ``storage``
+(mounts, Lustre), ``network`` (subnets, where the head sits), ``slurm`` (MaxNodeCount,
+GresTypes, extra keys), ``images``; ``cluster`` puts them together (``build_plan``). Rules the
+checks apply too live in modules of their own (slurmstack.efa, slurmstack.subnets,
+slurmstack.fsx). ``build_plan`` expects a definition that passed the checks (it raises
+``PlanError`` when a fact it needs is missing, which the checks report first).
+
+The names below are the plan's public surface (``from slurmstack.plan import ...``).
+"""
+
+from slurmstack.contract import (
+    HEAD_ROLE,
+    NODE_INDEX_MAX,
+    REAPER_GRACE_SECONDS,
+    REAPER_INTERVAL_MINUTES,
+    SLURMCTLD_PORT,
+    SLURMD_PORT,
+    SRUN_PORT_RANGE,
+    STATE_SAVE_LOCATION,
+    STATE_VOLUME_MOUNT,
+    DeployParameter,
+    MountKind,
+)
+from slurmstack.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
+from slurmstack.plan.cluster import ClusterPlan, build_plan
+from slurmstack.plan.errors import PlanError
+from slurmstack.plan.head import HeadPlan
+from slurmstack.plan.images import (
+    DLAMI_GPU_SSM_PARAMETER,
+    DLAMI_NEURON_SSM_PARAMETER,
+    UBUNTU_SSM_PARAMETER,
+)
+from slurmstack.plan.pools import (
+    MEMORY_HEADROOM_FRACTION,
+    MEMORY_HEADROOM_MIN_MIB,
+    RESERVED_CAPACITY,
+    GpuPlan,
+    PoolPlan,
+    existing_placement_group,
+    resolve_placement_group,
+    schedulable_memory_mib,
+)
+from slurmstack.plan.slurm import MAX_NODE_COUNT_FACTOR, MAX_NODE_COUNT_STEP
+from slurmstack.plan.storage import LustrePlan, MountPlan
+from slurmstack.subnets import carve as subnets
+
+__all__ = [
+    "DLAMI_GPU_SSM_PARAMETER",
+    "DLAMI_NEURON_SSM_PARAMETER",
+    "HEAD_ROLE",
+    "MAX_NODE_COUNT_FACTOR",
+    "MAX_NODE_COUNT_STEP",
+    "MEMORY_HEADROOM_FRACTION",
+    "MEMORY_HEADROOM_MIN_MIB",
+    "NODE_INDEX_MAX",
+    "REAPER_GRACE_SECONDS",
+    "REAPER_INTERVAL_MINUTES",
+    "RESERVED_CAPACITY",
+    "SLURMCTLD_PORT",
+    "SLURMD_PORT",
+    "SRUN_PORT_RANGE",
+    "STATE_SAVE_LOCATION",
+    "STATE_VOLUME_MOUNT",
+    "UBUNTU_SSM_PARAMETER",
+    "ClusterPlan",
+    "DeployParameter",
+    "GpuPlan",
+    "HeadPlan",
+    "InterfaceType",
+    "LustrePlan",
+    "MountKind",
+    "MountPlan",
+    "NetworkInterfacePlan",
+    "PlanError",
+    "PoolPlan",
+    "build_plan",
+    "efa_interfaces",
+    "existing_placement_group",
+    "resolve_efa",
+    "resolve_placement_group",
+    "schedulable_memory_mib",
+    "subnets",
+]

@@ -1,0 +1,212 @@
+"""The cloud-init document of each role: the user data, which carries only stable
+identifiers, the first-boot script and the metadata firewall, and installs the agent."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+from functools import cache
+
+from slurmstack import contract, imds_firewall
+from slurmstack.contract import (
+    AGENT_PATH,
+    BOOTSTRAP_FAILED,
+    BOOTSTRAP_PATH,
+    HEAD_ROLE,
+    STATE_VOLUME_DEVICE,
+    STATE_VOLUME_MOUNT,
+    BootstrapEnv,
+    DeployParameter,
+    bootstrap_env_text,
+)
+from slurmstack.fabric import FabricProfile
+from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.render.node_config import BOOTSTRAP_SOURCE
+from slurmstack.render.roles import pool_named
+from slurmstack.render.templates import render_template
+
+CLOUD_INIT = "cloud-init.yaml"
+# EC2 refuses user data above 16 KB (before base64).
+USER_DATA_LIMIT = 16 * 1024
+# apt after the first boot's packages (the Lustre client) waits for the dpkg lock as well.
+APT_LOCK_CONF_PATH = "/etc/apt/apt.conf.d/90slurmstack-dpkg-lock"
+APT_LOCK_TIMEOUT_SECONDS = 1200
+
+
+def bootstrap_env(plan: ClusterPlan, role: str) -> BootstrapEnv:
+    return BootstrapEnv(
+        cluster=plan.name,
+        region=plan.region,
+        role=role,
+        parameter_prefix=plan.parameter_prefix,
+        munge_secret=plan.munge_secret_name,
+        manifest_parameter=plan.parameter(DeployParameter.CONFIG_MANIFEST),
+        bucket_parameter=plan.parameter(DeployParameter.BUCKET),
+    )
+
+
+# nftables: the metadata-service firewall (imds_firewall) is loaded with its `nft`.
+COMMON_PACKAGES = (
+    "munge",
+    "slurm-client",
+    "python3-boto3",
+    "nvme-cli",
+    "nfs-common",
+    "nftables",
+)
+# Debian/Ubuntu's mpi/pmix plugin dlopen()s the unversioned libpmix.so, which only the
+# -dev package installs; without it MpiDefault=pmix fails to load.
+PMIX_PACKAGES = ("libpmix-dev",)
+# EFA userspace for pools on the plain Ubuntu image (the Deep Learning AMIs bring the EFA
+# installer's own): verbs provider and libfabric with its EFA provider.
+EFA_CPU_PACKAGES = ("rdma-core", "ibverbs-providers", "libfabric1")
+
+
+def head_packages(plan: ClusterPlan) -> tuple[str, ...]:
+    return ("slurmctld", *COMMON_PACKAGES, *PMIX_PACKAGES)
+
+
+def pool_packages(pool: PoolPlan) -> tuple[str, ...]:
+    packages = ["slurmd", *COMMON_PACKAGES, *PMIX_PACKAGES]
+    if pool.local_scratch_mount is not None:
+        packages.append("mdadm")
+    if pool.fabric is FabricProfile.EFA_CPU:
+        packages += EFA_CPU_PACKAGES
+    return tuple(packages)
+
+
+def imds_firewall_files(plan: ClusterPlan, role: str) -> dict[str, str]:
+    """Absolute node path -> text: the metadata-service firewall of ``role`` and the unit that
+    loads it. They travel in the cloud-init document itself, not the config store, so they are
+    on disk before anything on the node fetches a credential."""
+    fw = imds_firewall.firewall(role, head=role == HEAD_ROLE)
+    return {
+        fw.rules_path: render_template("nftables/imds-firewall.nft.j2", plan=plan, fw=fw),
+        imds_firewall.UNIT_PATH: render_template(
+            "systemd/slurmstack-imds-firewall.service.j2", plan=plan, fw=fw
+        ),
+    }
+
+
+def user_data(plan: ClusterPlan, role: str) -> str:
+    """The cloud-init document of ``role`` ("head" or a pool name)."""
+    firewall_files = imds_firewall_files(plan, role)
+    common = {
+        "plan": plan,
+        "bootstrap": BOOTSTRAP_PATH,
+        # runcmd's PATH (systemd's default) holds /usr/local/sbin and /usr/local/bin.
+        "bootstrap_command": BOOTSTRAP_PATH.rsplit("/", 1)[-1],
+        "agent_command": AGENT_PATH.rsplit("/", 1)[-1],
+        "bootstrap_env": bootstrap_env_text(bootstrap_env(plan, role)),
+        "bootstrap_script": bootstrap_source(),
+        "imds_firewall_rules_path": imds_firewall.RULES_PATH,
+        "imds_firewall_rules": firewall_files[imds_firewall.RULES_PATH],
+        "imds_firewall_unit_path": imds_firewall.UNIT_PATH,
+        "imds_firewall_unit": firewall_files[imds_firewall.UNIT_PATH],
+        "imds_firewall_unit_name": imds_firewall.UNIT_NAME,
+        "failed_marker": BOOTSTRAP_FAILED,
+        "apt_lock_conf_path": APT_LOCK_CONF_PATH,
+        "apt_lock_conf": f'DPkg::Lock::Timeout "{APT_LOCK_TIMEOUT_SECONDS}";',
+    }
+    if role == HEAD_ROLE:
+        text = render_template(
+            "cloud-init/head.yaml.j2",
+            packages=head_packages(plan),
+            state_volume_device=STATE_VOLUME_DEVICE,
+            state_volume_mount=STATE_VOLUME_MOUNT,
+            **common,
+        )
+    else:
+        pool = pool_named(plan, role)
+        text = render_template(
+            "cloud-init/pool.yaml.j2", pool=pool, packages=pool_packages(pool), **common
+        )
+    if len(text.encode()) > USER_DATA_LIMIT:
+        raise ValueError(f"user data of {role} is {len(text.encode())} bytes, over EC2's 16 KB")
+    return text
+
+
+def bootstrap_source() -> str:
+    """The first-boot script as it goes into the user data: the names it imports from the
+    contract are written into it, since nothing of slurmstack is on the node before it runs."""
+    return inline_contract(BOOTSTRAP_SOURCE.read_text())
+
+
+def inline_contract(source: str) -> str:
+    """``source`` with its ``from slurmstack.contract import ...`` replaced by the definitions
+    it needs: the names it imports and what they use of the contract, in order, a constant as
+    an assignment, a function or class as its code without docstrings or comments (to keep the
+    user data small), after the standard-library imports they use."""
+    tree = ast.parse(source)
+    statement = next(
+        (s for s in tree.body if isinstance(s, ast.ImportFrom) and s.module == contract.__name__),
+        None,
+    )
+    if statement is None or statement.end_lineno is None:
+        raise ValueError(f"the script imports nothing from {contract.__name__}")
+    imports: list[str] = []
+    definitions: list[str] = []
+    seen: set[str] = set()
+
+    def include(name: str) -> None:
+        if name in seen:
+            return
+        seen.add(name)
+        stdlib, definitions_of = _contract_names()
+        if name in stdlib:
+            imports.append(stdlib[name])
+            return
+        node = definitions_of.get(name)
+        if node is None:
+            value = getattr(contract, name)
+            if not isinstance(value, str | int | tuple):
+                raise TypeError(f"contract.{name} is neither a definition nor a literal")
+            definitions.append(f"{name} = {value!r}")
+            return
+        loads = {
+            n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        for used in sorted(loads):
+            if used in stdlib or used in definitions_of or used in vars(contract):
+                include(used)
+        definitions.append(_without_docstrings(node))
+
+    for alias in statement.names:
+        include(alias.name)
+    lines = source.splitlines(keepends=True)
+    inlined = "".join(f"{line}\n" for line in [*sorted(imports), *definitions])
+    return "".join(lines[: statement.lineno - 1]) + inlined + "".join(lines[statement.end_lineno :])
+
+
+@cache
+def _contract_names() -> tuple[dict[str, str], dict[str, ast.stmt]]:
+    """(name -> the import statement that binds it, name -> definition) of the contract."""
+    tree = ast.parse(inspect.getsource(contract))
+    stdlib: dict[str, str] = {}
+    definitions: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            stdlib.update({a.asname or a.name: f"import {a.name}" for a in node.names})
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            stdlib.update({a.name: f"from {node.module} import {a.name}" for a in node.names})
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            definitions[node.name] = node
+    return stdlib, definitions
+
+
+def _without_docstrings(definition: ast.stmt) -> str:
+    """The code of a definition without docstrings, and without the annotations of functions
+    (a dataclass's fields keep theirs: they are its fields)."""
+    definition = copy.deepcopy(definition)
+    for node in ast.walk(definition):
+        if isinstance(node, ast.FunctionDef):
+            node.returns = None
+            for arg in [*node.args.args, *node.args.kwonlyargs]:
+                arg.annotation = None
+        if not isinstance(node, ast.FunctionDef | ast.ClassDef):
+            continue
+        first = node.body[0]
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            node.body = node.body[1:] or [ast.Pass()]
+    return ast.unparse(definition)
