@@ -19,8 +19,8 @@ from helpers_examples import example_plan
 from slurm.conftest import Cluster, wait_for, write_config
 from slurm.test_dynamic_node import node_fields, slurmd_command
 from slurmstack import contract
-from slurmstack.node import cli, slurm_records
-from slurmstack.node.node import Node
+from slurmstack.node import cli, reaper, slurm_records
+from slurmstack.node.context import Context
 from slurmstack.render import (
     NODE_CONFIG_PATH,
     SLURMD_UNIT_PATH,
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.slurm
 SLURMD_TIMEOUT = "3"
 
 
-def head_node(cluster: Cluster, files: dict[str, str]) -> Node:
+def head_node(cluster: Cluster, files: dict[str, str]) -> Context:
     """The agent as on the head node: its node.json as rendered, scontrol for real (with this
     test's SLURM_CONF), no AWS."""
     root = cluster.root / "head"
@@ -46,7 +46,7 @@ def head_node(cluster: Cluster, files: dict[str, str]) -> Node:
         env = cluster.env()
         return subprocess.run(cmd, check=check, text=True, capture_output=True, env=env)
 
-    return Node(root=root, run=run, sleep=lambda _s: None, owner=lambda _n: (0, 0))
+    return Context(root=root, run=run, sleep=lambda _s: None, owner=lambda _n: (0, 0))
 
 
 def state(cluster: Cluster, name: str) -> str:
@@ -83,17 +83,17 @@ def test_reap_deletes_the_node_slurmctld_found_dead_and_keeps_the_live_one(
 
     node = head_node(cluster, head)
     # The record as the reaper reads it: Slurm's own reason, stamped by SlurmUser.
-    records = {n["NodeName"]: n for n in node.slurm_nodes()}
+    records = {n["NodeName"]: n for n in reaper.slurm_nodes(node)}
     assert records[dead]["Reason"] == "Not responding"
-    assert records[dead]["ReasonUser"] in node.slurm_users()
+    assert records[dead]["ReasonUser"] in reaper.slurm_users(node)
     assert slurm_records.slurm_time(records[dead]["ReasonTime"]) is not None
 
     # Within the default grace period nothing goes.
-    early = node.reap(ec2=False)
+    early = reaper.reap(node, ec2=False)
     assert early["deleted"] == []
     assert "grace" in early["kept"][dead]
 
-    code = cli.main(["reap", "--grace", "0", "--no-ec2"], node=node)
+    code = cli.main(["reap", "--grace", "0", "--no-ec2"], ctx=node)
     assert code == 0
     result = json.loads(capsys.readouterr().out)
     assert result["deleted"] == [dead]
@@ -104,7 +104,7 @@ def test_reap_deletes_the_node_slurmctld_found_dead_and_keeps_the_live_one(
     assert cluster.scontrol("show", "node", dead, check=False).returncode != 0
     assert state(cluster, live).startswith("IDLE")
     # Nothing left to do: a second run deletes nothing.
-    assert node.reap(grace=0, ec2=False)["deleted"] == []
+    assert reaper.reap(node, grace=0, ec2=False)["deleted"] == []
 
 
 def test_reap_keeps_a_node_an_operator_drained_before_it_died(cluster: Cluster) -> None:
@@ -128,9 +128,9 @@ def test_reap_keeps_a_node_an_operator_drained_before_it_died(cluster: Cluster) 
     assert {"DRAIN", "NOT_RESPONDING"} <= set(state(cluster, name).split("+"))
 
     node = head_node(cluster, head)
-    (record,) = [n for n in node.slurm_nodes() if n["NodeName"] == name]
+    (record,) = [n for n in reaper.slurm_nodes(node) if n["NodeName"] == name]
     assert record["Reason"].startswith("ECC errors on GPU 3")
-    result = node.reap(grace=0, ec2=False)
+    result = reaper.reap(node, grace=0, ec2=False)
     assert result["deleted"] == []
     assert "left for the operator" in result["kept"][name]
     assert cluster.scontrol("show", "node", name, check=False).returncode == 0

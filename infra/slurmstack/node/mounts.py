@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 
-from ..contract import LNET_EFA_UNIT
-from .base import (
-    NODE_ENV,
-    PARAM_EFS_ID,
-    PARAM_LUSTRE_DNS,
-    PARAM_LUSTRE_MOUNT_NAME,
-    AgentError,
-    write_atomic,
-)
-from .lnet import LnetEfa
+from ..contract import LNET_EFA_UNIT, DeployParameter, MountKind, NodeEnv
+from . import lnet, system
+from .context import AgentError, Context, write_atomic
 
-# node.env key -> the deploy-time parameter it comes from, by the kind of mount that needs it.
+# NodeEnv field -> the deploy-time parameter it comes from, by the kind of mount that needs it.
 STORAGE_PARAMETERS = {
-    "efs": {"SLURMSTACK_EFS_ID": PARAM_EFS_ID},
-    "lustre": {
-        "SLURMSTACK_LUSTRE_DNS": PARAM_LUSTRE_DNS,
-        "SLURMSTACK_LUSTRE_MOUNT_NAME": PARAM_LUSTRE_MOUNT_NAME,
+    MountKind.EFS: {"efs_id": DeployParameter.EFS_ID},
+    MountKind.LUSTRE: {
+        "lustre_dns": DeployParameter.LUSTRE_DNS,
+        "lustre_mount_name": DeployParameter.LUSTRE_MOUNT_NAME,
     },
 }
 # apt on a running node waits for another apt (unattended-upgrades) instead of failing.
@@ -38,62 +32,57 @@ FSX_REPO = "https://fsx-lustre-client-repo.s3.amazonaws.com/ubuntu"
 FSX_KEYRING = "/usr/share/keyrings/fsx-ubuntu-public-key.gpg"
 
 
-class Mounts(LnetEfa):
-    """Shared file systems; Lustre over EFA configures LNet (LnetEfa) first."""
+def storage_env(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> NodeEnv:
+    """node.env with the names of the file systems this role mounts, waiting for each
+    parameter (they appear once the file system exists) and recording it."""
+    env = ctx.node_env()
+    kinds = {m.kind for m in ctx.config().mounts}
+    wanted = {k: v for kind in sorted(kinds) for k, v in STORAGE_PARAMETERS[kind].items()}
+    missing = {name: param for name, param in wanted.items() if not getattr(env, name)}
+    if missing:
+        found = {name: ctx.wait_parameter(param, timeout, poll) for name, param in missing.items()}
+        env = replace(env, **found)
+        ctx.write_node_env(env)
+    return env
 
-    def storage_env(self, timeout: float = 3600.0, poll: float = 10.0) -> dict[str, str]:
-        """node.env with the names of the file systems this role mounts, waiting for each
-        parameter (they appear once the file system exists) and recording it."""
-        env = self.node_env()
-        kinds = {m["kind"] for m in self.config().get("mounts", [])}
-        wanted = {k: v for kind in sorted(kinds) for k, v in STORAGE_PARAMETERS[kind].items()}
-        missing = {key: param for key, param in wanted.items() if not env.get(key)}
-        for key, param in missing.items():
-            env[key] = self.wait_parameter(param, timeout, poll)
-        if missing:
-            text = "".join(f"{k}={v}\n" for k, v in sorted(env.items()))
-            write_atomic(self.path(NODE_ENV), text.encode(), 0o644)
-        return env
 
-    def mounts(self, attempts: int = 30, delay: float = 10.0) -> list[str]:
-        config = self.config()
-        env = self.storage_env()
-        region = str(config["region"])
-        done = []
-        for mount in config.get("mounts", []):
-            kind, path = mount["kind"], mount["path"]
-            if kind == "efs":
-                source = f"{env['SLURMSTACK_EFS_ID']}.efs.{region}.amazonaws.com:/"
-                fstype, options = "nfs4", EFS_OPTIONS
-            elif kind == "lustre":
-                self._lustre_client()
-                dns, name = env["SLURMSTACK_LUSTRE_DNS"], env["SLURMSTACK_LUSTRE_MOUNT_NAME"]
-                # The same source over TCP or EFA: the client reaches the MGS at its @tcp
-                # address, discovery then finds the servers' EFA NIDs, which LNet prefers.
-                source = f"{dns}@tcp:/{name}"
-                fstype, options = "lustre", LUSTRE_OPTIONS
-                if int(config.get("lustre_efa_interfaces") or 0):
-                    self.lnet_efa(attempts=attempts, delay=delay)
-                    # At every later boot systemd runs the LNet setup before this mount.
-                    options += f",x-systemd.requires={LNET_EFA_UNIT}"
-            else:
-                raise AgentError(f"unknown mount kind {kind!r}")
-            self._fstab(source, path, fstype, f"{options},_netdev,nofail")
-            if not self._mounted(path):
-                self._mkdir(path)
-                self._retry(["mount", path], attempts, delay)
-            done.append(path)
-        return done
+def mounts(ctx: Context, attempts: int = 30, delay: float = 10.0) -> list[str]:
+    config = ctx.config()
+    env = storage_env(ctx)
+    done = []
+    for mount in config.mounts:
+        if mount.kind is MountKind.EFS:
+            source = f"{env.efs_id}.efs.{config.region}.amazonaws.com:/"
+            fstype, options = "nfs4", EFS_OPTIONS
+        elif mount.kind is MountKind.LUSTRE:
+            _lustre_client(ctx)
+            # The same source over TCP or EFA: the client reaches the MGS at its @tcp
+            # address, discovery then finds the servers' EFA NIDs, which LNet prefers.
+            source = f"{env.lustre_dns}@tcp:/{env.lustre_mount_name}"
+            fstype, options = "lustre", LUSTRE_OPTIONS
+            if config.lustre_efa_interfaces:
+                lnet.lnet_efa(ctx, attempts=attempts, delay=delay)
+                # At every later boot systemd runs the LNet setup before this mount.
+                options += f",x-systemd.requires={LNET_EFA_UNIT}"
+        else:
+            raise AgentError(f"unknown mount kind {mount.kind!r}")
+        system.fstab(ctx, source, mount.path, fstype, f"{options},_netdev,nofail")
+        if not system.mounted(ctx, mount.path):
+            system.mkdir(ctx, mount.path)
+            system.retry(ctx, ["mount", mount.path], attempts, delay)
+        done.append(mount.path)
+    return done
 
-    def _lustre_client(self) -> None:
-        if shutil.which("mount.lustre") or self.path("/sbin/mount.lustre").exists():
-            return
-        codename = self.sh("lsb_release", "-cs").stdout.strip()
-        self.sh("sh", "-c", f"curl -fsSL {FSX_KEY_URL} | gpg --dearmor -o {FSX_KEYRING}")
-        source = f"deb [signed-by={FSX_KEYRING}] {FSX_REPO} {codename} main\n"
-        write_atomic(
-            self.path("/etc/apt/sources.list.d/fsxlustreclientrepo.list"), source.encode(), 0o644
-        )
-        self.sh(*APT_GET, "update")
-        kernel = self.sh("uname", "-r").stdout.strip()
-        self.sh(*APT_GET, "install", f"lustre-client-modules-{kernel}")
+
+def _lustre_client(ctx: Context) -> None:
+    if shutil.which("mount.lustre") or ctx.path("/sbin/mount.lustre").exists():
+        return
+    codename = ctx.sh("lsb_release", "-cs").stdout.strip()
+    ctx.sh("sh", "-c", f"curl -fsSL {FSX_KEY_URL} | gpg --dearmor -o {FSX_KEYRING}")
+    source = f"deb [signed-by={FSX_KEYRING}] {FSX_REPO} {codename} main\n"
+    write_atomic(
+        ctx.path("/etc/apt/sources.list.d/fsxlustreclientrepo.list"), source.encode(), 0o644
+    )
+    ctx.sh(*APT_GET, "update")
+    kernel = ctx.sh("uname", "-r").stdout.strip()
+    ctx.sh(*APT_GET, "install", f"lustre-client-modules-{kernel}")

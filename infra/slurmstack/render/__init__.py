@@ -1,7 +1,7 @@
 """Render the plan into the files nodes receive, with Jinja2 (StrictUndefined).
 
 One module per file family: ``slurm`` (Slurm's files and daemons' units), ``nccl`` (the
-fabric's environment, enroot), ``node_config`` (node.json and the agent), ``cloud_init`` (the
+fabric's environment, enroot), ``node`` (node.json and the agent), ``cloud_init`` (the
 user data and the first-boot script), ``config_store`` (objects and manifest); ``files``
 assembles each role's files, ``templates`` is the Jinja2 environment.
 
@@ -54,7 +54,7 @@ from slurmstack.render.cloud_init import (
 )
 from slurmstack.render.config_store import ConfigStore, config_store, sha256, store_key
 from slurmstack.render.files import head_files, pool_files, render_cluster, role_files
-from slurmstack.render.node_config import (
+from slurmstack.render.node import (
     AGENT_DIR,
     BOOTSTRAP_SOURCE,
     NODE_DIR,

@@ -22,7 +22,7 @@ from slurmstack.contract import (
 )
 from slurmstack.fabric import FabricProfile
 from slurmstack.plan import ClusterPlan, PoolPlan
-from slurmstack.render.node_config import BOOTSTRAP_SOURCE
+from slurmstack.render.node import BOOTSTRAP_SOURCE
 from slurmstack.render.roles import pool_named
 from slurmstack.render.templates import render_template
 

@@ -17,7 +17,7 @@ from slurmstack.contract import (
 from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.render import nccl, slurm
 from slurmstack.render.cloud_init import CLOUD_INIT, user_data
-from slurmstack.render.node_config import agent_files, node_config
+from slurmstack.render.node import agent_files, node_config
 from slurmstack.render.roles import pool_named, roles
 
 

@@ -1,4 +1,4 @@
-"""What the node agent reads: node.json (the contract's NodeConfig, from the plan) and the
+"""The node agent's files: node.json (the contract's NodeConfig, from the plan) and the
 agent itself, its launcher and its modules, which every role receives."""
 
 from __future__ import annotations
