@@ -63,10 +63,12 @@ def is_node_name_of(name: str, prefix: str) -> bool:
 # --- tags ------------------------------------------------------------------------------
 
 # On every resource of the cluster (the stack); the reaper finds the cluster's instances by
-# CLUSTER_TAG and their pool by POOL_TAG.
-CLUSTER_TAG = "slurmstack:cluster"
-ROLE_TAG = "slurmstack:role"
-POOL_TAG = "slurmstack:pool"
+# CLUSTER_TAG and their pool by POOL_TAG. The prefix is slurmstack's own: definitions may not
+# use it for their tags.
+TAG_PREFIX = "slurmstack:"
+CLUSTER_TAG = f"{TAG_PREFIX}cluster"
+ROLE_TAG = f"{TAG_PREFIX}role"
+POOL_TAG = f"{TAG_PREFIX}pool"
 
 # --- network ---------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from slurmstack.contract import (
     HEAD_ROLE,
     NCCL_CONF_PATH,
     NODE_CONFIG_PATH,
+    SLURM_CONF_PATH,
     SLURM_DIR,
     SLURMCTLD_DROPIN_PATH,
     TASK_PROLOG_PATH,
@@ -24,7 +25,7 @@ from slurmstack.render.roles import pool_named, roles
 def head_files(plan: ClusterPlan) -> dict[str, str]:
     """Absolute node path -> text, for the head node (cloud-init document excluded)."""
     return {
-        f"{SLURM_DIR}/slurm.conf": slurm.slurm_conf(plan),
+        SLURM_CONF_PATH: slurm.slurm_conf(plan),
         f"{SLURM_DIR}/gres.conf": slurm.gres_conf(plan),
         f"{SLURM_DIR}/cgroup.conf": slurm.cgroup_conf(plan),
         f"{SLURM_DIR}/plugstack.conf": slurm.plugstack_conf(plan),

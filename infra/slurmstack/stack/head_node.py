@@ -36,7 +36,7 @@ import pulumi_aws.ec2 as ec2
 import pulumi_aws.ssm as ssm
 
 from slurmstack import render
-from slurmstack.contract import HEAD_ROLE, STATE_VOLUME_DEVICE, DeployParameter
+from slurmstack.contract import HEAD_ROLE, STATE_VOLUME_DEVICE, TAG_PREFIX, DeployParameter
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters
 from slurmstack.stack.bucket import stateful_options
@@ -45,7 +45,7 @@ from slurmstack.stack.common import Role, resource_name, tags
 STATE_VOLUME_IOPS = 3000
 STATE_VOLUME_THROUGHPUT = 125
 # sha256 of the user data the running head was built with (see the module's docstring).
-USER_DATA_TAG = "slurmstack:user-data-sha256"
+USER_DATA_TAG = f"{TAG_PREFIX}user-data-sha256"
 # Provider property names the head ignores after creation (wire names, as Pulumi records them).
 USER_DATA_PROPERTY = "userDataBase64"
 
