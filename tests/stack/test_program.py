@@ -193,3 +193,20 @@ def test_sixty_four_pools_fit_the_config_store() -> None:
     manifest = next(r for r in result.of_type(T_OBJECT) if r.inputs["key"] == key)
     assert len(json.loads(manifest.inputs["content"])) == 65  # head + 64 pools
     assert len(manifest.inputs["content"]) > 8192
+
+
+def test_the_project_entry_runs_the_packaged_program() -> None:
+    """infra/__main__.py (what `pulumi` runs) is a thin entry: run as Pulumi runs it, it
+    registers exactly what the packaged program (what `slurmstack plan` runs) registers."""
+    from slurmstack.loader import STACK_CONFIG_KEY
+    from slurmstack.offline import config_for
+
+    entry = (REPO / "infra" / "__main__.py").read_text()
+    assert "from slurmstack.program import main" in entry and entry.count("\n") < 10
+    config = config_for(small_cluster())
+    assert STACK_CONFIG_KEY in config
+    packaged = run_program(config)
+    project = run_program(config, program=REPO / "infra")
+    assert packaged.error is None and project.error is None
+    assert [r.to_dict() for r in project.resources] == [r.to_dict() for r in packaged.resources]
+    assert project.outputs == packaged.outputs

@@ -12,9 +12,7 @@ from pathlib import Path
 import pytest
 
 from node.support import BUCKET, PLAN, NoAws, Runner, asg_with_instance, make_node, publish_config
-from slurmstack.node import (
-    bootstrap,
-)
+from slurmstack.node import bootstrap
 from slurmstack.render import (
     AGENT_DIR,
     AGENT_LIB_DIR,

@@ -10,21 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from node.support import (
-    BUCKET,
-    PLAN,
-    Runner,
-    make_node,
-    publish_config,
-)
-from slurmstack.node import (
-    config_sync,
-)
+from node.support import BUCKET, PLAN, Runner, make_node, publish_config
+from slurmstack.node import config_sync
 from slurmstack.node.context import AgentError
-from slurmstack.render import (
-    config_store,
-    role_files,
-)
+from slurmstack.render import config_store, role_files
 
 
 def test_sync_config_writes_the_role_files_then_reports_no_change(aws, tmp_path: Path) -> None:

@@ -7,11 +7,7 @@ from pathlib import Path
 import pytest
 
 from node.support import asg_with_instance, fake_devices, make_node, publish_config
-from slurmstack.node import (
-    cli,
-    config_sync,
-    health,
-)
+from slurmstack.node import cli, config_sync, health
 from slurmstack.node.context import Context
 
 

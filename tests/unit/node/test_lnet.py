@@ -15,10 +15,7 @@ from node.support import (
     fake_efa_devices,
     lnet_node,
 )
-from slurmstack.node import (
-    cli,
-    lnet,
-)
+from slurmstack.node import cli, lnet
 from slurmstack.node.context import AgentError, Context
 
 

@@ -17,14 +17,9 @@ from node.support import (
     make_node,
     scratch_node,
 )
-from slurmstack.node import (
-    lnet,
-    mounts,
-)
+from slurmstack.node import lnet, mounts
 from slurmstack.node.context import AgentError
-from slurmstack.render import (
-    role_files,
-)
+from slurmstack.render import role_files
 
 
 def test_mounts_over_efa_configure_lnet_before_the_lustre_mount(aws, tmp_path: Path) -> None:

@@ -13,16 +13,10 @@ from moto import mock_aws
 
 from node.support import PLAN, REGION, make_node
 from slurmstack.contract import bootstrap_env_text
-from slurmstack.node import (
-    cli,
-    context,
-    munge,
-)
+from slurmstack.node import cli, context, munge
 from slurmstack.node.context import AgentError, Context
 from slurmstack.node.munge import MUNGE_KEY
-from slurmstack.render import (
-    bootstrap_env,
-)
+from slurmstack.render import bootstrap_env
 
 
 def test_munge_key_comes_from_secrets_manager(aws, tmp_path: Path) -> None:

@@ -10,18 +10,10 @@ import pytest
 from helpers_examples import example_plan
 from node.support import PLAN, NoAws, Runner, make_node, publish_config, scratch_node
 from slurmstack import contract
-from slurmstack.node import (
-    cli,
-    config_sync,
-    mounts,
-    params,
-)
+from slurmstack.node import cli, config_sync, mounts, params
 from slurmstack.node.context import AgentError, Context
 from slurmstack.plan import DeployParameter
-from slurmstack.render import (
-    SLURMD_UNIT_PATH,
-    pool_files,
-)
+from slurmstack.render import SLURMD_UNIT_PATH, pool_files
 
 
 def test_params_waits_for_deploy_values_and_names_the_node(aws, tmp_path: Path) -> None:

@@ -8,24 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from node.support import (
-    LINE_2205,
-    NOW,
-    PLAN,
-    SHOW_CONFIG,
-    Runner,
-    make_node,
-    record,
-)
-from slurmstack.node import (
-    cli,
-    reaper,
-    slurm_records,
-)
+from node.support import LINE_2205, NOW, PLAN, SHOW_CONFIG, Runner, make_node, record
+from slurmstack.node import cli, reaper, slurm_records
 from slurmstack.node.context import AgentError, Context
-from slurmstack.render import (
-    role_files,
-)
+from slurmstack.render import role_files
 
 
 class Scontrol(Runner):

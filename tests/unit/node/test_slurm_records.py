@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from node.support import LINE_2205, record
-from slurmstack.node import (
-    slurm_records,
-)
+from slurmstack.node import slurm_records
 
 
 def test_parse_a_slurm_22_05_record() -> None:

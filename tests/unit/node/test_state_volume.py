@@ -7,10 +7,7 @@ from pathlib import Path
 import pytest
 
 from node.support import PLAN, Runner, fake_disks, make_node, publish_config
-from slurmstack.node import (
-    config_sync,
-    state_volume,
-)
+from slurmstack.node import config_sync, state_volume
 from slurmstack.node.context import AgentError
 from slurmstack.plan import DeployParameter
 

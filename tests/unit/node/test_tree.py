@@ -6,15 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from slurmstack.node import (
-    bootstrap,
-)
-from slurmstack.render import (
-    AGENT_PATH,
-    PACKAGE_DIR,
-    agent_modules,
-    bootstrap_source,
-)
+from slurmstack.node import bootstrap
+from slurmstack.render import AGENT_PATH, PACKAGE_DIR, agent_modules, bootstrap_source
 
 
 def test_agent_is_self_contained() -> None:
