@@ -76,19 +76,6 @@ REAPER_INTERVAL_MINUTES = 5
 STATE_VOLUME_MOUNT = "/var/spool/slurmctld"
 STATE_SAVE_LOCATION = f"{STATE_VOLUME_MOUNT}/state"
 
-# Public SSM parameters that resolve to the current images (see DESIGN.md "Images").
-DLAMI_GPU_SSM_PARAMETER = (
-    "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-24.04/latest/ami-id"
-)
-DLAMI_NEURON_SSM_PARAMETER = (
-    "/aws/service/neuron/dlami/multi-framework/ubuntu-24.04/latest/image_id"
-)
-UBUNTU_SSM_PARAMETER = {
-    "x86_64": "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id",
-    "arm64": "/aws/service/canonical/ubuntu/server/24.04/stable/current/arm64/hvm/ebs-gp3/ami-id",
-}
-
-
 class DeployParameter(enum.StrEnum):
     """Values known only at deploy time. The stack writes each to an SSM parameter under
     the cluster's prefix; nodes read them at boot (waiting until they exist), so user data
@@ -176,8 +163,7 @@ class PoolPlan:
     threads_per_core: int
     exclusive: bool
     local_scratch: str | None
-    ami: str | None
-    ami_ssm_parameter: str
+    ami: str | None  # the definition's own AMI for this node (slurmstack.images decides)
     root_volume: RootVolume
     family: str  # instance family, e.g. p5, g6e, hpc7a
     fabric: FabricProfile
@@ -278,8 +264,7 @@ class PoolPlan:
 class HeadPlan:
     instance_type: str
     facts: InstanceFacts
-    ami: str | None
-    ami_ssm_parameter: str
+    ami: str | None  # the definition's own AMI for this node (slurmstack.images decides)
     root_volume: RootVolume
     state_volume_gib: int
 
@@ -410,14 +395,6 @@ def _gpu_plan(facts: InstanceFacts) -> GpuPlan | None:
     return GpuPlan(gres_type=acc.gres_type, count=acc.count, device_files=files, kind=acc.kind)
 
 
-def _default_image(facts: InstanceFacts) -> str:
-    if facts.accelerator is not None and facts.accelerator.kind == "neuron":
-        return DLAMI_NEURON_SSM_PARAMETER
-    if facts.accelerator is not None:
-        return DLAMI_GPU_SSM_PARAMETER
-    return UBUNTU_SSM_PARAMETER[facts.architecture.value]
-
-
 def resolve_efa(pool: PoolSpec, facts: InstanceFacts) -> bool:
     return facts.efa_supported if pool.efa == "auto" else bool(pool.efa)
 
@@ -498,7 +475,6 @@ def _pool_plan(
         in (FabricProfile.EFA_GPUDIRECT, FabricProfile.EFA_NEURON),
         local_scratch=pool.local_scratch,
         ami=pool.ami,
-        ami_ssm_parameter=_default_image(facts),
         root_volume=pool.root_volume,
         family=family,
         fabric=fabric_profile(facts, efa),
@@ -573,7 +549,6 @@ def build_plan(spec: ClusterSpec, catalog: Catalog | None = None) -> ClusterPlan
         instance_type=spec.head_node.instance_type,
         facts=head_facts,
         ami=spec.head_node.ami,
-        ami_ssm_parameter=UBUNTU_SSM_PARAMETER[head_facts.architecture.value],
         root_volume=spec.head_node.root_volume,
         state_volume_gib=spec.head_node.state_volume_gib,
     )

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from slurmstack import imds_firewall
-from slurmstack.fabric import EnvTarget, FabricProfile
+from slurmstack import images, imds_firewall
+from slurmstack.fabric import EnvTarget
 from slurmstack.plan import (
     REAPER_GRACE_SECONDS,
     REAPER_INTERVAL_MINUTES,
@@ -60,9 +60,6 @@ NODE_CONFIG_PATH = "/etc/slurmstack/node.json"
 BOOTSTRAP_PATH = "/usr/local/sbin/slurmstack-bootstrap"
 BOOTSTRAP_DONE = "/var/lib/slurmstack/bootstrap.done"
 BOOTSTRAP_FAILED = "/var/lib/slurmstack/bootstrap.failed"
-# apt after the first boot's packages (the Lustre client) waits for the dpkg lock as well.
-APT_LOCK_CONF_PATH = "/etc/apt/apt.conf.d/90slurmstack-dpkg-lock"
-APT_LOCK_TIMEOUT_SECONDS = 1200
 TASK_PROLOG_PATH = "/etc/slurmstack/task-prolog.sh"
 SLURM_DIR = "/etc/slurm"
 SLURMD_UNIT_PATH = "/etc/systemd/system/slurmstack-slurmd.service"
@@ -79,8 +76,8 @@ ENROOT_CONF_PATH = "/etc/enroot/enroot.conf"
 # The head node's Slurm state volume: the stack attaches it under this device name (on
 # Nitro it appears as an NVMe disk whose controller reports that name).
 STATE_VOLUME_DEVICE = "/dev/sdf"
-# Where `make install` of pyxis puts its SPANK plugin.
-PYXIS_PLUGIN = "/usr/local/lib/slurm/spank_pyxis.so"
+# Where the image's pyxis puts its SPANK plugin (slurmstack.images bakes it there).
+PYXIS_PLUGIN = images.PYXIS_PLUGIN
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 
@@ -349,36 +346,6 @@ def _bootstrap_env(plan: ClusterPlan, role: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-# nftables: the metadata-service firewall (imds_firewall) is loaded with its `nft`.
-COMMON_PACKAGES = (
-    "munge",
-    "slurm-client",
-    "python3-boto3",
-    "nvme-cli",
-    "nfs-common",
-    "nftables",
-)
-# Debian/Ubuntu's mpi/pmix plugin dlopen()s the unversioned libpmix.so, which only the
-# -dev package installs; without it MpiDefault=pmix fails to load.
-PMIX_PACKAGES = ("libpmix-dev",)
-# EFA userspace for pools on the plain Ubuntu image (the Deep Learning AMIs bring the EFA
-# installer's own): verbs provider and libfabric with its EFA provider.
-EFA_CPU_PACKAGES = ("rdma-core", "ibverbs-providers", "libfabric1")
-
-
-def head_packages(plan: ClusterPlan) -> tuple[str, ...]:
-    return ("slurmctld", *COMMON_PACKAGES, *PMIX_PACKAGES)
-
-
-def pool_packages(pool: PoolPlan) -> tuple[str, ...]:
-    packages = ["slurmd", *COMMON_PACKAGES, *PMIX_PACKAGES]
-    if pool.local_scratch_mount is not None:
-        packages.append("mdadm")
-    if pool.fabric is FabricProfile.EFA_CPU:
-        packages += EFA_CPU_PACKAGES
-    return tuple(packages)
-
-
 def imds_firewall_files(plan: ClusterPlan, role: str) -> dict[str, str]:
     """Absolute node path -> text: the metadata-service firewall of ``role`` and the unit that
     loads it. They travel in the cloud-init document itself, not the config store, so they are
@@ -394,6 +361,8 @@ def imds_firewall_files(plan: ClusterPlan, role: str) -> dict[str, str]:
 
 def user_data(plan: ClusterPlan, role: str) -> str:
     """The cloud-init document of ``role`` ("head" or a pool name)."""
+    if role != HEAD_ROLE:
+        _pool(plan, role)  # an unknown role is named before anything is rendered for it
     firewall_files = imds_firewall_files(plan, role)
     common = {
         "plan": plan,
@@ -408,20 +377,19 @@ def user_data(plan: ClusterPlan, role: str) -> str:
         "imds_firewall_unit": firewall_files[imds_firewall.UNIT_PATH],
         "imds_firewall_unit_name": imds_firewall.UNIT_NAME,
         "failed_marker": BOOTSTRAP_FAILED,
-        "apt_lock_conf_path": APT_LOCK_CONF_PATH,
-        "apt_lock_conf": f'DPkg::Lock::Timeout "{APT_LOCK_TIMEOUT_SECONDS}";',
+        # Boot installs nothing: the image holds all of this (slurmstack.images.contract).
+        "contract": images.contract(plan, role),
     }
     if role == HEAD_ROLE:
         text = _render(
             "cloud-init/head.yaml.j2",
-            packages=head_packages(plan),
             state_volume_device=STATE_VOLUME_DEVICE,
             state_volume_mount=STATE_VOLUME_MOUNT,
             **common,
         )
     else:
         pool = _pool(plan, role)
-        text = _render("cloud-init/pool.yaml.j2", pool=pool, packages=pool_packages(pool), **common)
+        text = _render("cloud-init/pool.yaml.j2", pool=pool, **common)
     if len(text.encode()) > USER_DATA_LIMIT:
         raise ValueError(f"user data of {role} is {len(text.encode())} bytes, over EC2's 16 KB")
     return text

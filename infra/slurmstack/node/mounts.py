@@ -22,19 +22,15 @@ STORAGE_PARAMETERS = {
         "SLURMSTACK_LUSTRE_MOUNT_NAME": PARAM_LUSTRE_MOUNT_NAME,
     },
 }
-# apt on a running node waits for another apt (unattended-upgrades) instead of failing.
-APT_GET = ("apt-get", "-o", "DPkg::Lock::Timeout=1200", "-y", "-q")
-
-# Amazon EFS User Guide, "Mounting on Amazon EC2 Linux instances using the NFS client".
-EFS_OPTIONS = "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport"
+# Amazon EFS User Guide, "Mounting EFS file systems using the EFS mount helper": the `efs`
+# type of amazon-efs-utils (in the image) with `tls` encrypts the traffic in transit; the
+# helper adds the NFS options the guide recommends (nfsvers=4.1, rsize/wsize 1 MiB, hard,
+# timeo=600, retrans=2, noresvport) itself.
+EFS_OPTIONS = "tls"
 LUSTRE_OPTIONS = "noatime,flock"
-# FSx for Lustre client for Ubuntu, from the FSx client repository (FSx User Guide,
-# "Installing the Lustre client").
-FSX_KEY_URL = (
-    "https://fsx-lustre-client-repo-public-keys.s3.amazonaws.com/fsx-ubuntu-public-key.asc"
-)
-FSX_REPO = "https://fsx-lustre-client-repo.s3.amazonaws.com/ubuntu"
-FSX_KEYRING = "/usr/share/keyrings/fsx-ubuntu-public-key.gpg"
+# The image carries the Lustre client built for its kernel (slurmstack.images); nothing is
+# installed at boot.
+MOUNT_HELPERS = {"efs": "mount.efs", "lustre": "mount.lustre"}
 
 
 class Mounts(LnetEfa):
@@ -57,15 +53,15 @@ class Mounts(LnetEfa):
     def mounts(self, attempts: int = 30, delay: float = 10.0) -> list[str]:
         config = self.config()
         env = self.storage_env()
-        region = str(config["region"])
         done = []
         for mount in config.get("mounts", []):
             kind, path = mount["kind"], mount["path"]
+            self._mount_helper(kind)
             if kind == "efs":
-                source = f"{env['SLURMSTACK_EFS_ID']}.efs.{region}.amazonaws.com:/"
-                fstype, options = "nfs4", EFS_OPTIONS
+                # The mount helper finds the mount target from the id (and the instance's region).
+                source = f"{env['SLURMSTACK_EFS_ID']}:/"
+                fstype, options = "efs", EFS_OPTIONS
             elif kind == "lustre":
-                self._lustre_client()
                 dns, name = env["SLURMSTACK_LUSTRE_DNS"], env["SLURMSTACK_LUSTRE_MOUNT_NAME"]
                 # The same source over TCP or EFA: the client reaches the MGS at its @tcp
                 # address, discovery then finds the servers' EFA NIDs, which LNet prefers.
@@ -84,15 +80,15 @@ class Mounts(LnetEfa):
             done.append(path)
         return done
 
-    def _lustre_client(self) -> None:
-        if shutil.which("mount.lustre") or self.path("/sbin/mount.lustre").exists():
+    def _mount_helper(self, kind: str) -> None:
+        helper = MOUNT_HELPERS.get(kind)
+        if helper is None:
             return
-        codename = self.sh("lsb_release", "-cs").stdout.strip()
-        self.sh("sh", "-c", f"curl -fsSL {FSX_KEY_URL} | gpg --dearmor -o {FSX_KEYRING}")
-        source = f"deb [signed-by={FSX_KEYRING}] {FSX_REPO} {codename} main\n"
-        write_atomic(
-            self.path("/etc/apt/sources.list.d/fsxlustreclientrepo.list"), source.encode(), 0o644
+        found = shutil.which(helper) or any(
+            self.path(f"{d}/{helper}").exists() for d in ("/sbin", "/usr/sbin")
         )
-        self.sh(*APT_GET, "update")
-        kernel = self.sh("uname", "-r").stdout.strip()
-        self.sh(*APT_GET, "install", f"lustre-client-modules-{kernel}")
+        if not found:
+            raise AgentError(
+                f"{helper} is missing: the image lacks the {kind} client (the image contract, "
+                "README 'Images'); nothing is installed at boot"
+            )
