@@ -25,6 +25,7 @@ class Role(enum.StrEnum):
     CONFIG = "config"
     HEAD = "head"
     POOL = "pool"
+    IMAGE = "image"  # the node images (slurmstack.stack.image)
 
 
 ROLE_TAG = "slurmstack:role"

@@ -33,7 +33,6 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_aws.ebs as ebs
 import pulumi_aws.ec2 as ec2
-import pulumi_aws.ssm as ssm
 
 from slurmstack import render
 from slurmstack.plan import ClusterPlan, DeployParameter
@@ -79,6 +78,7 @@ class HeadNode(pulumi.ComponentResource):
         public_subnet_id: pulumi.Input[str] | None,
         security_group_id: pulumi.Input[str],
         instance_profile: pulumi.Input[str],
+        ami: pulumi.Input[str],
         network_ready: Sequence[pulumi.Resource] = (),
         public_network_ready: Sequence[pulumi.Resource] = (),
         security_ready: Sequence[pulumi.Resource] = (),
@@ -117,18 +117,10 @@ class HeadNode(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=route_ready),
             )
 
-        if head.ami is not None:
-            ami: pulumi.Input[str] = head.ami
-            ignore: list[str] = []
-        else:
-            # Resolved at deploy time and then ignored: a new Ubuntu image must not replace a
-            # running head node (`pulumi up --replace` picks up a new one deliberately).
-            # EC2's own `resolve:ssm:` syntax is no option for an instance: the provider reads
-            # back the resolved ami-... id and plans a replacement on every update.
-            ami = ssm.get_parameter_output(
-                name=head.ami_ssm_parameter, opts=pulumi.InvokeOutputOptions(parent=self)
-            ).value
-            ignore = ["ami"]
+        # The baked image's AMI, or the definition's own (slurmstack.stack.image). Ignored once
+        # the head exists: a new image must not replace a running head node; it takes one
+        # when replaced (`pulumi up --replace`), like new user data.
+        ignore = ["ami"]
 
         self.instance = ec2.Instance(
             name,
