@@ -142,6 +142,27 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
     groups = sum(1 for p in plan.pools if p.placement_group and p.placement_group_name is None)
     if groups:
         c[T_PG] = groups
+    # Node images: one per distinct (accelerator kind, architecture) among the nodes without an
+    # AMI of their own; one build role, group and rule, one infrastructure configuration per
+    # architecture, the shared agent object and two bundle objects (script, settings) per image.
+    kinds = set()
+    for role, facts in [("head", plan.head.facts), *((p.name, p.facts) for p in plan.pools)]:
+        own = spec.head_node.ami if role == "head" else plan.pool(role).ami
+        if (own or spec.image.ami) is None:
+            accelerator = facts.accelerator.kind if facts.accelerator else "cpu"
+            kinds.add((accelerator, facts.architecture.value))
+    if kinds:
+        c["aws:iam/role:Role"] += 1
+        c["aws:iam/rolePolicy:RolePolicy"] += 1
+        c["aws:iam/instanceProfile:InstanceProfile"] += 1
+        c["aws:ec2/securityGroup:SecurityGroup"] += 1
+        c[T_EGRESS] += 1
+        c["aws:s3/bucketObjectv2:BucketObjectv2"] += 1 + 2 * len(kinds)
+        c["aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration"] = len(
+            {arch for _, arch in kinds}
+        )
+        for kind in ("component:Component", "imageRecipe:ImageRecipe", "image:Image"):
+            c[f"aws:imagebuilder/{kind}"] = len(kinds)
     return c
 
 
