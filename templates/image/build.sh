@@ -28,7 +28,8 @@ APT_GET=(apt-get -y -q -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-con
 
 log() { echo "slurmstack-image: $*" >&2; }
 fail() { log "FAILED: $*"; exit 1; }
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+# Installed, held or not (a held package's status reads "hold ok installed").
+installed() { [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ]; }
 pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true; }
 
 # An upgrade of any of these would change what the image was tested with.
@@ -78,8 +79,8 @@ units_off() {
   local unit
   for unit in slurmctld.service slurmd.service unattended-upgrades.service \
     apt-daily.timer apt-daily-upgrade.timer; do
-    if systemctl list-unit-files "$unit" 2>/dev/null | grep -q "^$unit" &&
-      [ "$(systemctl is-enabled "$unit" 2>/dev/null || true)" = enabled ]; then
+    # (No `| grep -q` under pipefail: grep's early exit would fail the pipe.)
+    if [ "$(systemctl is-enabled "$unit" 2>/dev/null || true)" = enabled ]; then
       systemctl disable "$unit" >/dev/null 2>&1 || true
       log "units: disabled $unit"
     fi
@@ -220,7 +221,7 @@ manifest() {
   fi
   mkdir -p "$(dirname "$IMAGE_MANIFEST")"
   tmp=$(mktemp)
-  jq -n --arg key "$IMAGE_KEY" --arg kind "$IMAGE_KIND" --arg roles "$IMAGE_ROLES" \
+  jq -n --arg key "$IMAGE_KEY" --arg kind "$IMAGE_KIND" \
     --arg version "$IMAGE_VERSION" --arg parent "$parent" --arg kernel "$(uname -r)" \
     --arg slurm "$(pkg_version slurm-client)" --arg munge "$(pkg_version munge)" \
     --arg pmix "$(pkg_version libpmix-dev)" --arg enroot "$(command enroot version)" \
@@ -228,7 +229,7 @@ manifest() {
     --arg lustre "$(pkg_version "lustre-client-modules-$(uname -r)")" \
     --arg dcgm "$( [ -n "$DCGM_PACKAGE" ] && pkg_version "$DCGM_PACKAGE")" \
     --arg nft "$(pkg_version nftables)" --arg agent "$(cat "$STATE/agent")" \
-    '{image: $key, kind: $kind, roles: ($roles | split(" ")), version: ($version | tonumber),
+    '{image: $key, kind: $kind, version: ($version | tonumber),
       parent_ami: $parent, kernel: $kernel, slurm: $slurm, munge: $munge, pmix: $pmix,
       enroot: $enroot, pyxis: $pyxis, efs_utils: $efs, lustre_client: $lustre, dcgm: $dcgm,
       nftables: $nft, agent_sha256: $agent}' >"$tmp"
@@ -265,14 +266,22 @@ slurm_version() {
   for daemon in slurmd slurmctld; do
     command -v "$daemon" >/dev/null || continue
     out=$("$daemon" -V)
-    [ "$out" = "slurm $SLURM_VERSION" ] || { echo "$daemon -V says '$out', not slurm $SLURM_VERSION"; return 1; }
+    # Debian's and Ubuntu's builds say "slurm-wlm X", SchedMD's "slurm X".
+    case "$out" in
+      "slurm $SLURM_VERSION" | "slurm-wlm $SLURM_VERSION") ;;
+      *) echo "$daemon -V says '$out', not slurm $SLURM_VERSION"; return 1 ;;
+    esac
     echo "$out ($daemon, $(pkg_version slurm-client))"
     return 0
   done
   echo "neither slurmd nor slurmctld is installed"
   return 1
 }
-pmix_present() { ldconfig -p | grep -q 'libpmix\.so ' && echo "libpmix.so $(pkg_version libpmix-dev)"; }
+pmix_present() {
+  local libs
+  libs=$(ldconfig -p)
+  grep -q 'libpmix\.so ' <<<"$libs" && echo "libpmix.so $(pkg_version libpmix-dev)"
+}
 enroot_version() { [ "$(enroot version)" = "$ENROOT_VERSION" ] && echo "enroot $ENROOT_VERSION"; }
 srun_lists_pyxis() {
   # A throw-away configuration that loads the plugin as the cluster's plugstack.conf does.
