@@ -76,6 +76,7 @@ REAPER_INTERVAL_MINUTES = 5
 STATE_VOLUME_MOUNT = "/var/spool/slurmctld"
 STATE_SAVE_LOCATION = f"{STATE_VOLUME_MOUNT}/state"
 
+
 class DeployParameter(enum.StrEnum):
     """Values known only at deploy time. The stack writes each to an SSM parameter under
     the cluster's prefix; nodes read them at boot (waiting until they exist), so user data

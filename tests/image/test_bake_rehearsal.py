@@ -430,9 +430,7 @@ def test_the_node_boots_from_the_baked_root_with_no_apt(
         f"printf %s {shq(TRIPWIRE)} > /usr/local/sbin/{tool} && chmod 755 /usr/local/sbin/{tool}"
         for tool in ("apt-get", "apt", "dpkg")
     )
-    booted = rooted.run(
-        f"{wires} && {check} && slurmstack-node --help >/dev/null && echo booted"
-    )
+    booted = rooted.run(f"{wires} && {check} && slurmstack-node --help >/dev/null && echo booted")
     assert booted.returncode == 0, booted.stdout + booted.stderr
     assert "image contract met" in booted.stderr and "booted" in booted.stdout
     assert not (rooted.upper / "var/lib/slurmstack/tripwire").exists()

@@ -135,9 +135,7 @@ def test_check_passes_an_image_that_holds_the_contract(tmp_path: Path) -> None:
     assert not (tmp_path / bootstrap.FAILED_MARKER.lstrip("/")).exists()
 
 
-def test_check_names_what_the_image_lacks_and_marks_a_worker_unhealthy(
-    aws, tmp_path: Path
-) -> None:
+def test_check_names_what_the_image_lacks_and_marks_a_worker_unhealthy(aws, tmp_path: Path) -> None:
     """An image of one's own without enroot or boto3: the boot stops at the check, says what is
     missing and where the contract is written, and the worker is replaced."""
     instance = asg_with_instance(aws)

@@ -16,6 +16,7 @@ from slurmstack.offline.engine import OfflineRun, RecordedResource
 from slurmstack.plan import ClusterPlan, MountKind
 from slurmstack.report.capacity import ClusterCapacity, cluster_capacity
 from slurmstack.report.cost import CostReport, cost_report
+from slurmstack.report.images import images_section
 from slurmstack.report.readiness import time_to_ready, time_to_ready_range, time_to_stack
 from slurmstack.report.timing import Timeline, TimelineRange
 
@@ -228,6 +229,7 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
             },
         },
         "storage": storage_section(plan, cap),
+        "images": images_section(plan),
         "cost": {
             "lines": [
                 {

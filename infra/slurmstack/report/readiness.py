@@ -65,7 +65,7 @@ def resource_steps(run: OfflineRun, *, embed_addresses: bool = False) -> list[St
 def boot_steps(run: OfflineRun) -> list[Step]:
     """The head node's and each pool's boot, in two steps each.
 
-    First the machine boots on its own (image, packages, NVMe RAID0, health check). Then it
+    First the machine boots on its own (image check, NVMe RAID0, health check). Then it
     reads every deploy-time parameter it needs (waiting until each exists) and starts its
     Slurm daemon: a worker mounts the shared file systems first, so its step waits for the
     parameters, the file systems and mount targets, and for slurmctld; the head starts
@@ -80,7 +80,7 @@ def boot_steps(run: OfflineRun) -> list[Step]:
     )
     heads = frozenset(r.urn for r in custom if r.type in (INSTANCE, STATE_ATTACHMENT))
     steps = [
-        Step(HEAD_BOOT_KEY, "head node boots (cloud-init, packages)", HEAD_BOOT, heads),
+        Step(HEAD_BOOT_KEY, "head node boots (cloud-init, image check)", HEAD_BOOT, heads),
         Step(
             HEAD_READY,
             "head node starts slurmctld (mounts shared storage after)",

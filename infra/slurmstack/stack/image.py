@@ -103,9 +103,7 @@ class NodeImages(pulumi.ComponentResource):
         infrastructure: dict[Architecture, imagebuilder.InfrastructureConfiguration] = {}
         for image in wanted:
             if image.architecture not in infrastructure:
-                infrastructure[image.architecture] = self._infrastructure(
-                    image, profile, subnet_id
-                )
+                infrastructure[image.architecture] = self._infrastructure(image, profile, subnet_id)
             self.built[image.key] = self._image(
                 image, bucket, infrastructure[image.architecture], network_ready
             )
