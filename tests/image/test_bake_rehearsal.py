@@ -152,7 +152,7 @@ def build_artifacts(out: Path) -> dict[str, Path]:
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
     served: list[str]
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         self.served.append(self.path)
 
 

@@ -128,7 +128,7 @@ def test_components_are_valid_awstoe_and_run_the_build_script_itself(stem: str) 
             for item in step["inputs"]
         }
         assert set(downloads) == {"build.sh", "image.env", images.AGENT_ARCHIVE}
-        for file, source in downloads.items():
+        for source in downloads.values():
             assert source.startswith(f"s3://{bucket}/images/")
             key = source.removeprefix(f"s3://{bucket}/")
             assert key in stored, f"{key} is not uploaded"

@@ -16,8 +16,7 @@ import pytest
 import yaml
 
 from helpers_examples import EXAMPLE_IDS, example_plan
-from slurmstack import imds_firewall
-from slurmstack import images
+from slurmstack import images, imds_firewall
 from slurmstack.render import HEAD_ROLE, roles, user_data
 
 ENABLE = ["systemctl", "enable", "--now", imds_firewall.UNIT_NAME]

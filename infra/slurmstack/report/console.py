@@ -201,7 +201,14 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
             + ["  price sources:"]
             + [f"   - {source}" for source in sorted({line["source"] for line in cost["lines"]})],
         ),
-        (_ready(doc), ["  (each step's full basis: slurmstack plan --json)"]),
+        (
+            _ready(doc),
+            [
+                f"  once the images exist (later pulumi ups reuse them): "
+                f"{_minutes(doc['time_to_ready']['images_built_seconds'])}",
+                "  (each step's full basis: slurmstack plan --json)",
+            ],
+        ),
     ]
     for grid, after in sections:
         print_grid(grid, console)
