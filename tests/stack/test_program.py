@@ -127,20 +127,19 @@ def test_ssh_puts_the_head_node_in_the_public_subnet_behind_its_internet_route()
     assert "head_public_ip" not in private.outputs
 
 
-def test_head_node_ami_resolved_once_and_then_ignored() -> None:
+def test_head_node_boots_the_baked_image_and_ignores_a_new_one() -> None:
     result = run_ok(small_cluster())
     head = result.one(T_INSTANCE)
-    assert head.inputs["ami"].startswith("ami-")
+    (image,) = [i for i in result.of_type("aws:imagebuilder/image:Image") if "cpu" in i.name]
+    assert head.inputs["ami"] == image.outputs["outputResources"][0]["amis"][0]["image"]
     assert head.options.ignore_changes == ("ami", "userDataBase64")
-    calls = [args["name"] for token, args in result.invokes if token.endswith("getParameter")]
-    assert calls == [
-        "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id"
-    ]
+    # Nothing is looked up: the parent is resolved by Image Builder when it builds.
+    assert not [args for token, args in result.invokes if token.endswith("getParameter")]
     pinned = small_cluster()
     pinned["head_node"]["ami"] = "ami-0fedcba9876543210"
     head = run_ok(pinned).one(T_INSTANCE)
     assert head.inputs["ami"] == "ami-0fedcba9876543210"
-    assert head.options.ignore_changes == ("userDataBase64",)
+    assert head.options.ignore_changes == ("ami", "userDataBase64")
 
 
 def test_pulumi_yaml_matches_pulumis_project_schema() -> None:

@@ -10,7 +10,17 @@ from checks_support import BASE, definition, findings
 
 from slurmstack.checks import RULES, rule_id
 
-FAMILIES = ["names", "instances", "capacity", "network", "storage", "slurm", "nccl", "tags"]
+FAMILIES = [
+    "names",
+    "instances",
+    "capacity",
+    "network",
+    "storage",
+    "slurm",
+    "nccl",
+    "tags",
+    "images",
+]
 
 
 def _cases() -> list[object]:

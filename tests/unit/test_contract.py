@@ -63,6 +63,10 @@ def test_the_first_boot_script_carries_its_own_copy_of_the_contract(monkeypatch)
     namespace = module.__dict__
     for name in ("AGENT_PATH", "AGENT_LIB_DIR", "BOOTSTRAP_DONE", "BOOTSTRAP_FAILED"):
         assert namespace[name] == getattr(contract, name)
+    # The image contract's check reads the items as the contract writes them.
+    assert namespace["COMMAND_DIRS"] == contract.COMMAND_DIRS
+    copied = namespace["ImageItem"]
+    assert {i.name: i.value for i in copied} == {i.name: i.value for i in contract.ImageItem}  # type: ignore[attr-defined]
     env = bootstrap_env(example_plan("p5-training"), "train")
     read = namespace["read_bootstrap_env"](contract.bootstrap_env_text(env))  # type: ignore[operator]
     assert (read.region, read.role, read.manifest_parameter) == (

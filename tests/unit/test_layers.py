@@ -48,6 +48,7 @@ def test_pure_layers_load_without_pulumi() -> None:
         "slurmstack.stack",
         "slurmstack.stack.common",
         "slurmstack.stack.policies",
+        "slurmstack.stack.user_data",
         "slurmstack.node.cli",
     ]
     probe = (

@@ -45,6 +45,7 @@ def _with_rule(finding: Finding, name: str) -> Finding:
 # The rule modules register themselves on import; keep this list in resource-family order.
 from slurmstack.checks import (  # noqa: E402
     capacity,
+    images,
     instances,
     names,
     nccl,
@@ -59,6 +60,7 @@ __all__ = [
     "RULES",
     "Rule",
     "capacity",
+    "images",
     "instances",
     "names",
     "nccl",

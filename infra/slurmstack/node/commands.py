@@ -107,8 +107,8 @@ COMMANDS: tuple[Subcommand, ...] = (
     ),
     Subcommand(
         Command.MOUNTS,
-        "wait for the file systems' parameters, then EFS and FSx for Lustre, retried until "
-        "they answer (Lustre over EFA: lnet-efa first)",
+        "wait for the file systems' parameters, then EFS (TLS) and FSx for Lustre with the "
+        "image's mount helpers, retried until they answer (Lustre over EFA: lnet-efa first)",
         _done(mounts.mounts),
     ),
     Subcommand(

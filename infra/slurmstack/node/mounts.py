@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import replace
 
-from ..contract import LNET_EFA_UNIT, DeployParameter, MountKind, NodeEnv
+from ..contract import (
+    COMMAND_DIRS,
+    LNET_EFA_UNIT,
+    MOUNT_HELPERS,
+    DeployParameter,
+    MountKind,
+    NodeEnv,
+)
 from . import lnet, system
-from .context import AgentError, Context, write_atomic
+from .context import AgentError, Context
 
 # NodeEnv field -> the deploy-time parameter it comes from, by the kind of mount that needs it.
 STORAGE_PARAMETERS = {
@@ -17,19 +23,12 @@ STORAGE_PARAMETERS = {
         "lustre_mount_name": DeployParameter.LUSTRE_MOUNT_NAME,
     },
 }
-# apt on a running node waits for another apt (unattended-upgrades) instead of failing.
-APT_GET = ("apt-get", "-o", "DPkg::Lock::Timeout=1200", "-y", "-q")
-
-# Amazon EFS User Guide, "Mounting on Amazon EC2 Linux instances using the NFS client".
-EFS_OPTIONS = "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport"
+# Amazon EFS User Guide, "Mounting EFS file systems using the EFS mount helper": the `efs`
+# type of amazon-efs-utils (in the image) with `tls` encrypts the traffic in transit; the
+# helper adds the NFS options the guide recommends (nfsvers=4.1, rsize/wsize 1 MiB, hard,
+# timeo=600, retrans=2, noresvport) itself.
+EFS_OPTIONS = "tls"
 LUSTRE_OPTIONS = "noatime,flock"
-# FSx for Lustre client for Ubuntu, from the FSx client repository (FSx User Guide,
-# "Installing the Lustre client").
-FSX_KEY_URL = (
-    "https://fsx-lustre-client-repo-public-keys.s3.amazonaws.com/fsx-ubuntu-public-key.asc"
-)
-FSX_REPO = "https://fsx-lustre-client-repo.s3.amazonaws.com/ubuntu"
-FSX_KEYRING = "/usr/share/keyrings/fsx-ubuntu-public-key.gpg"
 
 
 def storage_env(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> NodeEnv:
@@ -51,11 +50,12 @@ def mounts(ctx: Context, attempts: int = 30, delay: float = 10.0) -> list[str]:
     env = storage_env(ctx)
     done = []
     for mount in config.mounts:
+        require_mount_helper(ctx, mount.kind)
         if mount.kind is MountKind.EFS:
-            source = f"{env.efs_id}.efs.{config.region}.amazonaws.com:/"
-            fstype, options = "nfs4", EFS_OPTIONS
+            # The mount helper finds the mount target from the id (and the instance's region).
+            source = f"{env.efs_id}:/"
+            fstype, options = "efs", EFS_OPTIONS
         elif mount.kind is MountKind.LUSTRE:
-            _lustre_client(ctx)
             # The same source over TCP or EFA: the client reaches the MGS at its @tcp
             # address, discovery then finds the servers' EFA NIDs, which LNet prefers.
             source = f"{env.lustre_dns}@tcp:/{env.lustre_mount_name}"
@@ -74,15 +74,14 @@ def mounts(ctx: Context, attempts: int = 30, delay: float = 10.0) -> list[str]:
     return done
 
 
-def _lustre_client(ctx: Context) -> None:
-    if shutil.which("mount.lustre") or ctx.path("/sbin/mount.lustre").exists():
+def require_mount_helper(ctx: Context, kind: MountKind) -> None:
+    """The image carries each file system's client (the Lustre client built for its kernel,
+    amazon-efs-utils): nothing is installed at boot, a missing one fails the step."""
+    helper = MOUNT_HELPERS.get(kind)
+    if helper is None:
         return
-    codename = ctx.sh("lsb_release", "-cs").stdout.strip()
-    ctx.sh("sh", "-c", f"curl -fsSL {FSX_KEY_URL} | gpg --dearmor -o {FSX_KEYRING}")
-    source = f"deb [signed-by={FSX_KEYRING}] {FSX_REPO} {codename} main\n"
-    write_atomic(
-        ctx.path("/etc/apt/sources.list.d/fsxlustreclientrepo.list"), source.encode(), 0o644
-    )
-    ctx.sh(*APT_GET, "update")
-    kernel = ctx.sh("uname", "-r").stdout.strip()
-    ctx.sh(*APT_GET, "install", f"lustre-client-modules-{kernel}")
+    if not any(ctx.path(f"{d}/{helper}").exists() for d in COMMAND_DIRS):
+        raise AgentError(
+            f"{helper} is missing: the image lacks the {kind.value} client (the image contract, "
+            "README 'Images'); nothing is installed at boot"
+        )

@@ -2,12 +2,13 @@
 
 Everything the templates and the Pulumi stack need that is not written literally in the
 definition is decided here, once, one module per concern: ``pools`` (Slurm's view of each
-pool's nodes, EFA layout, placement, image, mounts, NCCL environment), ``head``, ``storage``
+pool's nodes, EFA layout, placement, mounts, NCCL environment), ``head``, ``storage``
 (mounts, Lustre), ``network`` (subnets, where the head sits), ``slurm`` (MaxNodeCount,
-GresTypes, extra keys), ``images``; ``cluster`` puts them together (``build_plan``). Rules the
-checks apply too live in modules of their own (slurmstack.efa, slurmstack.subnets,
-slurmstack.fsx). ``build_plan`` expects a definition that passed the checks (it raises
-``PlanError`` when a fact it needs is missing, which the checks report first).
+GresTypes, extra keys), ``images`` (the node images baked, and what each node's image must
+hold); ``cluster`` puts them together (``build_plan``). Rules the checks apply too live in
+modules of their own (slurmstack.efa, slurmstack.subnets, slurmstack.fsx). ``build_plan``
+expects a definition that passed the checks (it raises ``PlanError`` when a fact it needs is
+missing, which the checks report first).
 
 The names below are the plan's public surface (``from slurmstack.plan import ...``).
 """
@@ -30,9 +31,14 @@ from slurmstack.plan.cluster import ClusterPlan, build_plan
 from slurmstack.plan.errors import PlanError
 from slurmstack.plan.head import HeadPlan
 from slurmstack.plan.images import (
-    DLAMI_GPU_SSM_PARAMETER,
-    DLAMI_NEURON_SSM_PARAMETER,
-    UBUNTU_SSM_PARAMETER,
+    ImageKind,
+    ImagePlan,
+    image_contract,
+    image_of,
+    image_pins,
+    image_plans,
+    own_ami,
+    role_image_contract,
 )
 from slurmstack.plan.pools import (
     MEMORY_HEADROOM_FRACTION,
@@ -49,8 +55,6 @@ from slurmstack.plan.storage import LustrePlan, MountPlan
 from slurmstack.subnets import carve as subnets
 
 __all__ = [
-    "DLAMI_GPU_SSM_PARAMETER",
-    "DLAMI_NEURON_SSM_PARAMETER",
     "HEAD_ROLE",
     "MAX_NODE_COUNT_FACTOR",
     "MAX_NODE_COUNT_STEP",
@@ -65,11 +69,12 @@ __all__ = [
     "SRUN_PORT_RANGE",
     "STATE_SAVE_LOCATION",
     "STATE_VOLUME_MOUNT",
-    "UBUNTU_SSM_PARAMETER",
     "ClusterPlan",
     "DeployParameter",
     "GpuPlan",
     "HeadPlan",
+    "ImageKind",
+    "ImagePlan",
     "InterfaceType",
     "LustrePlan",
     "MountKind",
@@ -80,8 +85,14 @@ __all__ = [
     "build_plan",
     "efa_interfaces",
     "existing_placement_group",
+    "image_contract",
+    "image_of",
+    "image_pins",
+    "image_plans",
+    "own_ami",
     "resolve_efa",
     "resolve_placement_group",
+    "role_image_contract",
     "schedulable_memory_mib",
     "subnets",
 ]

@@ -18,7 +18,6 @@ from slurmstack.facts import resolve_facts
 from slurmstack.fsx import LUSTRE_EFA_CONNECTION_LIMIT
 from slurmstack.plan.errors import PlanError
 from slurmstack.plan.head import HeadPlan
-from slurmstack.plan.images import UBUNTU_SSM_PARAMETER
 from slurmstack.plan.network import head_in_public_subnet
 from slurmstack.plan.pools import PoolPlan, plan_pool
 from slurmstack.plan.slurm import gres_types, slurm_max_node_count, slurm_settings
@@ -126,7 +125,6 @@ def build_plan(spec: ClusterSpec, catalog: Catalog | None = None) -> ClusterPlan
         instance_type=spec.head_node.instance_type,
         facts=head_facts,
         ami=spec.head_node.ami,
-        ami_ssm_parameter=UBUNTU_SSM_PARAMETER[head_facts.architecture.value],
         root_volume=spec.head_node.root_volume,
         state_volume_gib=spec.head_node.state_volume_gib,
     )

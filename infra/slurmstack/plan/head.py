@@ -12,7 +12,6 @@ from slurmstack.spec import RootVolume
 class HeadPlan:
     instance_type: str
     facts: InstanceFacts
-    ami: str | None
-    ami_ssm_parameter: str
+    ami: str | None  # the definition's own AMI for this node (slurmstack.plan.images decides)
     root_volume: RootVolume
     state_volume_gib: int

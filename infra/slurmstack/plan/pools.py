@@ -25,7 +25,6 @@ from slurmstack.fabric import (
 from slurmstack.facts import resolve_facts
 from slurmstack.fsx import lustre_client_efa_interfaces
 from slurmstack.plan.errors import PlanError
-from slurmstack.plan.images import default_image
 from slurmstack.plan.storage import MountPlan
 from slurmstack.spec import CapacitySpec, CapacityType, PoolSpec, RootVolume
 
@@ -72,8 +71,7 @@ class PoolPlan:
     threads_per_core: int
     exclusive: bool
     local_scratch: str | None
-    ami: str | None
-    ami_ssm_parameter: str
+    ami: str | None  # the definition's own AMI for this node (slurmstack.plan.images decides)
     root_volume: RootVolume
     family: str  # instance family, e.g. p5, g6e, hpc7a
     fabric: FabricProfile
@@ -261,7 +259,6 @@ def plan_pool(
         in (FabricProfile.EFA_GPUDIRECT, FabricProfile.EFA_NEURON),
         local_scratch=pool.local_scratch,
         ami=pool.ami,
-        ami_ssm_parameter=default_image(facts),
         root_volume=pool.root_volume,
         family=family,
         fabric=fabric_profile(facts, efa),

@@ -2,8 +2,9 @@
 
 One module per file family: ``slurm`` (Slurm's files and daemons' units), ``nccl`` (the
 fabric's environment, enroot), ``node`` (node.json and the agent), ``cloud_init`` (the
-user data and the first-boot script), ``config_store`` (objects and manifest); ``files``
-assembles each role's files, ``templates`` is the Jinja2 environment.
+user data and the first-boot script), ``config_store`` (objects and manifest), ``image`` (the
+node images' build inputs: settings, bundle, component document); ``files`` assembles each
+role's files, ``templates`` is the Jinja2 environment.
 
 Public API (kept stable for the stack and the tests, re-exported here):
 - render_cluster(plan) -> dict[str, str]: every file a node receives, keyed by a relative path
@@ -31,25 +32,19 @@ from slurmstack.contract import (
     HEAD_ROLE,
     NCCL_CONF_PATH,
     NODE_CONFIG_PATH,
+    PYXIS_PLUGIN,
     SLURM_DIR,
     SLURMCTLD_DROPIN_PATH,
     STATE_VOLUME_DEVICE,
     TASK_PROLOG_PATH,
 )
 from slurmstack.render.cloud_init import (
-    APT_LOCK_CONF_PATH,
-    APT_LOCK_TIMEOUT_SECONDS,
     CLOUD_INIT,
-    COMMON_PACKAGES,
-    EFA_CPU_PACKAGES,
-    PMIX_PACKAGES,
     USER_DATA_LIMIT,
     bootstrap_env,
     bootstrap_source,
-    head_packages,
     imds_firewall_files,
     inline_contract,
-    pool_packages,
     user_data,
 )
 from slurmstack.render.config_store import ConfigStore, config_store, sha256, store_key
@@ -65,7 +60,6 @@ from slurmstack.render.node import (
 from slurmstack.render.roles import roles
 from slurmstack.render.slurm import (
     LNET_EFA_UNIT_PATH,
-    PYXIS_PLUGIN,
     REAPER_SERVICE_PATH,
     REAPER_TIMER_PATH,
     SLURMD_UNIT_PATH,
@@ -84,15 +78,11 @@ __all__ = [
     "AGENT_LIB_DIR",
     "AGENT_PACKAGE",
     "AGENT_PATH",
-    "APT_LOCK_CONF_PATH",
-    "APT_LOCK_TIMEOUT_SECONDS",
     "BOOTSTRAP_DONE",
     "BOOTSTRAP_FAILED",
     "BOOTSTRAP_PATH",
     "BOOTSTRAP_SOURCE",
     "CLOUD_INIT",
-    "COMMON_PACKAGES",
-    "EFA_CPU_PACKAGES",
     "ENROOT_CONF_PATH",
     "FABRIC_PROFILE_PATH",
     "HEAD_ROLE",
@@ -101,7 +91,6 @@ __all__ = [
     "NODE_CONFIG_PATH",
     "NODE_DIR",
     "PACKAGE_DIR",
-    "PMIX_PACKAGES",
     "PYXIS_PLUGIN",
     "REAPER_SERVICE_PATH",
     "REAPER_TIMER_PATH",
@@ -121,14 +110,12 @@ __all__ = [
     "config_store",
     "gres_conf",
     "head_files",
-    "head_packages",
     "imds_firewall_files",
     "inline_contract",
     "mount_unit_name",
     "node_config",
     "plugstack_conf",
     "pool_files",
-    "pool_packages",
     "render_cluster",
     "role_files",
     "roles",

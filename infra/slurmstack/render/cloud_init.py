@@ -20,18 +20,15 @@ from slurmstack.contract import (
     DeployParameter,
     bootstrap_env_text,
 )
-from slurmstack.fabric import FabricProfile
-from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.plan import ClusterPlan, role_image_contract
 from slurmstack.render.node import BOOTSTRAP_SOURCE
 from slurmstack.render.roles import pool_named
 from slurmstack.render.templates import render_template
 
 CLOUD_INIT = "cloud-init.yaml"
-# EC2 refuses user data above 16 KB (before base64).
+# EC2 refuses user data above 16 KB (before base64). The stack gives it the document
+# gzip-compressed and checks the compressed size (slurmstack.stack.user_data).
 USER_DATA_LIMIT = 16 * 1024
-# apt after the first boot's packages (the Lustre client) waits for the dpkg lock as well.
-APT_LOCK_CONF_PATH = "/etc/apt/apt.conf.d/90slurmstack-dpkg-lock"
-APT_LOCK_TIMEOUT_SECONDS = 1200
 
 
 def bootstrap_env(plan: ClusterPlan, role: str) -> BootstrapEnv:
@@ -44,36 +41,6 @@ def bootstrap_env(plan: ClusterPlan, role: str) -> BootstrapEnv:
         manifest_parameter=plan.parameter(DeployParameter.CONFIG_MANIFEST),
         bucket_parameter=plan.parameter(DeployParameter.BUCKET),
     )
-
-
-# nftables: the metadata-service firewall (imds_firewall) is loaded with its `nft`.
-COMMON_PACKAGES = (
-    "munge",
-    "slurm-client",
-    "python3-boto3",
-    "nvme-cli",
-    "nfs-common",
-    "nftables",
-)
-# Debian/Ubuntu's mpi/pmix plugin dlopen()s the unversioned libpmix.so, which only the
-# -dev package installs; without it MpiDefault=pmix fails to load.
-PMIX_PACKAGES = ("libpmix-dev",)
-# EFA userspace for pools on the plain Ubuntu image (the Deep Learning AMIs bring the EFA
-# installer's own): verbs provider and libfabric with its EFA provider.
-EFA_CPU_PACKAGES = ("rdma-core", "ibverbs-providers", "libfabric1")
-
-
-def head_packages(plan: ClusterPlan) -> tuple[str, ...]:
-    return ("slurmctld", *COMMON_PACKAGES, *PMIX_PACKAGES)
-
-
-def pool_packages(pool: PoolPlan) -> tuple[str, ...]:
-    packages = ["slurmd", *COMMON_PACKAGES, *PMIX_PACKAGES]
-    if pool.local_scratch_mount is not None:
-        packages.append("mdadm")
-    if pool.fabric is FabricProfile.EFA_CPU:
-        packages += EFA_CPU_PACKAGES
-    return tuple(packages)
 
 
 def imds_firewall_files(plan: ClusterPlan, role: str) -> dict[str, str]:
@@ -91,6 +58,7 @@ def imds_firewall_files(plan: ClusterPlan, role: str) -> dict[str, str]:
 
 def user_data(plan: ClusterPlan, role: str) -> str:
     """The cloud-init document of ``role`` ("head" or a pool name)."""
+    pool = None if role == HEAD_ROLE else pool_named(plan, role)  # an unknown role fails first
     firewall_files = imds_firewall_files(plan, role)
     common = {
         "plan": plan,
@@ -106,24 +74,18 @@ def user_data(plan: ClusterPlan, role: str) -> str:
         "imds_firewall_unit": firewall_files[imds_firewall.UNIT_PATH],
         "imds_firewall_unit_name": imds_firewall.UNIT_NAME,
         "failed_marker": BOOTSTRAP_FAILED,
-        "apt_lock_conf_path": APT_LOCK_CONF_PATH,
-        "apt_lock_conf": f'DPkg::Lock::Timeout "{APT_LOCK_TIMEOUT_SECONDS}";',
+        # Boot installs nothing: the image holds all of this, and the first step checks it.
+        "image_contract": role_image_contract(plan, role),
     }
-    if role == HEAD_ROLE:
+    if pool is None:
         text = render_template(
             "cloud-init/head.yaml.j2",
-            packages=head_packages(plan),
             state_volume_device=STATE_VOLUME_DEVICE,
             state_volume_mount=STATE_VOLUME_MOUNT,
             **common,
         )
     else:
-        pool = pool_named(plan, role)
-        text = render_template(
-            "cloud-init/pool.yaml.j2", pool=pool, packages=pool_packages(pool), **common
-        )
-    if len(text.encode()) > USER_DATA_LIMIT:
-        raise ValueError(f"user data of {role} is {len(text.encode())} bytes, over EC2's 16 KB")
+        text = render_template("cloud-init/pool.yaml.j2", pool=pool, **common)
     return text
 
 

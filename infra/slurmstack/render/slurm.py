@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from slurmstack.contract import (
     LNET_EFA_UNIT,
+    PYXIS_PLUGIN,
     REAPER_GRACE_SECONDS,
     REAPER_INTERVAL_MINUTES,
     REAPER_SERVICE,
@@ -30,8 +31,6 @@ REAPER_SERVICE_PATH = unit_path(REAPER_SERVICE)
 REAPER_TIMER_PATH = unit_path(REAPER_TIMER)
 # Pools that reach an EFA-enabled Lustre file system over EFA: LNet setup before the mount.
 LNET_EFA_UNIT_PATH = unit_path(LNET_EFA_UNIT)
-# Where `make install` of pyxis puts its SPANK plugin.
-PYXIS_PLUGIN = "/usr/local/lib/slurm/spank_pyxis.so"
 
 
 @dataclass(frozen=True)

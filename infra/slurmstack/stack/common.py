@@ -50,6 +50,7 @@ class Role(enum.StrEnum):
     CONFIG = "config"
     HEAD = "head"
     POOL = "pool"
+    IMAGE = "image"  # the node images (slurmstack.stack.image)
 
 
 # FSx for Lustre: LNet on 988, and 1018-1023 for the Lustre client/server callbacks.

@@ -1,6 +1,6 @@
-"""The first-boot runner (slurmstack/node/bootstrap.py): the agent installed from the config store
-and checked, a failed step named, recorded and, on a worker, an Unhealthy instance; apt waits
-for its lock."""
+"""The first-boot runner (slurmstack/node/bootstrap.py): the image contract checked and nothing
+installed, the agent installed from the config store and checked, a failed step named, recorded
+and, on a worker, an Unhealthy instance."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from node.support import BUCKET, PLAN, NoAws, Runner, asg_with_instance, make_node, publish_config
+from slurmstack.contract import PYXIS_PLUGIN, ImageItem
 from slurmstack.node import bootstrap
+from slurmstack.plan import role_image_contract
 from slurmstack.render import (
     AGENT_DIR,
     AGENT_LIB_DIR,
@@ -21,6 +23,7 @@ from slurmstack.render import (
     agent_modules,
     config_store,
     role_files,
+    roles,
 )
 
 
@@ -124,69 +127,57 @@ def test_the_head_records_its_failure_and_stays_up(tmp_path) -> None:
     assert run.calls == [["systemctl", "start", "x"]]  # no poweroff, no AWS call
 
 
-HOLD_LOCK = """
-import fcntl, sys
-with open(sys.argv[1], "a") as handle:
-    fcntl.lockf(handle, fcntl.LOCK_EX)
-    print("held", flush=True)
-    sys.stdin.readline()
-"""
+def image_tree(root: Path, commands: list[str], files: tuple[str, ...] = ()) -> None:
+    for name in commands:
+        path = root / "usr/bin" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+    for name in files:
+        path = root / name.lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
 
 
-def test_packages_wait_for_the_dpkg_lock(tmp_path: Path) -> None:
-    """Another process holds the dpkg lock (as unattended-upgrades does at first boot): apt-get
-    runs only once it is released."""
-    lock = tmp_path / "lock-frontend"
-    lock.touch()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(lock)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        events: list[str] = []
-
-        def sleep(_seconds: float) -> None:
-            events.append("wait")
-            if events.count("wait") == 3 and holder.poll() is None:
-                holder.stdin.write("\n")
-                holder.stdin.flush()
-                holder.wait(timeout=10)
-
-        def run(cmd, env=None, check=False):
-            events.append(cmd[-1] if cmd[-1] == "update" else "install")
-            assert env["DEBIAN_FRONTEND"] == "noninteractive"
-            assert "DPkg::Lock::Timeout=1200" in cmd
-            return subprocess.CompletedProcess(cmd, 0, "", "")
-
-        bootstrap.packages(["munge", "slurmd"], run=run, locks=[str(lock)], sleep=sleep)
-        assert events == ["wait", "wait", "wait", "update", "install"]
-    finally:
-        if holder.poll() is None:
-            holder.kill()
-        holder.wait(timeout=10)
+def test_check_passes_an_image_that_holds_the_contract(tmp_path: Path) -> None:
+    """Also where no node has its settings (the image's test phase): no bootstrap.env."""
+    items = ["cmd:slurmd", "cmd:munged", f"file:{PYXIS_PLUGIN}", "py:json"]
+    image_tree(tmp_path, ["slurmd", "munged"], (PYXIS_PLUGIN,))
+    assert bootstrap.missing_from_image(items, root=str(tmp_path)) == []
+    run = Runner()
+    assert bootstrap.main(["check", *items], root=str(tmp_path), run=run) == 0
+    assert run.calls == []  # nothing run, nothing installed
+    assert not (tmp_path / bootstrap.BOOTSTRAP_FAILED.lstrip("/")).exists()
 
 
-def test_packages_give_up_on_a_lock_never_released_and_on_apt_errors(tmp_path: Path) -> None:
-    lock = tmp_path / "lock"
-    lock.touch()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(lock)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
-        with pytest.raises(bootstrap.StepFailed, match="still held after 20 s"):
-            bootstrap.packages(
-                ["x"], run=Runner(), locks=[str(lock)], sleep=lambda _s: None, timeout=20
-            )
-    finally:
-        holder.kill()
-        holder.wait(timeout=10)
-    failing = Runner(fail={"apt-get"})
-    with pytest.raises(bootstrap.StepFailed, match="apt-get update failed"):
-        bootstrap.packages(
-            ["x"], run=lambda cmd, **_: failing(cmd, False), locks=[str(lock)], sleep=lambda _s: 0
-        )
-    assert len(failing.calls) == 1  # the lock was free: a real apt error, not retried
+def test_check_names_what_the_image_lacks_and_marks_a_worker_unhealthy(aws, tmp_path: Path) -> None:
+    """An image of one's own without enroot or boto3: the boot stops at the check, says what is
+    missing and where the contract is written, and the worker is replaced."""
+    instance = asg_with_instance(aws)
+    root = boot_root(tmp_path, "train", instance)
+    image_tree(root, ["slurmd"])
+    items = ["cmd:slurmd", "cmd:enroot", "py:no_such_module_here"]
+    run = Runner()
+    assert bootstrap.main(["check", *items], session=aws, root=str(root), run=run) == 1
+    failed = failed_marker(root)
+    assert "step `check`: the image lacks cmd:enroot, py:no_such_module_here" in failed
+    assert "image contract" in failed
+    assert health_status(aws, instance) == "UNHEALTHY"
+    assert not any(c and c[0] in ("apt-get", "apt", "dpkg") for c in run.calls)
+
+
+def test_check_reads_the_items_the_plan_writes() -> None:
+    """Every item of every role's contract is of a kind the check knows: none is refused as
+    unknown (which would fail every boot)."""
+    for role in roles(PLAN):
+        for item in role_image_contract(PLAN, role):
+            kind, _, name = item.partition(":")
+            assert kind in set(ImageItem) and name, item
+    with pytest.raises(bootstrap.StepFailed, match="unknown contract item 'deb:slurmd'"):
+        bootstrap.missing_from_image(["deb:slurmd"])
+
+
+def test_the_bootstrap_has_no_package_step_left() -> None:
+    source = Path(bootstrap.__file__).read_text()
+    assert "apt-get" not in source and "def packages" not in source
+    assert bootstrap.main(["packages", "munge"], root="/nonexistent") == 1

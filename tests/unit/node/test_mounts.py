@@ -28,6 +28,7 @@ def test_mounts_over_efa_configure_lnet_before_the_lustre_mount(aws, tmp_path: P
     fake_efa_devices(tmp_path, P5_EFA_DEVICES)
     (tmp_path / "sbin").mkdir()
     (tmp_path / "sbin/mount.lustre").touch()
+    (tmp_path / "sbin/mount.efs").touch()
     (tmp_path / "etc/slurmstack/node.env").write_text(
         "SLURMSTACK_EFS_ID=fs-0123\nSLURMSTACK_LUSTRE_DNS=fs-1.fsx.us-east-1.amazonaws.com\n"
         f"SLURMSTACK_LUSTRE_MOUNT_NAME=abcd\nSLURMSTACK_ADDRESS={NODE_ADDRESS}\n"
@@ -57,6 +58,7 @@ def test_a_tcp_only_node_runs_no_lnet_commands(aws, tmp_path: Path) -> None:
     assert node.config().lustre_efa_interfaces == 0
     (tmp_path / "sbin").mkdir()
     (tmp_path / "sbin/mount.lustre").touch()
+    (tmp_path / "sbin/mount.efs").touch()
     fake_efa_devices(tmp_path, [f"rdmap{n}s0" for n in range(4)])
     (tmp_path / "etc/slurmstack/node.env").write_text(
         "SLURMSTACK_EFS_ID=fs-0123\nSLURMSTACK_LUSTRE_DNS=fs-2.fsx.us-west-2.amazonaws.com\n"
@@ -87,6 +89,7 @@ def test_mounts_retry_until_the_file_system_answers(aws, tmp_path: Path) -> None
     node = scratch_node(tmp_path, aws, run)
     (tmp_path / "sbin").mkdir()
     (tmp_path / "sbin/mount.lustre").touch()
+    (tmp_path / "sbin/mount.efs").touch()
     fake_efa_devices(tmp_path, P5_EFA_DEVICES)
     (tmp_path / "etc/slurmstack/node.env").write_text(
         "SLURMSTACK_EFS_ID=fs-0123\nSLURMSTACK_LUSTRE_DNS=fs-1.fsx.us-east-1.amazonaws.com\n"
@@ -95,11 +98,25 @@ def test_mounts_retry_until_the_file_system_answers(aws, tmp_path: Path) -> None
     assert mounts.mounts(node, delay=0) == ["/home", "/fsx"]
     assert run.calls.count(["mount", "/home"]) == 3
     fstab = (tmp_path / "etc/fstab").read_text()
-    assert (
-        "fs-0123.efs.us-east-1.amazonaws.com:/ /home nfs4 nfsvers=4.1,rsize=1048576,"
-        "wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev,nofail 0 0" in fstab
-    )
+    # amazon-efs-utils' helper, with TLS in transit.
+    assert "fs-0123:/ /home efs tls,_netdev,nofail 0 0" in fstab
     assert "fs-1.fsx.us-east-1.amazonaws.com@tcp:/abcd /fsx lustre noatime,flock" in fstab
+
+
+def test_mounts_refuse_an_image_without_the_client(aws, tmp_path: Path) -> None:
+    """Nothing is installed at boot: a node whose image lacks a mount helper fails the step,
+    naming what is missing, and runs no mount of it (and no apt)."""
+    run = Runner()
+    node = scratch_node(tmp_path, aws, run)
+    (tmp_path / "sbin").mkdir()
+    (tmp_path / "sbin/mount.efs").touch()
+    (tmp_path / "etc/slurmstack/node.env").write_text(
+        "SLURMSTACK_EFS_ID=fs-1\nSLURMSTACK_LUSTRE_DNS=x\nSLURMSTACK_LUSTRE_MOUNT_NAME=y\n"
+    )
+    with pytest.raises(AgentError, match=r"mount\.lustre is missing: the image lacks"):
+        mounts.mounts(node, attempts=1, delay=0)
+    assert ["mount", "/fsx"] not in run.calls
+    assert not any(c[0] == "apt-get" for c in run.calls)
 
 
 def test_mounts_give_up_after_the_last_attempt(aws, tmp_path: Path) -> None:
@@ -108,6 +125,7 @@ def test_mounts_give_up_after_the_last_attempt(aws, tmp_path: Path) -> None:
     (tmp_path / "etc/slurmstack/node.env").write_text("SLURMSTACK_EFS_ID=fs-1\n")
     (tmp_path / "sbin").mkdir()
     (tmp_path / "sbin/mount.lustre").touch()
+    (tmp_path / "sbin/mount.efs").touch()
     (tmp_path / "etc/slurmstack/node.env").write_text(
         "SLURMSTACK_EFS_ID=fs-1\nSLURMSTACK_LUSTRE_DNS=x\nSLURMSTACK_LUSTRE_MOUNT_NAME=y\n"
     )

@@ -14,6 +14,7 @@ process, namespace and file of the run, whatever state it is in.
 from __future__ import annotations
 
 import base64
+import gzip
 import ipaddress
 import json
 import os
@@ -180,7 +181,8 @@ class VirtualCluster:
         ec2 = self.aws.client("ec2")
         found = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
         attribute = ec2.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
-        user_data = base64.b64decode(attribute["UserData"]["Value"]).decode()
+        # gzip-compressed, as the stack gives it to EC2; cloud-init decompresses it.
+        user_data = gzip.decompress(base64.b64decode(attribute["UserData"]["Value"])).decode()
         tags = {t["Key"]: t["Value"] for t in found.get("Tags", [])}
         instance = Instance(
             instance_id=instance_id,

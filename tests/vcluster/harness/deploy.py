@@ -83,7 +83,12 @@ def publish_config(run: OfflineRun, aws: MotoServer, bucket: str) -> str:
     manifest_param = next(
         r for r in run.of_type(PARAMETER) if r.inputs["name"].endswith(MANIFEST_SUFFIX)
     )
-    contents = {r.inputs["key"]: r.inputs["content"] for r in run.of_type(OBJECT)}
+    # The config store's objects (the image build bundles under images/ are not the nodes').
+    contents = {
+        r.inputs["key"]: r.inputs["content"]
+        for r in run.of_type(OBJECT)
+        if r.inputs["key"].startswith("config/")
+    }
     manifest: dict[str, dict[str, str]] = json.loads(contents.pop(manifest_param.inputs["value"]))
     for files in manifest.values():
         for path, key in files.items():
@@ -186,7 +191,7 @@ def launch_head(run: OfflineRun, aws: MotoServer, interface: str) -> str:
         MinCount=1,
         MaxCount=1,
         NetworkInterfaces=[{"DeviceIndex": 0, "NetworkInterfaceId": interface}],
-        UserData=base64.b64decode(head.inputs["userDataBase64"]).decode(),
+        UserData=base64.b64decode(head.inputs["userDataBase64"]),  # gzip, as EC2 gets it
         TagSpecifications=[{"ResourceType": "instance", "Tags": _tags(head.inputs["tags"])}],
     )
     return str(reservation["Instances"][0]["InstanceId"])
