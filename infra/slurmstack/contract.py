@@ -202,6 +202,13 @@ class Command(enum.StrEnum):
     LNET_EFA = "lnet-efa"
     STATE_VOLUME = "state-volume"
     REAP = "reap"
+    # Jobs, containers and acceptance (slurmstack.node.workload).
+    NODE_CHECK = "node-check"
+    NCCL_VERDICT = "nccl-verdict"
+    ACCEPT = "accept"
+    JOB_DIRS = "job-dirs"
+    ECR_TOKEN = "ecr-token"
+    ECR_LOGIN = "ecr-login"
 
 
 def agent_command(command: Command, *args: str) -> str:
@@ -458,3 +465,144 @@ IMAGE_MOUNT_ITEMS = {
 # only, never by nodes), fetched to IMAGE_BUNDLE_DIR on the build and test instances.
 IMAGE_PREFIX = "images/"
 IMAGE_BUNDLE_DIR = "/var/lib/slurmstack/image/bundle"
+
+
+# --- jobs, containers, acceptance ---------------------------------------------------------
+
+# Drain reasons have one form everywhere: ``slurmstack:<check>: <detail>`` (the operator reads
+# it in `sinfo -R`; the head's controller maps <check> to an action).
+DRAIN_REASON_PREFIX = "slurmstack:"
+
+
+def drain_reason(check: str, detail: str) -> str:
+    """The Slurm reason of a node slurmstack drains, e.g.
+    ``slurmstack:nccl-allreduce: 142 GB/s busbw, below 355 (pair with train-1811)``."""
+    return f"{DRAIN_REASON_PREFIX}{check}: {detail}"
+
+
+# The ready-to-run jobs, rendered per cluster (slurmstack.render.jobs) and installed on every
+# node from the config store: one directory per pool, the programs they run in lib/, and
+# acceptance.json (the pools' expectations: GPUs, EFA devices, mounts, all-reduce threshold).
+# Under /usr/local like the agent: every node has it at the same path, so a job's steps find
+# the programs wherever they run, and no shared file system is needed for them.
+JOBS_DIR = "/usr/local/share/slurmstack/jobs"
+JOBS_LIB_DIR = f"{JOBS_DIR}/lib"
+ACCEPTANCE_PATH = f"{JOBS_DIR}/acceptance.json"
+# Commands for users (launchers of the agent's subcommands).
+ACCEPT_PATH = "/usr/local/bin/slurmstack-accept"
+ECR_LOGIN_PATH = "/usr/local/bin/slurmstack-ecr-login"
+# nccl-tests, baked into the NVIDIA images (templates/image/build.sh).
+NCCL_TESTS_DIR = "/usr/local/libexec/nccl-tests"
+# Checkpoints of the example jobs on the shared file system: <mount>/CHECKPOINTS_DIR_NAME, made
+# world-writable and sticky (like /tmp) by the head's `job-dirs` step.
+CHECKPOINTS_DIR_NAME = "checkpoints"
+# The account's ECR: a root timer on every node keeps a pull token here (the registry's host
+# and its password, readable by job users, who cannot reach the instance role); a user's
+# enroot reads it through the line `slurmstack-ecr-login` adds to their enroot credentials.
+ECR_TOKEN_DIR = "/run/slurmstack/ecr"
+ECR_REGISTRY_FILE = f"{ECR_TOKEN_DIR}/registry"
+ECR_PASSWORD_FILE = f"{ECR_TOKEN_DIR}/password"
+ECR_TOKEN_SERVICE = "slurmstack-ecr-token.service"
+ECR_TOKEN_TIMER = "slurmstack-ecr-token.timer"
+# ECR tokens last 12 hours (ECR API reference, GetAuthorizationToken); renewed at half that.
+ECR_TOKEN_REFRESH_HOURS = 6
+# enroot's directories (enroot.conf): each user's runtime directory below ENROOT_RUNTIME_DIR,
+# and their images, layer cache and temporary files below the container root's subdirectories,
+# all made world-writable and sticky before every slurmd start (`job-dirs`): enroot creates a
+# directory per user in them itself.
+ENROOT_RUNTIME_DIR = "/run/enroot"
+ENROOT_SUBDIRS = ("data", "cache", "tmp")
+
+
+def container_root(scratch_mount: str | None) -> str:
+    """Where enroot keeps images and unpacked containers: large and node-local, so on the
+    NVMe scratch when the pool has it, else on the root volume."""
+    return f"{scratch_mount}/enroot" if scratch_mount else "/var/lib/enroot"
+
+
+class Collective(enum.StrEnum):
+    """How acceptance tests a pool's fabric."""
+
+    NCCL = "nccl"  # nccl-tests all_reduce_perf, judged against a bus-bandwidth threshold
+    MPI = "mpi"  # an MPI all-reduce across the nodes, judged by its result
+    NONE = "none"  # nothing slurmstack can run (Neuron: nccom-test is the Neuron SDK's)
+
+
+@dataclass(frozen=True)
+class AllReduceThreshold:
+    """The least bus bandwidth (GB/s) all_reduce_perf must reach at ``message_bytes``, and how
+    the figure was arrived at (its published source, or the derivation)."""
+
+    min_busbw_gbps: float
+    message_bytes: int
+    basis: str
+
+
+@dataclass(frozen=True)
+class PoolAcceptance:
+    """What acceptance expects of a node of one pool, and how it tests the pool."""
+
+    pool: str
+    partition: str
+    instance_type: str
+    nodes: int
+    gpus_per_node: int
+    efa_devices: int
+    mounts: tuple[str, ...]  # shared file systems and local scratch, each a mount point
+    env: tuple[tuple[str, str], ...]  # NCCL/libfabric variables a task sees (name, value)
+    collective: Collective
+    threshold: AllReduceThreshold | None = None
+    allreduce_args: tuple[str, ...] = ()  # all_reduce_perf's arguments (NCCL pools)
+    mpi_bin: str = ""  # where the pool's MPI compiler is, when not on the default PATH
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    cluster: str
+    pools: tuple[PoolAcceptance, ...]
+
+    def pool(self, name: str) -> PoolAcceptance:
+        for pool in self.pools:
+            if pool.pool == name:
+                return pool
+        raise KeyError(name)
+
+
+def acceptance_json(acceptance: Acceptance) -> str:
+    """acceptance.json as render writes it (sorted keys, two-space indent)."""
+    pools = []
+    for pool in acceptance.pools:
+        data: dict[str, Any] = {f.name: getattr(pool, f.name) for f in fields(pool)}
+        data["mounts"] = list(pool.mounts)
+        data["env"] = [list(pair) for pair in pool.env]
+        data["allreduce_args"] = list(pool.allreduce_args)
+        data["collective"] = pool.collective.value
+        data["threshold"] = None if pool.threshold is None else vars(pool.threshold).copy()
+        pools.append(data)
+    document = {"generated_by": GENERATED_BY, "cluster": acceptance.cluster, "pools": pools}
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def read_acceptance(text: str) -> Acceptance:
+    """The Acceptance of an acceptance.json (ValueError or KeyError for a malformed one)."""
+    data = json.loads(text)
+    pools = []
+    for pool in data["pools"]:
+        threshold = pool.get("threshold")
+        pools.append(
+            PoolAcceptance(
+                pool=str(pool["pool"]),
+                partition=str(pool["partition"]),
+                instance_type=str(pool["instance_type"]),
+                nodes=int(pool["nodes"]),
+                gpus_per_node=int(pool["gpus_per_node"]),
+                efa_devices=int(pool["efa_devices"]),
+                mounts=tuple(str(m) for m in pool["mounts"]),
+                env=tuple((str(k), str(v)) for k, v in pool["env"]),
+                collective=Collective(pool["collective"]),
+                threshold=AllReduceThreshold(**threshold) if threshold else None,
+                allreduce_args=tuple(str(a) for a in pool.get("allreduce_args") or ()),
+                mpi_bin=str(pool.get("mpi_bin") or ""),
+            )
+        )
+    return Acceptance(cluster=str(data["cluster"]), pools=tuple(pools))

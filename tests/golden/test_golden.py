@@ -6,6 +6,8 @@ Refreshed only on purpose: `SLURMSTACK_UPDATE_GOLDEN=1 pytest tests/golden` (or
 The node agent's modules are left out of the golden copies: they are the package's own
 source files delivered verbatim (tests/unit/test_render.py checks that), so a copy per role
 and example would only repeat them. This test checks each role still receives all of them.
+The jobs' programs that are not templates (templates/jobs/lib, delivered verbatim, the same on
+every node of every cluster) are left out the same way.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from helpers_examples import EXAMPLE_IDS, example_plan
+from slurmstack.contract import JOBS_LIB_DIR
 from slurmstack.render import AGENT_DIR, agent_files, render_cluster
+from slurmstack.render.jobs import verbatim_library
 
 GOLDEN = Path(__file__).resolve().parent / "files"
 UPDATE = os.environ.get("SLURMSTACK_UPDATE_GOLDEN") == "1"
@@ -24,8 +28,14 @@ AGENT_MARK = AGENT_DIR + "/"
 
 
 def golden_view(rendered: dict[str, str]) -> dict[str, str]:
-    """The rendered files a golden copy keeps: all but the agent's modules."""
-    return {rel: text for rel, text in rendered.items() if AGENT_MARK not in "/" + rel}
+    """The rendered files a golden copy keeps: all but the agent's modules and the jobs'
+    verbatim programs."""
+    verbatim = tuple(verbatim_library())
+    return {
+        rel: text
+        for rel, text in rendered.items()
+        if AGENT_MARK not in "/" + rel and not ("/" + rel).endswith(verbatim)
+    }
 
 
 def write_golden(example: str) -> None:
@@ -53,6 +63,9 @@ def test_render_matches_golden(example: str) -> None:
         prefix = f"{role}{AGENT_DIR}/"
         delivered = sorted(rel[len(prefix) :] for rel in everything if rel.startswith(prefix))
         assert delivered == modules, f"{role} does not receive every agent module"
+        for path, text in verbatim_library().items():
+            assert everything[role + path] == text, f"{role} lacks {path}"
+            assert path.startswith(JOBS_LIB_DIR + "/")
     on_disk = {str(p.relative_to(root)): p.read_text() for p in root.rglob("*") if p.is_file()}
     assert sorted(on_disk) == sorted(rendered), "files added or removed"
     for rel, text in rendered.items():

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ..contract import REAPER_GRACE_SECONDS, Command
 from . import config_sync, health, lnet, mounts, munge, params, reaper, scratch, state_volume
 from .context import Context
+from .workload import commands as workload
 
 Handler = Callable[[Context, argparse.Namespace], int]
 
@@ -133,6 +134,8 @@ COMMANDS: tuple[Subcommand, ...] = (
         _reap,
         _reap_arguments,
     ),
+    # Jobs, containers and acceptance (slurmstack.node.workload).
+    *(Subcommand(*row) for row in workload.ROWS),
 )
 
 

@@ -38,6 +38,7 @@ from ..contract import (
 if TYPE_CHECKING:
     from mypy_boto3_autoscaling import AutoScalingClient
     from mypy_boto3_ec2 import EC2Client
+    from mypy_boto3_ecr import ECRClient
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_secretsmanager import SecretsManagerClient
     from mypy_boto3_ssm import SSMClient
@@ -116,6 +117,10 @@ class Aws:
 
     def autoscaling(self) -> AutoScalingClient:
         client: AutoScalingClient = self._client("autoscaling")
+        return client
+
+    def ecr(self) -> ECRClient:
+        client: ECRClient = self._client("ecr")
         return client
 
     def secretsmanager(self) -> SecretsManagerClient:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from slurmstack.catalog import Catalog, InstanceFacts
-from slurmstack.contract import MountKind, node_name_pattern
+from slurmstack.contract import MountKind, container_root, node_name_pattern
 from slurmstack.efa import (
     NetworkInterfacePlan,
     addresses_per_node,
@@ -266,7 +266,7 @@ def plan_pool(
         mounts=mounts,
         # Container images are large and node-local: enroot unpacks them on the NVMe RAID
         # when there is one, else on the root volume.
-        container_root=f"{scratch}/enroot" if scratch else "/var/lib/enroot",
+        container_root=container_root(scratch),
         lustre_over_efa=lustre_efa_interfaces > 0,
         lustre_efa_interfaces=lustre_efa_interfaces,
         placement_group_name=existing_placement_group(pool),

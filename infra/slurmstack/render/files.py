@@ -16,7 +16,7 @@ from slurmstack.contract import (
     node_config_json,
 )
 from slurmstack.plan import ClusterPlan, PoolPlan
-from slurmstack.render import nccl, slurm
+from slurmstack.render import jobs, nccl, slurm
 from slurmstack.render.cloud_init import CLOUD_INIT, user_data
 from slurmstack.render.node import agent_files, node_config
 from slurmstack.render.roles import pool_named, roles
@@ -34,6 +34,8 @@ def head_files(plan: ClusterPlan) -> dict[str, str]:
         slurm.REAPER_TIMER_PATH: slurm.reaper_timer(plan),
         NODE_CONFIG_PATH: node_config_json(node_config(plan, None)),
         **agent_files(),
+        **jobs.head_jobs_files(plan),
+        **jobs.ecr_token_units(plan, "head node"),
     }
 
 
@@ -45,6 +47,8 @@ def pool_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
         ENROOT_CONF_PATH: nccl.enroot_conf(pool),
         NODE_CONFIG_PATH: node_config_json(node_config(plan, pool)),
         **agent_files(),
+        **jobs.pool_jobs_files(plan, pool),
+        **jobs.ecr_token_units(plan, f"node of pool {pool.name}"),
     }
     optional = {
         NCCL_CONF_PATH: nccl.nccl_conf(pool),

@@ -37,7 +37,11 @@ def test_bootstrap_installs_the_agent_from_the_store(aws, tmp_path: Path) -> Non
     node = make_node(tmp_path, aws, "train")
     target = bootstrap.install(node.bootstrap_env(), aws, root=str(tmp_path), poll=0)
     assert target == str(tmp_path / AGENT_PATH.lstrip("/"))
-    agent = {p: t for p, t in role_files(PLAN, "train").items() if p.startswith("/usr/local/")}
+    agent = {
+        p: t
+        for p, t in role_files(PLAN, "train").items()
+        if p == AGENT_PATH or p.startswith(AGENT_LIB_DIR + "/")
+    }
     modules = {f"{AGENT_DIR}/{m.relative_to(PACKAGE_DIR).as_posix()}": m for m in agent_modules()}
     assert sorted(agent) == sorted([AGENT_PATH, *modules])
     for path, text in agent.items():

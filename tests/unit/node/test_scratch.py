@@ -149,12 +149,17 @@ def test_slurmd_starts_only_with_its_scratch_mounted(example: str, pool: str) ->
     if scratch_mount is None:
         assert pre == [
             "/usr/local/bin/slurmstack-node head-address",
+            "/usr/local/bin/slurmstack-node job-dirs",
             "/usr/local/bin/slurmstack-node health",
         ]
         assert not [unit for unit in after if unit.endswith(".mount")]
     else:
         assert pre.index("/usr/local/bin/slurmstack-node scratch") < pre.index(
             "/usr/local/bin/slurmstack-node health"
+        )
+        # enroot's directories on the scratch, once it is mounted.
+        assert pre.index("/usr/local/bin/slurmstack-node scratch") < pre.index(
+            "/usr/local/bin/slurmstack-node job-dirs"
         )
         # After systemd's own attempt at the fstab entry, so the two never race.
         assert mount_unit_name(scratch_mount.path) in after
