@@ -196,6 +196,43 @@ install_dcgm() {
   fi
 }
 
+# The include directory of NCCL: the CUDA toolkit's own, or the system's (libnccl-dev).
+nccl_home() {
+  local dir
+  for dir in "$1" /usr; do
+    if [ -f "$dir/include/nccl.h" ]; then
+      echo "$dir"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# nccl-tests (NVIDIA images), built against the parent image's CUDA toolkit, NCCL and the EFA
+# installer's Open MPI, so all_reduce_perf runs one rank per GPU under srun --mpi=pmix.
+install_nccl_tests() {
+  [ -n "$NCCL_TESTS_VERSION" ] || { log "nccl-tests: not on this image"; return; }
+  local stamp="$STATE/nccl-tests" want="$NCCL_TESTS_VERSION $NCCL_TESTS_SHA256"
+  if [ -x "$NCCL_TESTS_DIR/all_reduce_perf" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    log "nccl-tests: $NCCL_TESTS_VERSION already built"
+    return
+  fi
+  local src="/usr/local/src/nccl-tests-$NCCL_TESTS_VERSION" cuda=/usr/local/cuda
+  local mpi=/opt/amazon/openmpi nccl
+  [ -x "$cuda/bin/nvcc" ] || fail "nccl-tests: no CUDA toolkit at $cuda (the parent carries one)"
+  [ -x "$mpi/bin/mpicc" ] || fail "nccl-tests: no Open MPI at $mpi (the EFA installer's)"
+  nccl=$(nccl_home "$cuda") || fail "nccl-tests: no nccl.h under $cuda or /usr"
+  fetch "$NCCL_TESTS_URL" "$NCCL_TESTS_SHA256" "$DOWNLOADS/nccl-tests-$NCCL_TESTS_VERSION.tar.gz"
+  rm -rf "$src" && mkdir -p "$src"
+  tar -xzf "$DOWNLOADS/nccl-tests-$NCCL_TESTS_VERSION.tar.gz" -C "$src" --strip-components=1
+  make -C "$src" -j "$(nproc)" MPI=1 MPI_HOME="$mpi" CUDA_HOME="$cuda" NCCL_HOME="$nccl"
+  install -d "$NCCL_TESTS_DIR"
+  install -m 0755 "$src"/build/*_perf "$NCCL_TESTS_DIR"/
+  [ -x "$NCCL_TESTS_DIR/all_reduce_perf" ] || fail "nccl-tests built no all_reduce_perf"
+  echo "$want" >"$stamp"
+  log "nccl-tests: $NCCL_TESTS_VERSION built against $cuda, $nccl, $mpi"
+}
+
 # The node agent and its bootstrap runner, as slurmstack rendered them (the boot refreshes them
 # from the config store; the image's copy runs the test phase and any boot before that).
 install_agent() {
@@ -228,10 +265,12 @@ manifest() {
     --arg pyxis "$PYXIS_VERSION" --arg efs "$(pkg_version amazon-efs-utils)" \
     --arg lustre "$(pkg_version "lustre-client-modules-$(uname -r)")" \
     --arg dcgm "$( [ -n "$DCGM_PACKAGE" ] && pkg_version "$DCGM_PACKAGE")" \
+    --arg nccl_tests "$NCCL_TESTS_VERSION" \
     --arg nft "$(pkg_version nftables)" --arg agent "$(cat "$STATE/agent")" \
     '{image: $key, kind: $kind, version: ($version | tonumber),
       parent_ami: $parent, kernel: $kernel, slurm: $slurm, munge: $munge, pmix: $pmix,
       enroot: $enroot, pyxis: $pyxis, efs_utils: $efs, lustre_client: $lustre, dcgm: $dcgm,
+      nccl_tests: $nccl_tests,
       nftables: $nft, agent_sha256: $agent}' >"$tmp"
   # The parent is known on the build instance only: keep the recorded one elsewhere.
   if [ "$parent" = unknown ] && [ -f "$IMAGE_MANIFEST" ]; then
@@ -304,6 +343,14 @@ held() {
   echo "held: $*"
 }
 kernel_held() { held "linux-image-$(uname -r)" "lustre-client-modules-$(uname -r)"; }
+# all_reduce_perf's libraries resolve and it starts (-h parses its options before any GPU is
+# touched: the test instance has none).
+nccl_tests_run() {
+  local missing
+  missing=$(ldd "$NCCL_TESTS_DIR/all_reduce_perf" | grep 'not found' || true)
+  [ -z "$missing" ] || { echo "unresolved: $missing"; return 1; }
+  "$NCCL_TESTS_DIR/all_reduce_perf" -h >/dev/null && echo "all_reduce_perf $NCCL_TESTS_VERSION"
+}
 
 run_tests() {
   check slurm slurm_version
@@ -320,6 +367,8 @@ run_tests() {
   [ "$KERNEL_HOLD" = yes ] && check kernel-held kernel_held
   [ "$EFS_UTILS" != skip ] && check efs-utils command -v mount.efs
   [ -n "$DCGM_PACKAGE" ] && check dcgm dcgmi --version
+  [ -n "$NCCL_TESTS_VERSION" ] && check nccl-tests nccl_tests_run
+  [ "$IMAGE_KIND" = cpu ] && check mpi mpicc --version
   check agent "$AGENT_PATH" --help
   # What every boot checks (the bootstrap's `check`, same code, same list).
   # shellcheck disable=SC2086
@@ -338,6 +387,7 @@ case "$COMMAND" in
     install_enroot
     install_pyxis
     install_dcgm
+    install_nccl_tests
     install_agent
     manifest
     log "build of $IMAGE_KEY done"

@@ -13,6 +13,7 @@ from typing import Any
 
 import parliament
 import pytest
+import yaml
 
 from helpers_stack import EXAMPLE_IDS, T_ASG, T_BUCKET, T_INSTANCE, T_LT, example, plan_of, run_ok
 from slurmstack.contract import CLUSTER_TAG, POOL_TAG, ROLE_TAG
@@ -37,6 +38,11 @@ READ_LEVELS = {"List", "Read"}
 # Every linter finding the documents may have, each with the reason it stands. Anything else,
 # at any severity, fails the test.
 ACCEPTED_FINDINGS = {
+    ("node", "CREDENTIALS_EXPOSURE", "['ecr:getauthorizationtoken']"): (
+        "MEDIUM (community auditor): the ECR token is the point, job users pull images with it; "
+        "it carries only the role's own ECR permissions, read-only on the account's "
+        "repositories in the cluster's Region"
+    ),
     ("trust", "MALFORMED", "Statement contains neither Resource nor NotResource"): (
         "a role's trust policy has no Resource by definition (it is evaluated against the "
         "role itself); parliament reads it as an identity policy"
@@ -174,6 +180,9 @@ def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
         iam.secret_arn,
         f"{iam.bucket_arn}/config/*",
         f"arn:aws:ssm:{region}:{ACCOUNT_ID}:parameter{plan.parameter_prefix}/*",
+        # Container images: the account's repositories in the cluster's Region (read-only,
+        # test_nodes_pull_images_from_the_accounts_ecr_and_push_none).
+        f"arn:aws:ecr:{region}:{ACCOUNT_ID}:repository/*",
     )
     group_prefix = f"arn:aws:autoscaling:{region}:{ACCOUNT_ID}:autoScalingGroup:*:"
     for role, policy in iam.role_policies.items():
@@ -282,6 +291,30 @@ def test_nodes_read_the_config_store_and_write_nothing(iam: ClusterIam) -> None:
         assert ask("ssm:GetParameter", f"{parameter}/another-app/db-password") == "implicit-deny"
 
 
+def test_nodes_pull_images_from_the_accounts_ecr_and_push_none(iam: ClusterIam) -> None:
+    """Jobs' container images: every node may get a token and pull from the account's
+    repositories in the cluster's Region; nothing else of ECR, and no other account or Region."""
+    region, levels = iam.plan.region, access_levels()
+    elsewhere = "eu-west-1" if region != "eu-west-1" else "us-east-1"
+    repository = f"arn:aws:ecr:{region}:{ACCOUNT_ID}:repository/team/trainer"
+    for role, policy in iam.role_policies.items():
+        assert decide([policy], "ecr:GetAuthorizationToken", "*") == "allow", role
+        for action in policies.ECR_PULL_ACTIONS:
+            assert decide([policy], action, repository) == "allow", (role, action)
+            assert levels[action.lower()] == "Read"
+            other_region = repository.replace(f":{region}:", f":{elsewhere}:")
+            assert decide([policy], action, other_region) == "implicit-deny", (role, action)
+            other_account = repository.replace(ACCOUNT_ID, "999999999999")
+            assert decide([policy], action, other_account) == "implicit-deny", (role, action)
+        for action in ("ecr:PutImage", "ecr:InitiateLayerUpload", "ecr:BatchDeleteImage"):
+            assert decide([policy], action, repository) == "implicit-deny", (role, action)
+        ecr = [a for st in policy["Statement"] for a in listed(st["Action"]) if a.startswith("ecr:")]
+        assert set(ecr) == {"ecr:GetAuthorizationToken", *policies.ECR_PULL_ACTIONS}
+    # The image build role pulls nothing.
+    assert iam.build_policy is not None
+    assert decide([iam.build_policy], "ecr:BatchGetImage", repository) == "implicit-deny"
+
+
 def test_ssm_agent_writes_only_in_the_clusters_region(iam: ClusterIam) -> None:
     region = iam.plan.region
     elsewhere = "eu-west-1" if region != "eu-west-1" else "us-east-1"
@@ -293,12 +326,26 @@ def test_ssm_agent_writes_only_in_the_clusters_region(iam: ClusterIam) -> None:
             )
 
 
+@cache
+def community_config() -> dict[str, Any]:
+    """The community auditors' findings and their severities (parliament's own config does
+    not list them, and enhance_finding refuses what it does not list)."""
+    text = resources.files("parliament").joinpath("community_auditors/config_override.yaml")
+    loaded: dict[str, Any] = yaml.safe_load(text.read_text())
+    return loaded
+
+
 def lint(document: dict[str, Any]) -> list[tuple[str, str, str]]:
     policy = parliament.analyze_policy_string(json.dumps(document), include_community_auditors=True)
     found = []
     for finding in policy.findings:
-        parliament.enhance_finding(finding)
-        found.append((finding.severity, finding.issue, str(finding.detail)))
+        if finding.issue in parliament.config:
+            parliament.enhance_finding(finding)
+            detail = str(finding.detail)
+        else:
+            finding.severity = community_config()[finding.issue]["severity"]
+            detail = str(sorted(finding.location.get("actions", [])))
+        found.append((finding.severity, finding.issue, detail))
     return found
 
 
@@ -326,6 +373,12 @@ def test_the_linter_is_not_a_rubber_stamp() -> None:
     }
     issues = {issue for _, issue, _ in lint(loose)}
     assert {"RESOURCE_STAR", "UNKNOWN_ACTION"} <= issues
+    # ... and the community auditors' findings, by their own severity.
+    token = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "sts:GetSessionToken", "Resource": "*"}],
+    }
+    assert ("MEDIUM", "CREDENTIALS_EXPOSURE", "['sts:getsessiontoken']") in lint(token)
 
 
 def test_bucket_refuses_plain_http_and_keeps_versions_for_administrators(iam: ClusterIam) -> None:

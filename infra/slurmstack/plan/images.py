@@ -114,6 +114,14 @@ class ImagePlan:
         ]
         if self.kind is ImageKind.NVIDIA:
             out.append(("DCGM", p["dcgm"]["package"]))
+            out.append(
+                (
+                    "nccl-tests",
+                    f"{p['nccl_tests']['version']} (built against the parent's CUDA, NCCL, MPI)",
+                )
+            )
+        if self.kind is ImageKind.CPU:
+            out.append(("Open MPI", "Ubuntu 24.04's"))
         return tuple(out)
 
 
@@ -135,7 +143,9 @@ def _packages(kind: ImageKind, serves_head: bool) -> tuple[str, ...]:
     table = image_pins()["packages"]
     wanted = list(table["common"]) + list(table["worker"])
     if kind is ImageKind.CPU:
-        wanted += table["head"] + table["efa_cpu"]
+        # CPU pools run MPI over EFA with Ubuntu's Open MPI (the Deep Learning AMIs carry the
+        # EFA installer's in /opt/amazon/openmpi).
+        wanted += table["head"] + table["efa_cpu"] + table["mpi_cpu"]
     elif serves_head:
         wanted += table["head"]
     return tuple(dict.fromkeys(wanted))

@@ -17,6 +17,7 @@ from slurmstack.contract import (
     IMAGE_BUNDLE_DIR,
     IMAGE_MANIFEST_PATH,
     IMAGE_PREFIX,
+    NCCL_TESTS_DIR,
     PYXIS_PLUGIN,
 )
 from slurmstack.plan import ClusterPlan, ImageKind, ImagePlan, image_contract, image_pins
@@ -43,6 +44,7 @@ def build_env(image: ImagePlan) -> str:
     images stay."""
     p = image_pins()
     arch = image.architecture.value
+    nccl, nvidia = p["nccl_tests"], image.kind is ImageKind.NVIDIA
     debs = p["enroot"]["debs"][arch]
     values: list[tuple[str, str]] = [
         ("IMAGE_KEY", image.key),
@@ -68,6 +70,11 @@ def build_env(image: ImagePlan) -> str:
         ("PYXIS_SHA256", p["pyxis"]["sha256"] or ""),
         ("PYXIS_PLUGIN", PYXIS_PLUGIN),
         ("DCGM_PACKAGE", p["dcgm"]["package"] if image.kind is ImageKind.NVIDIA else ""),
+        # nccl-tests: NVIDIA images only (empty version: not on this image).
+        ("NCCL_TESTS_VERSION", nccl["version"] if nvidia else ""),
+        ("NCCL_TESTS_URL", nccl["url"] if nvidia else ""),
+        ("NCCL_TESTS_SHA256", (nccl["sha256"] or "") if nvidia else ""),
+        ("NCCL_TESTS_DIR", NCCL_TESTS_DIR),
         ("KERNEL_HOLD", "yes"),
         ("IMAGE_MANIFEST", IMAGE_MANIFEST_PATH),
         ("AGENT_PATH", AGENT_PATH),

@@ -12,7 +12,9 @@ What each node may do, and nothing else:
   SetInstanceHealth: resource autoScalingGroup*, keys autoscaling:ResourceTag/${TagKey},
   aws:ResourceTag/${TagKey}), so "its own pool" is as narrow as IAM can say: one role per pool;
 - the head node: find the cluster's instances (the reaper) and mark an instance of any of the
-  cluster's groups Unhealthy, so its group replaces it (the head's repair path).
+  cluster's groups Unhealthy, so its group replaces it (the head's repair path);
+- every node: pull container images from the account's ECR repositories in the cluster's
+  Region (read-only), for its jobs (slurmstack.node.workload.ecr hands them the token).
 
 No node writes to the bucket: job users cannot reach the instance role at all (only root
 reaches the metadata service, slurmstack.imds_firewall), so its data access would serve only
@@ -101,6 +103,42 @@ def asg_arn(plan: ClusterPlan, account: str, group_name: str) -> str:
     )
 
 
+def ecr_repositories_arn(plan: ClusterPlan, account: str) -> str:
+    """Every ECR repository of the account in the cluster's Region."""
+    return f"arn:{partition(plan.region)}:ecr:{plan.region}:{account}:repository/*"
+
+
+# What pulling an image takes (ECR User Guide, "Private repository policies": the actions a
+# pull needs): read the manifest, the layers' locations, and whether layers exist. No push.
+ECR_PULL_ACTIONS = (
+    "ecr:BatchCheckLayerAvailability",
+    "ecr:BatchGetImage",
+    "ecr:GetDownloadUrlForLayer",
+)
+
+
+def _ecr_pull_statements(plan: ClusterPlan, account: str) -> list[dict[str, Any]]:
+    return [
+        {
+            # GetAuthorizationToken names no resource: ECR authorizes it on "*" only (Service
+            # Authorization Reference, Amazon ECR: no resource type for this action). The
+            # token it returns carries the role's own permissions, so it reaches no more
+            # than the repository statement below allows; a read (parliament, "Read").
+            "Sid": "EcrToken",
+            "Effect": "Allow",
+            "Action": ["ecr:GetAuthorizationToken"],
+            "Resource": ["*"],
+        },
+        {
+            # The account's repositories in the cluster's Region, read-only.
+            "Sid": "EcrPullFromTheAccount",
+            "Effect": "Allow",
+            "Action": list(ECR_PULL_ACTIONS),
+            "Resource": [ecr_repositories_arn(plan, account)],
+        },
+    ]
+
+
 def _region_only(plan: ClusterPlan) -> dict[str, Any]:
     return {"StringEquals": {"aws:RequestedRegion": plan.region}}
 
@@ -157,6 +195,7 @@ def _common_statements(
             "Action": list(BUCKET_ADMIN_ACTIONS),
             "Resource": [bucket_arn, f"{bucket_arn}/*"],
         },
+        *_ecr_pull_statements(plan, account),
     ]
 
 
