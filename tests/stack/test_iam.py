@@ -308,7 +308,9 @@ def test_nodes_pull_images_from_the_accounts_ecr_and_push_none(iam: ClusterIam) 
             assert decide([policy], action, other_account) == "implicit-deny", (role, action)
         for action in ("ecr:PutImage", "ecr:InitiateLayerUpload", "ecr:BatchDeleteImage"):
             assert decide([policy], action, repository) == "implicit-deny", (role, action)
-        ecr = [a for st in policy["Statement"] for a in listed(st["Action"]) if a.startswith("ecr:")]
+        ecr = [
+            a for st in policy["Statement"] for a in listed(st["Action"]) if a.startswith("ecr:")
+        ]
         assert set(ecr) == {"ecr:GetAuthorizationToken", *policies.ECR_PULL_ACTIONS}
     # The image build role pulls nothing.
     assert iam.build_policy is not None
