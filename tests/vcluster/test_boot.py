@@ -1,12 +1,19 @@
 """A definition with two pools boots: the head node and every instance its Auto Scaling groups
-launched run their rendered user data, and each worker registers in its pool's partition, under
-the name its address gives it, with its pool's feature, GRES, CPUs and memory."""
+launched run their rendered user data, every step through the bootstrap runner, and each worker
+registers in its pool's partition, under the name its address gives it, with its pool's feature,
+GRES, CPUs and memory."""
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
+from slurmstack import render
+from slurmstack.node import bootstrap
 from vcluster.harness import VirtualCluster
+from vcluster.harness.cloudinit import parse
+from vcluster.harness.standins import APT_LOG
 
 pytestmark = pytest.mark.vcluster
 
@@ -53,3 +60,18 @@ def test_the_head_node_runs_from_the_config_store(vcluster: VirtualCluster) -> N
     assert (
         head.run("systemctl", "is-enabled", "slurmstack-reaper.timer").stdout.strip() == "enabled"
     )
+
+
+def test_every_node_booted_through_the_bootstrap_runner(vcluster: VirtualCluster) -> None:
+    """The runner's done marker on every node, no failed marker, and its `packages` step asked
+    apt-get (stand-in "image-packages") to update, then install the document's packages."""
+    assert vcluster.head is not None
+    for node in [vcluster.head, *vcluster.workers.values()]:
+        label = node.label()
+        assert node.run("test", "-s", render.BOOTSTRAP_DONE, check=False).returncode == 0, label
+        assert node.run("test", "-e", render.BOOTSTRAP_FAILED, check=False).returncode, label
+        packages = parse(node.instance.user_data).packages
+        calls = [shlex.split(c) for c in node.run("cat", APT_LOG).stdout.splitlines()]
+        assert [c[c.index("-q") + 1 :] for c in calls] == [["update"], ["install", *packages]]
+        # apt waits for its lock (the image's unattended-upgrades may hold it at first boot).
+        assert f"DPkg::Lock::Timeout={bootstrap.APT_WAIT}" in calls[1], label

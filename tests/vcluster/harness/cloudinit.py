@@ -1,8 +1,10 @@
 """A node's user data, run the way cloud-init runs it: write_files first, then runcmd as one
 shell script (cloud-init's "scripts-user" stage: a string entry is a line as written, a list
 entry is its words shell-quoted), stopping at the first failure because the document starts
-with `set -eu`. Steps named in standins.REPLACED_STEPS run their stand-in instead; the
-`packages` list is skipped (stand-in "image-packages")."""
+with `set -eu`. Every step runs as written, through the bootstrap runner as the document says
+(`slurmstack-bootstrap packages|install|run|done`); only the commands named in
+standins.REPLACED_STEPS are replaced, inside the runner's `run`, by their stand-in. The
+runner's `packages` step calls the apt-get of stand-in "image-packages"."""
 
 from __future__ import annotations
 
@@ -12,9 +14,24 @@ from typing import Any
 
 import yaml
 
+from slurmstack.render import BOOTSTRAP_PATH
+
 from .standins import REPLACED_STEPS, STEP
 
 SCRIPT_PATH = "/var/lib/cloud/instance/scripts/runcmd"
+# cloud-init's record of the instance it runs on (the bootstrap reads it to mark a failed
+# worker Unhealthy).
+INSTANCE_ID_PATH = "/var/lib/cloud/data/instance-id"
+RUNNER = BOOTSTRAP_PATH.rsplit("/", 1)[-1]
+RUNNER_RUN = (RUNNER, "run")
+
+
+def replaced_step(entry: tuple[str, ...]) -> str | None:
+    """The stand-in step for a runcmd entry `slurmstack-bootstrap run <command>` whose command
+    is in REPLACED_STEPS."""
+    if entry[: len(RUNNER_RUN)] != RUNNER_RUN:
+        return None
+    return REPLACED_STEPS.get(entry[len(RUNNER_RUN) :])
 
 
 @dataclass(frozen=True)
@@ -29,23 +46,32 @@ class FileToWrite:
 class UserData:
     files: tuple[FileToWrite, ...]
     runcmd: tuple[str | tuple[str, ...], ...]
-    packages: tuple[str, ...]
+
+    @property
+    def packages(self) -> tuple[str, ...]:
+        """The packages the runner's `packages` step installs."""
+        for entry in self.runcmd:
+            if isinstance(entry, tuple) and entry[:2] == (RUNNER, "packages"):
+                return entry[2:]
+        return ()
 
     def script(self, step_dirs: dict[str, str]) -> str:
-        """The runcmd script this node runs: each replaced step calls its stand-in with the
-        directory ``step_dirs`` gives for it."""
+        """The runcmd script this node runs: the runner of each replaced step runs its
+        stand-in, with the directory ``step_dirs`` gives for it."""
         lines = ["#!/bin/sh"]
         for entry in self.runcmd:
             if isinstance(entry, str):
                 lines.append(entry)
                 continue
-            step = REPLACED_STEPS.get(entry)
-            words = ("/usr/bin/python3", STEP, step, step_dirs[step]) if step else entry
-            lines.append(" ".join(shlex.quote(w) for w in words))
+            step = replaced_step(entry)
+            if step:
+                entry = (*RUNNER_RUN, "/usr/bin/python3", STEP, step, step_dirs[step])
+            lines.append(" ".join(shlex.quote(w) for w in entry))
         return "\n".join(lines) + "\n"
 
-    def replaced(self) -> list[tuple[str, ...]]:
-        return [e for e in self.runcmd if isinstance(e, tuple) and e in REPLACED_STEPS]
+    def replaced(self) -> list[str]:
+        """The stand-in steps this document runs."""
+        return [s for e in self.runcmd if isinstance(e, tuple) and (s := replaced_step(e))]
 
 
 def parse(text: str) -> UserData:
@@ -65,4 +91,4 @@ def parse(text: str) -> UserData:
         entry if isinstance(entry, str) else tuple(str(w) for w in entry)
         for entry in doc.get("runcmd", [])
     )
-    return UserData(files=files, runcmd=runcmd, packages=tuple(doc.get("packages", [])))
+    return UserData(files=files, runcmd=runcmd)

@@ -1,9 +1,10 @@
 """Every stand-in of the virtual cluster, in one place, each with the reason it is one.
 
 Everything a node runs is the real thing (the rendered cloud-init document's write_files and
-runcmd, the bootstrap and the node agent installed from the config store, munged, slurmctld and
-slurmd with the rendered configuration and unit commands) except what is listed here: hardware
-and kernel features this machine lacks, systemd, and what an image or AWS provides.
+runcmd, the metadata firewall loaded with nft in the node's own network namespace, the bootstrap
+runner and the node agent installed from the config store, munged, slurmctld and slurmd with the
+rendered configuration and unit commands) except what is listed here: hardware and kernel
+features this machine lacks, systemd, and what an image or AWS provides.
 ``STAND_INS`` is the list the README and the closing notes quote; the constants below it are what
 the harness code uses, each next to the entry that explains it.
 """
@@ -43,10 +44,12 @@ STAND_INS: tuple[StandIn, ...] = (
     ),
     StandIn(
         "image-packages",
-        "the image's packages (cloud-init `packages`, `package_update`)",
-        "the packages (Slurm, munge, PMIx, Open MPI) are installed on this machine; no "
-        "installs during a test",
-        "the package list is skipped; nodes use this machine's binaries",
+        "apt-get, as the bootstrap's `packages` step calls it (update, then install the list)",
+        "the packages (Slurm, munge, PMIx, Open MPI, nftables) are installed on this machine; "
+        "nothing is installed during a test",
+        "the `packages` step runs for real (apt's lock wait included) and calls an `apt-get` "
+        "first on the node's PATH that installs nothing and records each call in "
+        "/var/log/vcluster/apt-get.log; nodes use this machine's binaries",
     ),
     StandIn(
         "image-boto3",
@@ -61,7 +64,9 @@ STAND_INS: tuple[StandIn, ...] = (
         "there is no EC2 here",
         "an IMDSv2 server at 169.254.169.254 in the fabric namespace answers each node by its "
         "source address: instance id, address, type, zone, user data, role credentials; "
-        "it can be slower than EC2's, so nodes give botocore's metadata calls 5 s and 3 tries",
+        "it can be slower than EC2's, so nodes give botocore's metadata calls 5 s and 3 tries. "
+        "Each node's own rendered nftables rule set (loaded for real by its firewall unit) "
+        "lets only root's calls reach it",
     ),
     StandIn(
         "systemd",
@@ -69,7 +74,8 @@ STAND_INS: tuple[StandIn, ...] = (
         "a namespace has no init system; this machine's systemd must not run cluster daemons",
         "a systemctl that reads the same unit files (rendered and packaged) and runs their "
         "ExecStartPre/ExecStart as the unit says (User, EnvironmentFile, Type, RuntimeDirectory, "
-        "RequiresMountsFor); timers are enabled but never fire: a scenario runs the service",
+        "RequiresMountsFor, Requires and the RequiredBy links enabling makes); timers are "
+        "enabled but never fire: a scenario runs the service",
     ),
     StandIn(
         "hostnamectl",
@@ -95,7 +101,8 @@ STAND_INS: tuple[StandIn, ...] = (
         "nvme-raid",
         "`slurmstack-node scratch`: RAID0 over the instance-store NVMe disks",
         "no instance-store disks (and no mdadm arrays) here",
-        "a per-node directory bind-mounted at the pool's scratch path",
+        "the boot's step binds a per-node directory at the pool's scratch path; the agent's "
+        "own step before every slurmd start (ExecStartPre) runs for real and finds it mounted",
     ),
     StandIn(
         "shared-storage",
@@ -142,14 +149,6 @@ STAND_INS: tuple[StandIn, ...] = (
         "(TerminateInstanceInAutoScalingGroup, capacity kept) and moto launches the replacement",
     ),
     StandIn(
-        "stable-head-address",
-        "a head node address that survives the head node's replacement",
-        "today's program gives the head instance only the address EC2 assigns it, and workers "
-        "keep the address they started with (the field-readiness issue adds a stable one)",
-        "the head instance is launched on a network interface the harness makes, which outlives "
-        "the instance: its replacement is launched on the same interface, so at the same address",
-    ),
-    StandIn(
         "amis",
         "the node images (resolve:ssm: parameters, pinned AMIs)",
         "no images here: every node runs this machine's system",
@@ -177,13 +176,17 @@ PLACEHOLDER_AMI = "ami-0123456789abcdef0"
 # "image-boto3": the modules botocore needs, linked from this environment.
 NODE_PYTHON_MODULES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
 
-# "systemd", "hostnamectl": executables put first on the node's PATH (/usr/local/sbin).
+# "systemd", "hostnamectl", "image-packages": executables put first on the node's PATH
+# (/usr/local/sbin).
 NODE_TOOLS = {
     "/usr/local/sbin/systemctl": NODE_SIDE / "systemctl.py",
     "/usr/local/sbin/hostnamectl": NODE_SIDE / "hostnamectl.py",
+    "/usr/local/sbin/apt-get": NODE_SIDE / "apt_get.py",
 }
+APT_LOG = "/var/log/vcluster/apt-get.log"  # "image-packages": one line per apt-get call
 
-# "nvme-raid", "shared-storage", "state-volume": runcmd steps replaced by steps.py.
+# "nvme-raid", "shared-storage", "state-volume": commands the bootstrap runner runs
+# (`slurmstack-bootstrap run slurmstack-node <step>`) replaced by steps.py; the runner is real.
 REPLACED_STEPS = {
     ("slurmstack-node", "scratch"): "scratch",
     ("slurmstack-node", "mounts"): "mounts",
