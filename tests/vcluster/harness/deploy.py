@@ -203,7 +203,8 @@ def create_security_groups(run: OfflineRun, aws: MotoServer, vpc: str) -> dict[s
     out = {}
     for group in run.of_type(SECURITY_GROUP):
         created = ec2.create_security_group(
-            GroupName=group.inputs["name"],
+            # The image build group has a name prefix only: its logical name stands in.
+            GroupName=group.inputs.get("name") or group.name,
             Description=group.inputs["description"],
             VpcId=vpc,
             TagSpecifications=[
