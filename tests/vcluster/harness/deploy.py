@@ -260,11 +260,6 @@ def interface_address(aws: MotoServer, interface_id: str) -> str:
     return str(found["NetworkInterfaces"][0]["PrivateIpAddress"])
 
 
-def instance_address(aws: MotoServer, instance_id: str) -> str:
-    found = aws.client("ec2").describe_instances(InstanceIds=[instance_id])
-    return str(found["Reservations"][0]["Instances"][0]["PrivateIpAddress"])
-
-
 def _pool_of(group: RecordedResource) -> str:
     tags = {t["key"]: t["value"] for t in group.inputs["tags"]}
     return tags[contract.POOL_TAG]
