@@ -203,7 +203,8 @@ def create_security_groups(run: OfflineRun, aws: MotoServer, vpc: str) -> dict[s
     out = {}
     for group in run.of_type(SECURITY_GROUP):
         created = ec2.create_security_group(
-            GroupName=group.inputs["name"],
+            # The image build group has a name prefix only: its logical name stands in.
+            GroupName=group.inputs.get("name") or group.name,
             Description=group.inputs["description"],
             VpcId=vpc,
             TagSpecifications=[
@@ -257,11 +258,6 @@ def launch_head(run: OfflineRun, aws: MotoServer, interface: str) -> str:
 def interface_address(aws: MotoServer, interface_id: str) -> str:
     found = aws.client("ec2").describe_network_interfaces(NetworkInterfaceIds=[interface_id])
     return str(found["NetworkInterfaces"][0]["PrivateIpAddress"])
-
-
-def instance_address(aws: MotoServer, instance_id: str) -> str:
-    found = aws.client("ec2").describe_instances(InstanceIds=[instance_id])
-    return str(found["Reservations"][0]["Instances"][0]["PrivateIpAddress"])
 
 
 def _pool_of(group: RecordedResource) -> str:
