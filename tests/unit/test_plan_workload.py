@@ -98,7 +98,7 @@ def test_acceptance_json_reads_back_what_render_wrote(example: str) -> None:
 
 
 def test_checkpoints_go_to_lustre_else_to_the_shared_home() -> None:
-    assert workload.checkpoint_root(example_plan("p5-training")) == "/fsx/checkpoints/$USER"
+    assert workload.checkpoint_root(example_plan("p5-training")) == "/fsx/checkpoints/$user"
     plan = example_plan("g6e-inference-spot")
-    expected = "/fsx/checkpoints/$USER" if plan.lustre else "$HOME/checkpoints"
+    expected = "/fsx/checkpoints/$user" if plan.lustre else "$HOME/checkpoints"
     assert workload.checkpoint_root(plan) == expected

@@ -48,7 +48,7 @@ def test_each_pool_gets_its_jobs_filled_in() -> None:
     assert options["gpus-per-node"] == "4" and options["nodes"] == "2"
     assert {"requeue", "open-mode"} <= set(options) and options["open-mode"] == "append"
     assert (
-        'CHECKPOINT_DIR="${CHECKPOINT_DIR:-/fsx/checkpoints/$USER/$SLURM_JOB_NAME-$SLURM_JOB_ID}"'
+        'CHECKPOINT_DIR="${CHECKPOINT_DIR:-/fsx/checkpoints/$user/$SLURM_JOB_NAME-$SLURM_JOB_ID}"'
         in ddp
     )
     assert 'NPROC_PER_NODE="${NPROC_PER_NODE:-4}"' in ddp

@@ -191,12 +191,12 @@ def lustre_checkpoints(plan: ClusterPlan) -> str | None:
 
 
 def checkpoint_root(plan: ClusterPlan) -> str | None:
-    """Where the example jobs checkpoint, as a shell word: the user's directory on Lustre
-    when the cluster has it, else under the user's shared /home (EFS), else None (no shared
-    file system: a job must be told one)."""
+    """Where the example jobs checkpoint, as a shell word (``$user``: the job's user, which
+    the job script sets): the user's directory on Lustre when the cluster has it, else under
+    the user's shared /home (EFS), else None (no shared file system: a job must be told one)."""
     lustre = lustre_checkpoints(plan)
     if lustre is not None:
-        return f"{lustre}/$USER"
+        return f"{lustre}/$user"
     if any(m.kind is MountKind.EFS for m in plan.mounts):
         return f"$HOME/{CHECKPOINTS_DIR_NAME}"
     return None
