@@ -26,6 +26,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from slurmstack import accounting as acct
 from slurmstack import imds_firewall
 from slurmstack.fabric import EnvTarget, FabricProfile
 from slurmstack.plan import (
@@ -208,6 +209,7 @@ def slurm_conf(plan: ClusterPlan) -> str:
         head_host=f"{plan.name}-head",
         ports=Ports(),
         state_save_location=STATE_SAVE_LOCATION,
+        accounting=acct.accounting_plan(plan),
     )
 
 
@@ -284,8 +286,48 @@ def head_files(plan: ClusterPlan) -> dict[str, str]:
             interval_minutes=REAPER_INTERVAL_MINUTES,
         ),
         NODE_CONFIG_PATH: _node_config(plan, None),
+        **accounting_files(plan),
         **agent_files(),
     }
+
+
+# --- accounting (slurm.accounting; slurmstack.accounting decides, these files carry it) ---
+
+
+def accounting_files(plan: ClusterPlan) -> dict[str, str]:
+    """Absolute node path -> text: the head node's accounting files. accounting.json always
+    (the agent learns from it that accounting is off); slurmdbd's configuration (without its
+    password) and unit drop-in when it is on; MariaDB's when the database is the local one."""
+    files = {acct.ACCOUNTING_CONFIG_PATH: acct.node_config(plan)}
+    accounting = acct.accounting_plan(plan)
+    if accounting is None:
+        return files
+    files[acct.SLURMDBD_CONF_RENDERED_PATH] = _render(
+        "slurm/slurmdbd.conf.j2",
+        plan=plan,
+        accounting=accounting,
+        live_path=acct.SLURMDBD_CONF_PATH,
+        host_parameter=plan.parameter_prefix + "/" + acct.DB_HOST_PARAMETER,
+        pid_file=acct.SLURMDBD_PID_FILE,
+        log_file=acct.SLURMDBD_LOG_FILE,
+    )
+    files[acct.SLURMDBD_DROPIN_PATH] = _render(
+        "systemd/slurmdbd-dropin.conf.j2", plan=plan, accounting=accounting
+    )
+    if accounting.database.local:
+        files[acct.MARIADB_CONF_PATH] = _render(
+            "mariadb/slurmstack.cnf.j2",
+            plan=plan,
+            accounting=accounting,
+            data_dir=acct.MARIADB_DATA_DIR,
+            log_file_mib=acct.INNODB_LOG_FILE_MIB,
+            lock_wait_timeout=acct.INNODB_LOCK_WAIT_TIMEOUT,
+            max_allowed_packet_mib=acct.MAX_ALLOWED_PACKET_MIB,
+        )
+        files[acct.MARIADB_DROPIN_PATH] = _render(
+            "systemd/mariadb-dropin.conf.j2", plan=plan, state_volume_mount=STATE_VOLUME_MOUNT
+        )
+    return files
 
 
 def pool_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
@@ -417,6 +459,7 @@ def user_data(plan: ClusterPlan, role: str) -> str:
             packages=head_packages(plan),
             state_volume_device=STATE_VOLUME_DEVICE,
             state_volume_mount=STATE_VOLUME_MOUNT,
+            accounting=acct.accounting_plan(plan),
             **common,
         )
     else:

@@ -10,7 +10,17 @@ from checks_support import BASE, definition, findings
 
 from slurmstack.checks import RULES, rule_id
 
-FAMILIES = ["names", "instances", "capacity", "network", "storage", "slurm", "nccl", "tags"]
+FAMILIES = [
+    "names",
+    "instances",
+    "capacity",
+    "network",
+    "storage",
+    "slurm",
+    "accounting",
+    "nccl",
+    "tags",
+]
 
 
 def _cases() -> list[object]:

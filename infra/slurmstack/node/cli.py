@@ -23,6 +23,13 @@ config store by the bootstrap in the node's cloud-init document. Subcommands:
                 the pool's EFA interfaces, EFA preferred; idempotent, retried (also run by
                 slurmstack-lustre-efa.service before the Lustre mount at every boot)
   state-volume  (head) the Slurm state EBS volume: find, format once, mount
+  accounting-db (head) the accounting database (local MariaDB on the state volume, or the external
+                one) and slurmdbd, with the database password from Secrets Manager; idempotent
+  accounting-apply
+                (head) the definition's QoS, accounts and users, applied with sacctmgr; removes
+                only what slurmstack created and the definition no longer names
+  usage         (head) GPU hours and cost per account and per user over a period (--start,
+                --end; default this month), from sacct and the pools' prices; --json
   reap          (head) delete the records of dead dynamic nodes: a replaced instance registers
                 under a new name and the old record would stay DOWN for ever. Only nodes of the
                 cluster's pools that slurmctld itself marked DOWN and not responding, with no
@@ -42,6 +49,7 @@ import sys
 from .base import AgentError, log
 from .node import Node
 from .reaper import REAP_GRACE_SECONDS
+from .usage import parse_when, render_table
 
 
 def main(argv: list[str] | None = None, node: Node | None = None) -> int:
@@ -71,6 +79,14 @@ def main(argv: list[str] | None = None, node: Node | None = None) -> int:
     reap.add_argument(
         "--no-ec2", action="store_true", help="skip the check against the cluster's instances"
     )
+    # Accounting (slurmstack.node.accounting_db, .associations, .usage).
+    sub.add_parser("accounting-db")
+    apply = sub.add_parser("accounting-apply")
+    apply.add_argument("--dry-run", action="store_true", help="print what would be done")
+    usage = sub.add_parser("usage")
+    usage.add_argument("--start", help="YYYY-MM-DD[THH:MM[:SS]] (default: this month's first day)")
+    usage.add_argument("--end", help="YYYY-MM-DD[THH:MM[:SS]] (default: now)")
+    usage.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args(argv)
     node = node or Node(root=args.root)
     try:
@@ -93,6 +109,15 @@ def main(argv: list[str] | None = None, node: Node | None = None) -> int:
             node.lnet_efa()
         elif args.command == "state-volume":
             node.state_volume()
+        elif args.command == "accounting-db":
+            print(json.dumps(node.accounting_db(), sort_keys=True))
+        elif args.command == "accounting-apply":
+            result = node.accounting_apply(dry_run=args.dry_run)
+            print(json.dumps(result, sort_keys=True))
+            if result.get("failed"):
+                return 1
+        elif args.command == "usage":
+            return _usage(node, args)
         elif args.command == "reap":
             result = node.reap(grace=args.grace, ec2=not args.no_ec2, dry_run=args.dry_run)
             print(json.dumps(result, sort_keys=True))
@@ -101,6 +126,21 @@ def main(argv: list[str] | None = None, node: Node | None = None) -> int:
     except AgentError as exc:
         log(f"{args.command}: {exc}")
         return 1
+    return 0
+
+
+def _usage(node: Node, args: argparse.Namespace) -> int:
+    try:
+        start = parse_when(args.start) if args.start else None
+        end = parse_when(args.end) if args.end else None
+    except ValueError as exc:
+        log(f"usage: {exc}")
+        return 2
+    report = node.usage(start, end)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
+    else:
+        print(render_table(report, list(node.require_accounting()["pools"])), end="")
     return 0
 
 

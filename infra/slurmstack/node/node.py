@@ -10,8 +10,9 @@ from .params import Params
 from .reaper import Reaper
 from .scratch import Scratch
 from .state_volume import StateVolume
+from .usage import Usage
 
 
-class Node(ConfigSync, Params, Munge, Health, Scratch, Mounts, StateVolume, Reaper):
+class Node(ConfigSync, Params, Munge, Health, Scratch, Mounts, StateVolume, Reaper, Usage):
     """The node as the agent sees it, with every subcommand's step. Everything external is
     injectable for tests (see NodeBase)."""

@@ -5,8 +5,9 @@ file shared by pools is stored once and the number of objects grows with distinc
 The manifest (role -> node path -> key) is stored the same way, and the CONFIG_MANIFEST
 parameter holds only its key, so it stays small however many pools there are. A Command
 document and an association targeting the head node apply it: the node agent's
-``sync-config``, then ``scontrol reconfigure``. The association carries the manifest hash as
-a parameter, so a configuration change updates the association, which runs it again.
+``sync-config`` and ``accounting-db``, then ``scontrol reconfigure`` and ``accounting-apply``.
+The association carries the manifest hash as a parameter, so a configuration change updates
+the association, which runs it again.
 
 The association runs as soon as it exists, on a fresh deploy long before the head node has
 its agent. Until the head's bootstrap marks itself done the document succeeds doing nothing
@@ -87,6 +88,12 @@ def apply_config_commands(
         '  echo "slurmstack-node sync-config failed" >&2',
         "  exit 1",
         "fi",
+        # Accounting (a no-op when it is off): the database and slurmdbd before slurmctld
+        # reads a slurm.conf that points at them, the accounts and QoS after.
+        'if ! "$agent" accounting-db; then',
+        '  echo "slurmstack-node accounting-db failed" >&2',
+        "  exit 1",
+        "fi",
         "n=1",
         'until "$scontrol" reconfigure; do',
         '  if [ "$n" -ge "$attempts" ]; then',
@@ -97,6 +104,10 @@ def apply_config_commands(
         "  n=$((n + 1))",
         '  sleep "$delay"',
         "done",
+        'if ! "$agent" accounting-apply; then',
+        '  echo "slurmstack-node accounting-apply failed" >&2',
+        "  exit 1",
+        "fi",
         'echo "configuration applied"',
     ]
 
