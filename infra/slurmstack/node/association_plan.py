@@ -167,25 +167,31 @@ def _removal_actions(
     wanted_accounts = {a["name"] for a in desired["accounts"]}
     wanted_members = {(u["name"], a) for u in desired["users"] for a in u["accounts"]}
     defaults = {u["name"]: u["default_account"] for u in desired["users"]}
-    leaving = [a for a in owned.get("accounts", []) if a not in wanted_accounts]
-    accounts = removable_accounts(leaving, observed, owned_members, kept)
+    going = [a for a in owned.get("accounts", []) if a not in wanted_accounts]
+    accounts = removable_accounts(going, observed, owned_members, kept)
     actions = []
-    for user, account in sorted(observed.members):
-        key = member_key(user, account)
-        if key not in owned_members or (user, account) in wanted_members or account in accounts:
-            continue  # not slurmstack's, still wanted, or removed with its account
-        others = sorted(
-            a for u, a in observed.members if u == user and a != account and a not in accounts
-        )
-        if observed.default_accounts.get(user) == account and others:
-            # sacctmgr would leave the user without a default account.
-            default = defaults.get(user, others[0])
-            setting = [f"DefaultAccount={default}"]
-            what = f"default account of {user}: {default}"
+    # Users leave before their accounts go: sacctmgr refuses to remove an account that is a
+    # user's default. A user's default moves to an association that stays (the user actions
+    # above already moved a listed user's to the definition's); a user whose every
+    # association goes loses the default one last, which deletes the user.
+    leaving = {
+        (u, a)
+        for u, a in observed.members
+        if member_key(u, a) in owned_members and (u, a) not in wanted_members
+    }
+    staying = (observed.members | wanted_members) - leaving
+    for user, account in sorted(leaving, key=lambda m: (m[0], _is_default(m, observed), m[1])):
+        default = defaults.get(user, observed.default_accounts.get(user))
+        others = sorted(a for u, a in staying if u == user)
+        if default == account and others:
+            setting = [f"DefaultAccount={others[0]}"]
+            what = f"default account of {user}: {others[0]}"
             actions.append(Action(what, modify("user", {"name": user}, setting)))
         where = {"name": user, "account": account, "cluster": cluster}
-        what = f"remove user {user} from {account}"
-        actions.append(Action(what, remove("user", where), None, (("members", key),)))
+        disown = (("members", member_key(user, account)),)
+        actions.append(
+            Action(f"remove user {user} from {account}", remove("user", where), None, disown)
+        )
     for account in accounts:
         gone = tuple(("members", member_key(u, a)) for u, a in observed.members if a == account)
         where = {"name": account, "cluster": cluster}
@@ -200,6 +206,10 @@ def _removal_actions(
                 Action(f"remove qos {name}", remove("qos", {"name": name}), None, (("qos", name),))
             )
     return actions
+
+
+def _is_default(member: tuple[str, str], observed: Observed) -> bool:
+    return observed.default_accounts.get(member[0]) == member[1]
 
 
 def removable_accounts(

@@ -92,8 +92,9 @@ class Associations(AccountingDb):
         for action in decision.actions:
             result = self.sh(SACCTMGR, "-i", *action.args, check=False)
             if result.returncode != 0:
-                lines = (result.stderr or result.stdout or "").strip().splitlines()
-                failed[action.what] = lines[-1] if lines else f"exit {result.returncode}"
+                said = f"{result.stdout}\n{result.stderr}".split("\n")
+                said = [line.strip() for line in said if line.strip()]
+                failed[action.what] = "; ".join(said) or f"exit {result.returncode}"
                 log(f"accounting-apply: {action.what} failed: {failed[action.what]}")
                 continue
             log(f"accounting-apply: {action.what}")

@@ -45,8 +45,8 @@ class Total:
     def as_dict(self) -> dict[str, Any]:
         return {
             "jobs": self.jobs,
-            "gpu_hours": round(self.gpu_hours, 6),
-            "cost_usd": round(self.cost_usd, 6),
+            "gpu_hours": self.gpu_hours,
+            "cost_usd": self.cost_usd,
             "unpriced_jobs": self.unpriced_jobs,
         }
 
