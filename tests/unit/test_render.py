@@ -138,7 +138,9 @@ def test_template_sets_only_managed_keys(example: str) -> None:
     plan = example_plan(example)
     own = slurm_conf_keys(slurm_conf(plan))[: -len(plan.slurm_settings) or None]
     missing = sorted(
-        k for k in own if k.lower() not in checks.MANAGED_SLURM_KEYS and not checks.is_accounting_key(k)
+        k
+        for k in own
+        if k.lower() not in checks.MANAGED_SLURM_KEYS and not checks.is_accounting_key(k)
     )
     assert missing == [], f"add to MANAGED_SLURM_KEYS (or the accounting keys): {missing}"
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import pulumi
 
+from slurmstack.accounting import accounting_plan
 from slurmstack.plan import ClusterPlan
+from slurmstack.stack.accounting import AccountingPassword
 from slurmstack.stack.bucket import ClusterBucket
 from slurmstack.stack.config_store import ConfigStore
 from slurmstack.stack.efs import HomeFileSystem
@@ -36,6 +38,7 @@ class SlurmCluster(pulumi.ComponentResource):
     network_refs: NetworkRefs
     security: SecurityGroups
     munge: MungeKey
+    accounting: AccountingPassword | None
     bucket: ClusterBucket
     identity: Identity
     lustre: LustreStorage | None
@@ -60,8 +63,17 @@ class SlurmCluster(pulumi.ComponentResource):
         self.security = SecurityGroups(plan, net.vpc_id, opts=child)
         self.munge = MungeKey(plan, opts=child)
         self.bucket = ClusterBucket(plan, opts=child)
+        # Accounting (slurm.accounting): the database password's secret, when the stack makes it.
+        accounting = accounting_plan(plan)
+        self.accounting = None
+        if accounting is not None and accounting.database.stack_creates_secret:
+            self.accounting = AccountingPassword(plan, accounting, opts=child)
         self.identity = Identity(
-            plan, bucket_arn=self.bucket.bucket.arn, secret_arn=self.munge.secret.arn, opts=child
+            plan,
+            bucket_arn=self.bucket.bucket.arn,
+            secret_arn=self.munge.secret.arn,
+            accounting_secret_arn=self.accounting.secret.arn if self.accounting else None,
+            opts=child,
         )
 
         storage_sg = self.security.storage
@@ -131,6 +143,10 @@ class SlurmCluster(pulumi.ComponentResource):
             ),
             "bucket_name": self.bucket.bucket.id,
             "munge_secret_name": plan.munge_secret_name,
+            # Where the accounting database's password is (its name, never its value).
+            "accounting_password_secret": (
+                acct.database.password_secret if (acct := accounting_plan(plan)) else None
+            ),
             "parameter_prefix": plan.parameter_prefix,
             "config_manifest_sha256": self.config.manifest_hash,
             "pools": {
