@@ -13,10 +13,12 @@ generates it into the secret, and the agent appends it to slurmdbd.conf on the h
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from dataclasses import dataclass
 
-from slurmstack.plan import STATE_VOLUME_MOUNT, ClusterPlan, PoolPlan
+from slurmstack.catalog import Catalog
+from slurmstack.plan import STATE_VOLUME_MOUNT, ClusterPlan, DeployParameter, PoolPlan
 from slurmstack.spec import AccountingSpec, AccountSpec, DatabaseType, QosSpec
 
 # slurmdbd's port (slurmdbd.conf DbdPort, slurm.conf AccountingStoragePort): Slurm's default.
@@ -50,7 +52,16 @@ HEAD_PACKAGES = ("slurmdbd", "mariadb-server")
 
 # The RDS option: the instance's address is known only once it exists, so the stack publishes
 # it as this deploy-time SSM parameter (under the cluster's prefix) and the agent waits for it.
-DB_HOST_PARAMETER = "accounting/db-host"
+DB_HOST_PARAMETER = DeployParameter.ACCOUNTING_DB_HOST.value
+# RDS for MariaDB: the engine line whose client protocol Debian's and Ubuntu's slurmdbd speak,
+# and the parameter group family that goes with it.
+RDS_ENGINE_VERSION = "10.11"
+RDS_PARAMETER_FAMILY = "mariadb10.11"
+# A DB subnet group spans at least two zones (RDS User Guide, "Working with a DB instance in a
+# VPC"); a new VPC gets two subnets of this size for it, outside the compute and public ones.
+RDS_SUBNET_PREFIX = 28
+# RDS for MariaDB master user names: 1 to 16 letters and digits (CreateDBInstance).
+RDS_MAX_USER_LENGTH = 16
 
 # With accounts declared: no job without an association, association and QoS limits enforced,
 # and a job started only if it can finish within its TRES-minutes limits (slurm.conf(5)).
@@ -105,6 +116,10 @@ class DatabasePlan:
     @property
     def local(self) -> bool:
         return self.type is DatabaseType.LOCAL
+
+    @property
+    def rds(self) -> bool:
+        return self.type is DatabaseType.RDS
 
 
 @dataclass(frozen=True)
@@ -214,6 +229,37 @@ def pool_price(plan: ClusterPlan, pool: PoolPlan) -> PoolPrice:
     else:
         price, source = None, "no price: set cost.instance_hourly_usd"
     return PoolPrice(pool.name, pool.instance_type, price, source, gpus, pool.cpus)
+
+
+def rds_subnets(
+    vpc: ipaddress.IPv4Network | None,
+    taken: list[ipaddress.IPv4Network],
+    zone: str,
+    zones: list[str],
+) -> tuple[tuple[ipaddress.IPv4Network, str], ...]:
+    """Two subnets for a new VPC's DB subnet group: the first two /28 blocks of the VPC that
+    overlap none of ``taken`` (the compute and public subnets), in the cluster's zone and the
+    next zone of the region; () when the VPC or the region has no room for them."""
+    other = [z for z in zones if z != zone]
+    if vpc is None or not other or vpc.prefixlen > RDS_SUBNET_PREFIX:
+        return ()
+    free = [
+        block
+        for block in vpc.subnets(new_prefix=RDS_SUBNET_PREFIX)
+        if not any(block.overlaps(t) for t in taken)
+    ]
+    if len(free) < 2:
+        return ()
+    return ((free[0], zone), (free[1], other[0]))
+
+
+def plan_rds_subnets(
+    plan: ClusterPlan, catalog: Catalog
+) -> tuple[tuple[ipaddress.IPv4Network, str], ...]:
+    region = catalog.regions.get(plan.region)
+    taken = [n for n in (plan.compute_subnet_cidr, plan.public_subnet_cidr) if n is not None]
+    zones = list(region.zones) if region is not None else []
+    return rds_subnets(plan.vpc_cidr, taken, plan.availability_zone, zones)
 
 
 def buffer_pool_mib(head_memory_mib: int) -> int:

@@ -104,6 +104,8 @@ class DeployParameter(enum.StrEnum):
     # disk whose serial is the id without its dash, which is how the head bootstrap finds it
     # (it falls back to the EBS device name /dev/sdf that the NVMe controller reports).
     STATE_VOLUME_ID = "head/state-volume-id"
+    # The RDS accounting database's address (slurm.accounting.database.type rds).
+    ACCOUNTING_DB_HOST = "accounting/db-host"
 
 
 class PlanError(ValueError):

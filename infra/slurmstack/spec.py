@@ -437,6 +437,14 @@ class AccountingDatabaseSpec(Model):
     storage_gib: int = Field(
         default=20, ge=20, le=65536, description="rds only: allocated storage (gp3), GiB."
     )
+    subnet_ids: list[Annotated[str, StringConstraints(pattern=r"^subnet-[0-9a-f]{8,17}$")]] = Field(
+        default_factory=list,
+        description=(
+            "rds only, with network.vpc_id: two or more subnets in different zones for the "
+            "DB subnet group (RDS asks for two zones even for one instance). A new VPC gets "
+            "two /28 subnets of its own."
+        ),
+    )
 
 
 class QosSpec(Model):

@@ -463,3 +463,24 @@ def test_a_job_outside_the_period_counts_nothing() -> None:
 def test_usage_refuses_a_bad_date(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--root", str(tmp_path), "usage", "--start", "yesterday"]) == 2
     assert "not a date" in capfd.readouterr().err
+
+
+def test_neuron_devices_count_as_accelerators() -> None:
+    line = (
+        "21|ann|ml|trn|2026-11-02T10:00:00|2026-11-02T11:00:00|COMPLETED|"
+        "cpu=8,gres/neuron:trainium2=4,gres/neuron=4,node=1\n"
+    )
+    pools = [
+        {
+            "name": "trn",
+            "instance_type": "trn2.48xlarge",
+            "usd_per_hour": 16.0,
+            "price_source": "t",
+            "gpus": 16,
+            "cpus": 192,
+        }
+    ]
+    start, end = parse_when("2026-11-02"), parse_when("2026-11-03")
+    total = summarize(parse_sacct(line), pools, start, end, now=end).as_dict()["total"]
+    # 4 of 16 devices for an hour: 4 device-hours, a quarter of 16 USD.
+    assert total["gpu_hours"] == pytest.approx(4.0) and total["cost_usd"] == pytest.approx(4.0)

@@ -190,3 +190,18 @@ def test_head_packages_are_data_for_the_image() -> None:
     assert acct.HEAD_PACKAGES == ("slurmdbd", "mariadb-server")
     # Nothing installs them at boot: the head image carries them.
     assert "mariadb" not in user_data(plan_with({}), "head").split("packages,", 1)[1].split("]")[0]
+
+
+def test_rds_subnets_stay_clear_of_the_compute_and_public_subnets() -> None:
+    import ipaddress
+
+    vpc = ipaddress.IPv4Network("10.1.0.0/24")
+    taken = [ipaddress.IPv4Network("10.1.0.0/25"), ipaddress.IPv4Network("10.1.0.192/26")]
+    zones = ["us-east-1a", "us-east-1b"]
+    got = acct.rds_subnets(vpc, taken, "us-east-1b", zones)
+    assert got == (
+        (ipaddress.IPv4Network("10.1.0.128/28"), "us-east-1b"),
+        (ipaddress.IPv4Network("10.1.0.144/28"), "us-east-1a"),
+    )
+    assert acct.rds_subnets(vpc, [vpc], "us-east-1a", zones) == ()  # no room
+    assert acct.rds_subnets(vpc, taken, "us-east-1a", ["us-east-1a"]) == ()  # one zone

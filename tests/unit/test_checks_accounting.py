@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from checks_support import Case, check_case, definition, findings, set_in
+from checks_support import Case, both, check_case, definition, findings, set_in
 
 from slurmstack.findings import Level
 
@@ -48,6 +48,54 @@ CASES = [
         f"{A}.database.host",
         "is for type: external",
         name="local-host",
+    ),
+    Case(
+        "accounting-database-fields",
+        accounting(database={"instance_class": "db.r6g.large"}),
+        f"{A}.database.instance_class",
+        "is for type: rds",
+        name="rds-only",
+    ),
+    Case(
+        "accounting-rds-network",
+        accounting(database={"type": "rds", "user": "slurm_accounting_db"}),
+        f"{A}.database.user",
+        "at most 16 characters",
+    ),
+    Case(
+        "accounting-rds-network",
+        accounting(database={"type": "rds", "subnet_ids": ["subnet-0123456789abcdef0"] * 2}),
+        f"{A}.database.subnet_ids",
+        "is for an existing VPC",
+        name="new-vpc",
+    ),
+    Case(
+        "accounting-rds-network",
+        both(
+            accounting(database={"type": "rds"}),
+            set_in(
+                "network",
+                {
+                    "vpc_id": "vpc-0123456789abcdef0",
+                    "compute_subnet_id": "subnet-0123456789abcdef0",
+                    "compute_subnet_cidr": "10.1.0.0/20",
+                },
+            ),
+        ),
+        f"{A}.database.subnet_ids",
+        "two or more subnets of that VPC",
+        name="existing-vpc",
+    ),
+    Case(
+        "accounting-rds-network",
+        both(
+            accounting(database={"type": "rds"}),
+            set_in("network", {"vpc_cidr": "10.1.0.0/24", "compute_subnet_prefix": 24}),
+        ),
+        f"{A}.database.type",
+        "two free /28 blocks",
+        name="no-room",
+        also=frozenset({"compute-subnet-prefix"}),
     ),
     Case(
         "accounting-account-duplicate",

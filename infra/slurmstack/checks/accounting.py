@@ -5,14 +5,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from slurmstack.accounting import DEFAULT_QOS, ROOT_ACCOUNT, known_tres
+from slurmstack.accounting import (
+    DEFAULT_QOS,
+    RDS_MAX_USER_LENGTH,
+    RDS_SUBNET_PREFIX,
+    ROOT_ACCOUNT,
+    known_tres,
+    plan_rds_subnets,
+)
 from slurmstack.catalog import Catalog
 from slurmstack.checks import rule
 from slurmstack.checks.common import error, pools_with_facts, suggestion, warning
 from slurmstack.findings import Finding
+from slurmstack.plan import PlanError, build_plan
 from slurmstack.spec import AccountingSpec, ClusterSpec, DatabaseType
 
 PATH = "slurm.accounting"
+# Database fields that only an rds database uses.
+RDS_ONLY = frozenset({"instance_class", "storage_gib", "subnet_ids"})
 
 
 def _accounting(spec: ClusterSpec) -> AccountingSpec:
@@ -56,6 +66,56 @@ def accounting_database_fields(spec: ClusterSpec, catalog: Catalog) -> Iterator[
                 f"{field} is for type: external; a {db.type.value} database gets its "
                 f"{'address' if field == 'host' else 'password'} from the stack: remove it",
             )
+    if db.type is not DatabaseType.RDS:
+        for field in sorted(RDS_ONLY & db.model_fields_set):
+            yield error(
+                f"{path}.{field}",
+                f"{field} is for type: rds; a {db.type.value} database does not use it: remove it",
+            )
+
+
+# why: RDS needs a DB subnet group in two zones, which a new VPC must have room for and an
+# existing VPC must name, and takes master user names of at most 16 characters.
+@rule
+def accounting_rds_network(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    acct = _accounting(spec)
+    db = acct.database
+    if not acct.enabled or db.type is not DatabaseType.RDS:
+        return
+    path = f"{PATH}.database"
+    if len(db.user) > RDS_MAX_USER_LENGTH:
+        yield error(
+            f"{path}.user",
+            f"RDS takes master user names of at most {RDS_MAX_USER_LENGTH} characters "
+            f"({db.user!r} has {len(db.user)})",
+        )
+    if spec.network.vpc_id is not None:
+        if len(set(db.subnet_ids)) < 2:
+            yield error(
+                f"{path}.subnet_ids",
+                "with an existing VPC (network.vpc_id) an rds database needs subnet_ids: two or "
+                "more subnets of that VPC in different zones, for its DB subnet group",
+            )
+        return
+    if db.subnet_ids:
+        yield error(
+            f"{path}.subnet_ids",
+            "subnet_ids is for an existing VPC (network.vpc_id); a new VPC gets the database's "
+            "subnets made for it: remove them",
+        )
+        return
+    try:
+        plan = build_plan(spec, catalog)
+    except (PlanError, KeyError, ValueError):
+        return  # the rules of the definition's other parts say why
+    if not plan_rds_subnets(plan, catalog):
+        yield error(
+            f"{path}.type",
+            f"an rds database needs two free /{RDS_SUBNET_PREFIX} blocks of the VPC outside the "
+            "compute and public subnets, in two zones of the region; give a larger "
+            "network.vpc_cidr or a smaller compute subnet (a longer "
+            "network.compute_subnet_prefix)",
+        )
 
 
 def _duplicates(names: list[str]) -> Iterator[tuple[int, str]]:

@@ -1,12 +1,13 @@
 """usage (head): GPU hours and cost per account and per user over a period, from sacct.
 
 Each job allocation (`sacct -X`) in the period counts for the part of its run inside the
-period (a job still running counts up to now). Its GPU hours are the GPUs it held
-(AllocTRES gres/gpu) times those hours. Its cost is what the share of the nodes it held costs:
-a job pays for the larger of its share of the nodes' GPUs and its share of their CPUs (a job
-on whole nodes pays for whole nodes, whatever it asked for), at its pool's price per
-instance-hour (accounting.json: the definition's cost.instance_hourly_usd, else the catalog's
-on-demand list price). A pool without a price leaves its jobs' cost out, and says so.
+period (a job still running counts up to now). Its GPU hours are the accelerators it held
+(AllocTRES gres/gpu, or gres/neuron on Trainium and Inferentia pools) times those hours. Its
+cost is what the share of the nodes it held costs: a job pays for the larger of its share of
+the nodes' accelerators and its share of their CPUs (a job on whole nodes pays for whole nodes,
+whatever it asked for), at its pool's price per instance-hour (accounting.json: the
+definition's cost.instance_hourly_usd, else the catalog's on-demand list price). A pool without
+a price leaves its jobs' cost out, and says so.
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ def parse_sacct(text: str) -> list[JobUsage]:
                 pool=values.get("Partition", ""),
                 start=start,
                 end=slurm_time(values.get("End")),
-                gpus=tres.get("gres/gpu", 0),
+                # Accelerators: NVIDIA GPUs, or Trainium/Inferentia devices on Neuron pools.
+                gpus=tres.get("gres/gpu", 0) + tres.get("gres/neuron", 0),
                 cpus=tres.get("cpu", 0),
             )
         )

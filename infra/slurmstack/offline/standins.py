@@ -295,6 +295,18 @@ def _random_bytes(ctx: Context) -> tuple[str, dict[str, Any]]:
     return "none", {"base64": b64, "hex": data.hex()}
 
 
+def _rds_instance(ctx: Context) -> tuple[str, dict[str, Any]]:
+    identifier = ctx.physical_name("identifier")
+    address = f"{identifier}.c{_digest('rds', ctx.region)[:11]}.{ctx.region}.rds.amazonaws.com"
+    port = int(ctx.inputs.get("port", 3306))
+    return identifier, {
+        "address": address,
+        "endpoint": f"{address}:{port}",
+        "arn": ctx.arn("rds", f"db:{identifier}"),
+        "resourceId": "db-" + _digest("rds-resource", ctx.name)[:26].upper(),
+    }
+
+
 def _random_password(ctx: Context) -> tuple[str, dict[str, Any]]:
     """Letters and digits (special=False), stable per logical name."""
     length = int(ctx.inputs.get("length", 16))
@@ -354,6 +366,7 @@ STAND_INS: dict[str, StandIn] = {
     "aws:ssm/association:Association": _association,
     "random:index/randomBytes:RandomBytes": _random_bytes,
     "random:index/randomPassword:RandomPassword": _random_password,
+    "aws:rds/instance:Instance": _rds_instance,
 }
 
 

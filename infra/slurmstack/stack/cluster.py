@@ -20,7 +20,7 @@ import pulumi
 
 from slurmstack.accounting import accounting_plan
 from slurmstack.plan import ClusterPlan
-from slurmstack.stack.accounting import AccountingPassword
+from slurmstack.stack.accounting import AccountingPassword, AccountingRds
 from slurmstack.stack.bucket import ClusterBucket
 from slurmstack.stack.config_store import ConfigStore
 from slurmstack.stack.efs import HomeFileSystem
@@ -39,6 +39,7 @@ class SlurmCluster(pulumi.ComponentResource):
     security: SecurityGroups
     munge: MungeKey
     accounting: AccountingPassword | None
+    accounting_rds: AccountingRds | None
     bucket: ClusterBucket
     identity: Identity
     lustre: LustreStorage | None
@@ -68,6 +69,16 @@ class SlurmCluster(pulumi.ComponentResource):
         self.accounting = None
         if accounting is not None and accounting.database.stack_creates_secret:
             self.accounting = AccountingPassword(plan, accounting, opts=child)
+        self.accounting_rds = None
+        if accounting is not None and self.accounting is not None and accounting.database.rds:
+            self.accounting_rds = AccountingRds(
+                plan,
+                accounting,
+                vpc_id=net.vpc_id,
+                head_security_group_id=self.security.head.id,
+                password=self.accounting.password.result,
+                opts=child,
+            )
         self.identity = Identity(
             plan,
             bucket_arn=self.bucket.bucket.arn,

@@ -25,6 +25,7 @@ class Role(enum.StrEnum):
     CONFIG = "config"
     HEAD = "head"
     POOL = "pool"
+    ACCOUNTING = "accounting"
 
 
 ROLE_TAG = "slurmstack:role"
