@@ -484,3 +484,64 @@ def test_neuron_devices_count_as_accelerators() -> None:
     total = summarize(parse_sacct(line), pools, start, end, now=end).as_dict()["total"]
     # 4 of 16 devices for an hour: 4 device-hours, a quarter of 16 USD.
     assert total["gpu_hours"] == pytest.approx(4.0) and total["cost_usd"] == pytest.approx(4.0)
+
+
+class Sacctmgr:
+    """sacctmgr's answers to `show`, scripted; every other command recorded (and refused when
+    ``refuse`` names its verb)."""
+
+    def __init__(self, shows: dict[str, list[str]], refuse: str = "") -> None:
+        self.shows, self.refuse, self.writes = shows, refuse, []
+
+    def __call__(self, cmd: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+        assert cmd[0] == "sacctmgr"
+        if "show" in cmd:
+            what = cmd[cmd.index("show") + 1]
+            answers = self.shows[what]
+            out = answers.pop(0) if len(answers) > 1 else answers[0]
+            return subprocess.CompletedProcess(cmd, 0, out, "")
+        self.writes.append(cmd)
+        code = 1 if self.refuse and self.refuse in cmd else 0
+        return subprocess.CompletedProcess(cmd, code, "", "already exists" if code else "")
+
+
+def apply_node(tmp_path: Path, sacctmgr: Sacctmgr) -> Node:
+    (tmp_path / "etc/slurmstack").mkdir(parents=True)
+    desired = {**DESIRED, "enabled": True, "owned_state": "/state/owned.json"}
+    (tmp_path / "etc/slurmstack/accounting.json").write_text(json.dumps(desired))
+    return Node(root=tmp_path, run=sacctmgr)
+
+
+def test_a_cluster_slurmctld_registered_meanwhile_is_not_an_error(tmp_path: Path) -> None:
+    # Not there, the add fails (slurmctld added it first), there now.
+    sacctmgr = Sacctmgr({"cluster": ["", "c\n"]}, refuse="add")
+    apply_node(tmp_path, sacctmgr).ensure_cluster("c")
+    assert sacctmgr.writes == [["sacctmgr", "-i", "add", "cluster", "c"]]
+    gone = Sacctmgr({"cluster": [""]}, refuse="add")
+    with pytest.raises(AgentError, match="cannot add cluster c"):
+        apply_node(tmp_path / "x", gone).ensure_cluster("c")
+
+
+def test_dry_run_changes_nothing_and_apply_records_ownership(tmp_path: Path) -> None:
+    shows = {
+        "qos": ["normal|Normal QOS default|0|||||\n"],
+        "assoc": ["root||||normal||\n"],
+        "user": ["root|root\n"],
+        "account": ["root|default root account\n"],
+        "cluster": ["c\n"],
+    }
+    sacctmgr = Sacctmgr(shows)
+    node = apply_node(tmp_path, sacctmgr)
+    planned = node.accounting_apply(dry_run=True)
+    assert planned["done"][0] == "add qos big" and sacctmgr.writes == []
+    assert not (tmp_path / "state/owned.json").exists()
+    result = node.accounting_apply()
+    assert result["done"] == planned["done"] and result["failed"] == {}
+    owned = json.loads((tmp_path / "state/owned.json").read_text())
+    # Recorded as theirs; nothing slurmdbd still shows as absent survives in the record the
+    # next time (the scripted sacctmgr never changes, so the next apply prunes it all).
+    assert owned == {"accounts": ["a", "b"], "members": ["u@a", "u@b"], "qos": ["big"]}
+    assert oct((tmp_path / "state/owned.json").stat().st_mode & 0o777) == "0o600"
+    node.accounting_apply(dry_run=True)
+    again = node.owned("/state/owned.json", observed("root||||normal||\n"))
+    assert again == {"qos": [], "accounts": [], "members": []}

@@ -133,7 +133,7 @@ class AccountingDb(NodeBase):
             raise AgentError(f"secret {secret} holds no SecretString (the database password)")
         return str(password)
 
-    def accounting_db(self, timeout: float = 300.0, poll: float = 2.0) -> dict[str, Any]:
+    def accounting_db(self, timeout: float = 120.0, poll: float = 2.0) -> dict[str, Any]:
         """Set up the database and slurmdbd (see the module's docstring)."""
         try:
             config = self.accounting_config()

@@ -68,8 +68,15 @@ class Associations(AccountingDb):
     def ensure_cluster(self, cluster: str) -> None:
         """slurmctld registers its cluster at its first start; adding it here too lets this run
         first (sacctmgr refuses associations on an unknown cluster)."""
-        if cluster not in self.sacctmgr("-n", "-P", "show", "cluster", "format=cluster").split():
-            self.sacctmgr("-i", "add", "cluster", cluster)
+
+        def known() -> bool:
+            return cluster in self.sacctmgr("-n", "-P", "show", "cluster", "format=cluster").split()
+
+        if not known():
+            added = self.sh(SACCTMGR, "-i", "add", "cluster", cluster, check=False)
+            # slurmctld may have registered it in between: that is as good.
+            if added.returncode != 0 and not known():
+                raise AgentError(f"cannot add cluster {cluster}: {added.stderr.strip()}")
 
     def accounting_apply(self, dry_run: bool = False) -> dict[str, Any]:
         """Apply accounting.json's QoS, accounts and users; returns what was done, what was kept

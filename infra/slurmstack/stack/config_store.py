@@ -39,6 +39,8 @@ SCONTROL = "/usr/bin/scontrol"
 # RECONFIGURE_DELAY_SECONDS apart (5 minutes), inside the step's timeout.
 RECONFIGURE_ATTEMPTS = 30
 RECONFIGURE_DELAY_SECONDS = 10
+# Also within it: `accounting-db` (at most 120 s for MariaDB and slurmdbd to answer) and
+# `accounting-apply` (sacctmgr, seconds).
 APPLY_TIMEOUT_SECONDS = 600
 
 
