@@ -262,6 +262,16 @@ def plan_rds_subnets(
     return rds_subnets(plan.vpc_cidr, taken, plan.availability_zone, zones)
 
 
+def head_packages(plan: ClusterPlan) -> tuple[str, ...]:
+    """The Debian/Ubuntu packages the head image needs for this cluster's accounting (the image
+    build installs them; nothing is installed at boot): slurmdbd, and MariaDB's server for the
+    local database."""
+    accounting = accounting_plan(plan)
+    if accounting is None:
+        return ()
+    return HEAD_PACKAGES if accounting.database.local else ("slurmdbd",)
+
+
 def buffer_pool_mib(head_memory_mib: int) -> int:
     eighth = head_memory_mib // 8 // 128 * 128
     return max(INNODB_BUFFER_POOL_MIN_MIB, min(INNODB_BUFFER_POOL_MAX_MIB, eighth))

@@ -188,6 +188,9 @@ def test_prices_come_from_the_definition_else_the_catalog() -> None:
 
 def test_head_packages_are_data_for_the_image() -> None:
     assert acct.HEAD_PACKAGES == ("slurmdbd", "mariadb-server")
+    assert acct.head_packages(plan_with({})) == acct.HEAD_PACKAGES
+    assert acct.head_packages(plan_with({"database": {"type": "rds"}})) == ("slurmdbd",)
+    assert acct.head_packages(plan_with({"enabled": False})) == ()
     # Nothing installs them at boot: the head image carries them.
     assert "mariadb" not in user_data(plan_with({}), "head").split("packages,", 1)[1].split("]")[0]
 
