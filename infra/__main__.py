@@ -1,49 +1,6 @@
-"""Pulumi entry point: read the definition from stack config, validate, plan, build.
+"""Pulumi entry point (Pulumi.yaml's ``main: infra/``): runs the program that ships inside the
+package (``slurmstack.program``). No logic and no resources here."""
 
-`pulumi preview` / `pulumi up` run this file; `slurmstack plan` runs the same file under the
-offline engine. Everything it creates comes from ``SlurmCluster``; an invalid definition
-stops the program before any resource is registered, with every problem as `path: message`.
-
-Two settings make `pulumi preview`/`up` (and `slurmstack plan`) faster without changing what
-is registered: the garbage collector is paused for the program (``slurmstack.collector``
-says why that is safe), and the program's pending outputs are awaited once each by its
-``pulumi.run`` entry point before the SDK's own drain rescans them
-(``slurmstack.stack.drain``).
-"""
-
-import pulumi
-
-from slurmstack.collector import pause_for_program
-from slurmstack.findings import Level
-from slurmstack.plan import build_plan
-from slurmstack.stack import SlurmCluster, export_outputs
-from slurmstack.stack.drain import drain_pending_outputs
-from slurmstack.stack.preflight import preflight
-from slurmstack.validate import validate_object
-
-CONFIG_NAMESPACE, CONFIG_KEY = "slurmstack", "cluster"
-
-
-def main() -> None:
-    pause_for_program()
-    definition = pulumi.Config(CONFIG_NAMESPACE).require_object(CONFIG_KEY)
-    result = validate_object(definition, source=f"{CONFIG_NAMESPACE}:{CONFIG_KEY}")
-    for finding in result.findings:
-        if finding.level is Level.WARNING:
-            pulumi.log.warn(finding.line())
-    if not result.ok or result.spec is None:
-        lines = [f.line() for f in result.findings if f.level is Level.ERROR]
-        raise pulumi.RunError(
-            f"{CONFIG_NAMESPACE}:{CONFIG_KEY} is not a valid cluster definition:\n"
-            + "\n".join(lines)
-        )
-    plan = build_plan(result.spec)
-    problems = preflight(plan, pulumi.Config("aws").get("region"))
-    if problems:
-        raise pulumi.RunError("\n".join(problems))
-    export_outputs(SlurmCluster(plan))
-    if hasattr(pulumi, "run"):  # pulumi.run arrived in SDK 3.254; older SDKs drain as before
-        pulumi.run(drain_pending_outputs)
-
+from slurmstack.program import main
 
 main()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -95,11 +96,17 @@ def with_changes(definition: dict[str, Any], **changes: Any) -> dict[str, Any]:
     return out
 
 
-def user_data_texts(result: OfflineRun) -> dict[str, str]:
-    """Decoded user data of the head node and every launch template, by resource name."""
-    texts: dict[str, str] = {}
+def user_data_bytes(result: OfflineRun) -> dict[str, bytes]:
+    """The user data EC2 gets (gzip-compressed, before base64) of the head node and every
+    launch template, by resource name."""
+    raw: dict[str, bytes] = {}
     for resource in result.of_type(T_INSTANCE):
-        texts[resource.name] = base64.b64decode(resource.inputs["userDataBase64"]).decode()
+        raw[resource.name] = base64.b64decode(resource.inputs["userDataBase64"])
     for resource in result.of_type(T_LT):
-        texts[resource.name] = base64.b64decode(resource.inputs["userData"]).decode()
-    return texts
+        raw[resource.name] = base64.b64decode(resource.inputs["userData"])
+    return raw
+
+
+def user_data_texts(result: OfflineRun) -> dict[str, str]:
+    """The cloud-init documents of the head node and every launch template, by resource name."""
+    return {name: gzip.decompress(raw).decode() for name, raw in user_data_bytes(result).items()}

@@ -6,7 +6,8 @@ defaults and ``efa: auto`` by the same rules), so the two can never disagree.
 
 from __future__ import annotations
 
-from slurmstack.catalog import RegionInfo
+from slurmstack.catalog import InstanceFacts, RegionInfo
+from slurmstack.efa import efa_device_count, efa_interfaces
 from slurmstack.spec import LustreDeployment, LustreSpec, LustreStorageType
 
 P1, P2 = LustreDeployment.PERSISTENT_1, LustreDeployment.PERSISTENT_2
@@ -176,3 +177,14 @@ def lustre_efa_interface_count(instance_type: str, network_cards: int, efa_devic
     more than the EFA devices the node has."""
     default = LUSTRE_EFA_INTERFACES.get(instance_type, 2 if network_cards > 1 else 1)
     return min(default, efa_devices)
+
+
+def lustre_client_efa_interfaces(instance_type: str, facts: InstanceFacts, efa: bool) -> int:
+    """EFA interfaces a node adds to LNet for an EFA-enabled file system, each one connection
+    against LUSTRE_EFA_CONNECTION_LIMIT; 0 when it reaches the file system over TCP (no EFA,
+    or a type that cannot be an EFA Lustre client). The plan configures the nodes with it and
+    the checks count the connections with it."""
+    if not efa or not is_efa_lustre_client(instance_type):
+        return 0
+    devices = efa_device_count(efa_interfaces(facts, efa))
+    return lustre_efa_interface_count(instance_type, facts.network_cards, devices)

@@ -26,17 +26,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# The metadata service's addresses (IPv6 only answers on Nitro instances that enable it;
-# refused all the same, so enabling it later opens nothing).
-IMDS_IPV4 = "169.254.169.254"
-IMDS_IPV6 = "fd00:ec2::254"
+from slurmstack.contract import (
+    IMDS_FIREWALL_RULES_PATH,
+    IMDS_FIREWALL_UNIT,
+    IMDS_IPV4,
+    IMDS_IPV6,
+    MUNGE_UNIT,
+    SLURMCTLD_UNIT,
+    SLURMD_UNIT,
+    unit_path,
+)
+
+# The metadata service's addresses are slurmstack.contract's IMDS_IPV4 and IMDS_IPV6 (IPv6 only
+# answers on Nitro instances that enable it; refused all the same, so enabling it later opens
+# nothing).
 # The one nftables table slurmstack owns: loading replaces only this table, so docker's,
 # ufw's or an operator's own rule sets are left as they are.
 TABLE = "slurmstack_imds"
 
-RULES_PATH = "/etc/slurmstack/imds-firewall.nft"
-UNIT_NAME = "slurmstack-imds-firewall.service"
-UNIT_PATH = f"/etc/systemd/system/{UNIT_NAME}"
+RULES_PATH = IMDS_FIREWALL_RULES_PATH
+UNIT_NAME = IMDS_FIREWALL_UNIT
+UNIT_PATH = unit_path(UNIT_NAME)
 NFT = "/usr/sbin/nft"
 
 
@@ -69,5 +79,5 @@ class MetadataFirewall:
 
 def firewall(role: str, *, head: bool) -> MetadataFirewall:
     """The metadata firewall of the head node (``head``) or of a node of pool ``role``."""
-    daemon = "slurmctld.service" if head else "slurmstack-slurmd.service"
-    return MetadataFirewall(role=role, users=(ROOT,), guarded_units=("munge.service", daemon))
+    daemon = SLURMCTLD_UNIT if head else SLURMD_UNIT
+    return MetadataFirewall(role=role, users=(ROOT,), guarded_units=(MUNGE_UNIT, daemon))

@@ -66,7 +66,8 @@ def parse_text(text: str, source: str) -> tuple[Any, list[Finding]]:
 # A Pulumi stack settings file (Pulumi.<stack>.yaml): the definition is the object under
 # config: slurmstack:cluster, as `pulumi up` reads it.
 STACK_FILE = re.compile(r"^Pulumi\.[^.]+\.ya?ml$")
-STACK_CONFIG_KEY = "slurmstack:cluster"
+STACK_CONFIG_NAMESPACE, STACK_CONFIG_NAME = "slurmstack", "cluster"
+STACK_CONFIG_KEY = f"{STACK_CONFIG_NAMESPACE}:{STACK_CONFIG_NAME}"
 STACK_REGION_KEY = "aws:region"
 
 

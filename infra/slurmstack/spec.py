@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from slurmstack.catalog import InstanceFacts
+from slurmstack.contract import DatabaseType
 
 # Cluster and pool names end up in AWS resource names, Slurm partition/nodeset names and
 # host names, so they follow the strictest of those: DNS-label characters, lowercase.
@@ -159,7 +160,11 @@ class HeadNodeSpec(Model):
     instance_type: str = Field(description="EC2 instance type of the head node, e.g. m7i.4xlarge.")
     ami: AmiId | None = Field(
         default=None,
-        description="Pinned AMI id. Default: Ubuntu 24.04 from its public SSM parameter.",
+        description=(
+            "Your own image for the head node (it must meet the image contract, checked at "
+            "boot; see the README's 'Images'). Default: image.ami, else the image slurmstack "
+            "bakes on Ubuntu 24.04."
+        ),
     )
     root_volume: RootVolume = Field(default_factory=RootVolume, description="Root volume.")
     state_volume_gib: int = Field(
@@ -230,7 +235,11 @@ class PoolSpec(Model):
     )
     ami: AmiId | None = Field(
         default=None,
-        description="Pinned AMI id. Default: the AWS Deep Learning Base GPU AMI (Ubuntu 24.04).",
+        description=(
+            "Your own image for this pool's nodes (it must meet the image contract, checked at "
+            "boot; a node that fails it is replaced). Default: image.ami, else the image "
+            "slurmstack bakes for the pool's kind (NVIDIA, Neuron or CPU)."
+        ),
     )
     root_volume: RootVolume = Field(default_factory=RootVolume, description="Root volume.")
     instance_facts: InstanceFacts | None = Field(
@@ -384,12 +393,6 @@ Description = Annotated[
     _matching(DESCRIPTION_PATTERN, "one line of up to 200 characters, without quotes or '#'"),
     WithJsonSchema({"type": "string", "pattern": DESCRIPTION_PATTERN}),
 ]
-
-
-class DatabaseType(enum.StrEnum):
-    LOCAL = "local"
-    EXTERNAL = "external"
-    RDS = "rds"
 
 
 class AccountingDatabaseSpec(Model):
@@ -616,6 +619,61 @@ class CostSpec(Model):
     )
 
 
+class RolloutSpec(Model):
+    """How a new image (or launch template) reaches a pool's running nodes: the Auto Scaling
+    group's instance refresh, in batches."""
+
+    min_healthy_percentage: int = Field(
+        default=90,
+        ge=0,
+        le=100,
+        description=(
+            "Share of a pool's nodes that stay in service during a refresh: the rest is "
+            "replaced, batch by batch (90: a tenth at a time)."
+        ),
+    )
+    instance_warmup_seconds: int = Field(
+        default=900,
+        ge=0,
+        le=7200,
+        description=(
+            "Seconds a new node gets to boot and join Slurm before the next batch starts."
+        ),
+    )
+
+
+class ImageSpec(Model):
+    """The node images: baked by slurmstack with EC2 Image Builder, or your own."""
+
+    version: int = Field(
+        default=1,
+        ge=1,
+        le=1_000_000,
+        description=(
+            "Image generation. The parent AMIs (Deep Learning Base GPU, Neuron, Ubuntu 24.04) "
+            "are resolved when an image is first built and then kept; raise this number to "
+            "build every image again on the newest parents and roll it out."
+        ),
+    )
+    ami: AmiId | None = Field(
+        default=None,
+        description=(
+            "Your own image for every node (head_node.ami and pools[].ami win over it). It "
+            "must meet the image contract (README, 'Images'); nothing is baked for it."
+        ),
+    )
+    build_instance_type: str | None = Field(
+        default=None,
+        description=(
+            "Instance type Image Builder builds and tests images on. Default: c7i.2xlarge "
+            "(x86_64), c7g.2xlarge (arm64)."
+        ),
+    )
+    rollout: RolloutSpec = Field(
+        default_factory=RolloutSpec, description="How new images reach running pools."
+    )
+
+
 class ClusterSpec(Model):
     """A slurmstack cluster definition (the object under the stack config key slurmstack:cluster)."""
 
@@ -631,6 +689,7 @@ class ClusterSpec(Model):
     slurm: SlurmSpec = Field(default_factory=SlurmSpec, description="Slurm options.")
     nccl: NcclSpec = Field(default_factory=NcclSpec, description="NCCL/libfabric overrides.")
     cost: CostSpec = Field(default_factory=CostSpec, description="Price overrides for plan.")
+    image: ImageSpec = Field(default_factory=ImageSpec, description="Node images.")
     tags: dict[str, str] = Field(
         default_factory=dict, description="Tags added to every AWS resource."
     )

@@ -9,7 +9,7 @@ from typing import Any
 from slurmstack.catalog import Catalog, load_catalog
 from slurmstack.checks import run_checks
 from slurmstack.findings import Finding, Level
-from slurmstack.loader import Loaded, load_file, load_object
+from slurmstack.loader import STACK_CONFIG_KEY, Loaded, load_file, load_object
 from slurmstack.spec import ClusterSpec
 
 
@@ -46,6 +46,6 @@ def validate_file(path: Path, catalog: Catalog | None = None) -> Validated:
 
 
 def validate_object(
-    data: Any, source: str = "slurmstack:cluster", catalog: Catalog | None = None
+    data: Any, source: str = STACK_CONFIG_KEY, catalog: Catalog | None = None
 ) -> Validated:
     return _checked(load_object(data, source), catalog)

@@ -12,12 +12,13 @@ ADAPTED (a rendered key, the test's value; every other line is used as rendered)
   slurmdbd.conf   DbdHost=localhost, DbdPort=<that port>, PidFile and LogFile in the test's dir
   MariaDB's cnf   datadir=<the stand-in state volume>/mariadb, innodb_buffer_pool_size=128M
                   (a shared 2-core machine, not a head node's 4 GiB)
-  accounting.json slurmdbd.port=<that port>
+  accounting.json slurmdbd_port=<that port>
 ADDED (test-only lines):
   slurm.conf      AccountingStoragePass=<the test's munge socket> (slurmctld, sacct and sacctmgr
                   reach slurmdbd through the test's munged, not /run/munge)
   slurmdbd.conf   AuthInfo=socket=<the test's munge socket>
-  MariaDB's cnf   socket, pid-file, log-error in the test's dir; user=mysql
+  MariaDB's cnf   socket (<root>/run/mysqld/mysqld.sock, where the agent looks below its
+                  root), pid-file and log-error in the test's dir; user=mysql
 STAND-INS:
   STATE_VOLUME    <root>/var/spool/slurmctld, a directory: what survives a head replacement
   systemctl       starts and stops the test's mariadbd and slurmdbd (by pid)
@@ -27,7 +28,6 @@ STAND-INS:
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -36,7 +36,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,17 +48,17 @@ from moto import mock_aws
 from helpers_examples import REPO
 from slurm.conftest import (
     Cluster,
-    free_port,
     make_devices,
     require_binaries,
+    reserve_port,
     run,
     wait_for,
     write_config,
 )
 from slurm.slurm_root import localize
-from slurmstack import accounting as acct
-from slurmstack.node.base import BOOTSTRAP_ENV
-from slurmstack.node.node import Node
+from slurmstack import contract
+from slurmstack.node import accounting_db, associations
+from slurmstack.node.context import Context
 from slurmstack.plan import STATE_VOLUME_MOUNT, ClusterPlan, build_plan
 from slurmstack.render import (
     SLURMD_UNIT_PATH,
@@ -122,9 +122,14 @@ class AccountingHead:
     cluster: Cluster
     session: Any
     password: str
-    dbd_port: int = field(default_factory=free_port)
     daemons: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     plan: ClusterPlan | None = None
+
+    def __post_init__(self) -> None:
+        # slurmdbd's port, held with the cluster's two until the cluster stops.
+        reservation = reserve_port()
+        self.cluster.reservations.append(reservation)
+        self.dbd_port = reservation.port
 
     @property
     def root(self) -> Path:
@@ -135,22 +140,21 @@ class AccountingHead:
         return self.root / STATE_VOLUME_MOUNT.lstrip("/")
 
     @property
-    def mysql_run(self) -> Path:
-        return self.root / "mysql-run"
+    def mysql_socket(self) -> Path:
+        """Where the agent's database client looks (below its root)."""
+        return self.node_path(contract.MARIADB_SOCKET)
 
     @property
-    def mysql_socket(self) -> Path:
-        return self.mysql_run / "mysqld.sock"
+    def mysql_run(self) -> Path:
+        return self.mysql_socket.parent
 
     def node_path(self, path: str) -> Path:
         return self.root / path.lstrip("/")
 
     # --- the agent, with systemctl as a stand-in ------------------------------------
 
-    def agent(self) -> Node:
-        node = Node(root=self.root, session=self.session, run=self.run)
-        node.mariadb_socket = str(self.mysql_socket)
-        return node
+    def agent(self) -> Context:
+        return Context(root=self.root, session=self.session, run=self.run)
 
     def run(self, cmd: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
         if cmd[0] == "systemctl":
@@ -165,7 +169,10 @@ class AccountingHead:
         return result
 
     def systemctl(self, verb: str, unit: str) -> subprocess.CompletedProcess[str]:
-        starters = {"mariadb.service": self.start_mariadb, "slurmdbd.service": self.start_slurmdbd}
+        starters = {
+            contract.MARIADB_UNIT: self.start_mariadb,
+            contract.SLURMDBD_UNIT: self.start_slurmdbd,
+        }
         assert unit in starters, f"systemctl {verb} {unit}: not a unit this stand-in runs"
         name = unit.removesuffix(".service")
         if verb == "restart":
@@ -184,12 +191,12 @@ class AccountingHead:
 
     def start_mariadb(self) -> None:
         self.mysql_socket.unlink(missing_ok=True)  # left by a killed server, never by a clean one
-        cnf = self.node_path(acct.MARIADB_CONF_PATH)
+        cnf = self.node_path(contract.MARIADB_CONF_PATH)
         self.spawn("mariadb", ["mariadbd", f"--defaults-file={cnf}"], dict(os.environ))
 
     def start_slurmdbd(self) -> None:
         # slurmdbd reads slurmdbd.conf beside the slurm.conf that SLURM_CONF names.
-        conf_dir = self.node_path(acct.SLURMDBD_CONF_PATH).parent
+        conf_dir = self.node_path(contract.SLURMDBD_CONF_PATH).parent
         env = {**self.cluster.env(), "SLURM_CONF": str(conf_dir / "slurm.conf")}
         env["MYSQL_UNIX_PORT"] = str(self.mysql_socket)
         self.spawn("slurmdbd", ["slurmdbd", "-D"], env)
@@ -206,7 +213,16 @@ class AccountingHead:
             proc.wait(timeout=10)
 
     def stop_all(self) -> None:
-        self.cluster.stop()
+        """Every daemon, by its pid; the ports stay reserved for the head's next boot."""
+        for proc in reversed(self.cluster.procs):
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in reversed(self.cluster.procs):
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
         self.cluster.procs.clear()
         self.daemons.clear()
 
@@ -227,13 +243,13 @@ class AccountingHead:
         write_config(self.cluster, files, prolog, overrides, accounting=True)
         with self.cluster.conf.open("a") as conf:
             conf.write(f"AccountingStoragePass={socket}\n")
-        conf_dir = self.node_path(acct.SLURMDBD_CONF_PATH).parent
+        conf_dir = self.node_path(contract.SLURMDBD_CONF_PATH).parent
         conf_dir.mkdir(parents=True, exist_ok=True)
         link = conf_dir / "slurm.conf"
         if not link.exists():
             link.symlink_to(self.cluster.conf)
         dbd = replace_keys(
-            files[acct.SLURMDBD_CONF_RENDERED_PATH],
+            files[contract.SLURMDBD_CONF_RENDERED_PATH],
             {
                 "DbdHost": "localhost",
                 "DbdPort": str(self.dbd_port),
@@ -241,11 +257,11 @@ class AccountingHead:
                 "LogFile": str(self.root / "log" / "slurmdbd.log"),
             },
         )
-        self.write(acct.SLURMDBD_CONF_RENDERED_PATH, dbd + f"AuthInfo=socket={socket}\n")
+        self.write(contract.SLURMDBD_CONF_RENDERED_PATH, dbd + f"AuthInfo=socket={socket}\n")
         cnf = replace_keys(
-            files[acct.MARIADB_CONF_PATH],
+            files[contract.MARIADB_CONF_PATH],
             {
-                "datadir": str(self.node_path(acct.MARIADB_DATA_DIR)),
+                "datadir": str(self.node_path(contract.MARIADB_DATA_DIR)),
                 "innodb_buffer_pool_size": BUFFER_POOL,
             },
             sep=" = ",
@@ -254,14 +270,15 @@ class AccountingHead:
             f"socket = {self.mysql_socket}\npid-file = {self.mysql_run / 'mariadb.pid'}\n"
             f"log-error = {self.root / 'log' / 'mariadb.err'}\nuser = mysql\n"
         )
-        self.write(acct.MARIADB_CONF_PATH, cnf)
+        self.write(contract.MARIADB_CONF_PATH, cnf)
         # What the head's cloud-init document writes before the agent runs.
         cloud_init = yaml.safe_load(user_data(plan, "head"))
-        (env,) = [f for f in cloud_init["write_files"] if f["path"] == BOOTSTRAP_ENV]
-        self.write(BOOTSTRAP_ENV, env["content"])
-        config = json.loads(files[acct.ACCOUNTING_CONFIG_PATH])
-        config["slurmdbd"]["port"] = self.dbd_port
-        self.write(acct.ACCOUNTING_CONFIG_PATH, json.dumps(config, indent=2))
+        path = contract.BOOTSTRAP_ENV_PATH
+        (env,) = [f for f in cloud_init["write_files"] if f["path"] == path]
+        self.write(path, env["content"])
+        config = contract.read_accounting_config(files[contract.ACCOUNTING_CONFIG_PATH])
+        config = replace(config, slurmdbd_port=self.dbd_port)
+        self.write(contract.ACCOUNTING_CONFIG_PATH, contract.accounting_config_json(config))
 
     def write(self, node_path: str, text: str) -> None:
         path = self.node_path(node_path)
@@ -275,22 +292,21 @@ class AccountingHead:
         cloud-init document; returns both agent steps' results."""
         self.install(plan)
         self.cluster.start_munged()
-        db = self.agent().accounting_db(timeout=90, poll=0.5)
+        db = accounting_db.accounting_db(self.agent(), timeout=90, poll=0.5)
         self.cluster.start_slurmctld()
-        applied = self.agent().accounting_apply()
+        applied = associations.accounting_apply(self.agent())
         assert applied["failed"] == {}, applied
         return {"db": db, "apply": applied}
 
     def start_node(self) -> str:
         """One dynamic node of the dev pool, as its rendered unit starts slurmd."""
         from slurm.test_dynamic_node import node_fields, slurmd_command
-        from slurmstack.node.base import node_name
 
         assert self.plan is not None
         pool = self.plan.pool(POOL)
         assert pool.gpu is not None
         make_devices(self.cluster, "nvidia", pool.gpu.count)
-        name = node_name(f"{pool.name}-", NODE_ADDRESS)
+        name = contract.node_name(contract.node_name_prefix(pool.name), NODE_ADDRESS)
         unit = pool_files(self.plan, pool)[SLURMD_UNIT_PATH]
         # -b: report now as the boot time (this host booted long ago).
         self.cluster.start_slurmd([*slurmd_command(unit, self.cluster, name), "-b"], name)
@@ -349,9 +365,14 @@ def head() -> Iterator[AccountingHead]:
     require_accounting_binaries()
     root = Path(tempfile.mkdtemp(prefix="slurmstack-accounting-"))
     cluster = Cluster(root)
-    # mariadbd runs as mysql: its socket and pid live in a directory of its own.
-    (root / "mysql-run").mkdir()
-    shutil.chown(root / "mysql-run", "mysql", "mysql")
+    # mariadbd runs as mysql: its socket and pid live in a directory of its own, where the
+    # agent looks for the socket (below its root).
+    sockets = root / contract.MARIADB_SOCKET.lstrip("/")
+    sockets.parent.mkdir(parents=True)
+    shutil.chown(sockets.parent, "mysql", "mysql")
+    # The cluster's commands get its own TMPDIR (tests/slurm: PMIx's); mariadb-install-db,
+    # run by the agent as mysql, writes its temporary files there too: sticky, like /tmp.
+    (root / "pmix").chmod(0o1777)
     alphabet = string.ascii_letters + string.digits
     password = "".join(alphabet[b % len(alphabet)] for b in os.urandom(32))
     try:
@@ -360,7 +381,7 @@ def head() -> Iterator[AccountingHead]:
             plan = plan_of(definition(ACCOUNTING))
             assert plan.name == "llm-train"
             session.client("secretsmanager").create_secret(
-                Name=acct.password_secret_name(plan.name), SecretString=password
+                Name=contract.accounting_password_secret_name(plan.name), SecretString=password
             )
             head = AccountingHead(cluster, session, password)
             state = head.state_volume / "state"
@@ -371,7 +392,7 @@ def head() -> Iterator[AccountingHead]:
                 head.start_node()
                 yield head
             finally:
-                head.stop_all()
+                head.cluster.stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

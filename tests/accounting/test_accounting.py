@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from accounting.conftest import ACCOUNTING, PRICE, AccountingHead, definition, plan_of, wait_until
-from slurmstack import accounting as acct
-from slurmstack.node import cli
+from slurmstack import contract
+from slurmstack.node import cli, usage
+from slurmstack.node.associations import accounting_apply
 from slurmstack.node.sacctmgr_text import parse_tres
 from slurmstack.render import head_files
 
@@ -62,7 +63,7 @@ def test_jobs_are_recorded_with_their_gpu_tres(head: AccountingHead) -> None:
 
 
 def test_the_password_is_only_in_the_live_slurmdbd_conf(head: AccountingHead) -> None:
-    live = head.node_path(acct.SLURMDBD_CONF_PATH)
+    live = head.node_path(contract.SLURMDBD_CONF_PATH)
     info = live.stat()
     assert stat.S_IMODE(info.st_mode) == 0o600
     assert pwd.getpwuid(info.st_uid).pw_name == "slurm"
@@ -91,7 +92,7 @@ def test_usage_report_matches_hand_computed_figures(
         "team-c": (0.0, PRICE * (24 / 48) * hours["bin"]),
     }
     now = time.time()
-    report = head.agent().usage(now - 86400, now + 60).as_dict()
+    report = usage.usage(head.agent(), now - 86400, now + 60).as_dict()
     got = {a: (t["gpu_hours"], t["cost_usd"]) for a, t in report["accounts"].items()}
     assert got.keys() == expected.keys()
     for account, (gpu_hours, cost) in expected.items():
@@ -103,13 +104,13 @@ def test_usage_report_matches_hand_computed_figures(
     # A period that starts one second into the first job counts one second less of it.
     start = time.mktime(time.strptime(jobs["nobody"]["Start"], "%Y-%m-%dT%H:%M:%S")) + 1
     end = time.mktime(time.strptime(jobs["nobody"]["End"], "%Y-%m-%dT%H:%M:%S"))
-    clipped = head.agent().usage(start, end).as_dict()
+    clipped = usage.usage(head.agent(), start, end).as_dict()
     assert clipped["accounts"].keys() == {"team-a"}
     assert clipped["total"]["gpu_hours"] == pytest.approx(2 * (hours["nobody"] - 1 / 3600))
     # The agent's command prints the same figures.
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(now - 86400))
     code = cli.main(
-        ["--root", str(head.root), "usage", "--json", "--start", stamp], node=head.agent()
+        ["--root", str(head.root), "usage", "--json", "--start", stamp], ctx=head.agent()
     )
     assert code == 0
     printed = json.loads(capsys.readouterr().out)
@@ -168,7 +169,7 @@ def test_accounts_users_and_qos_follow_the_definition(head: AccountingHead) -> N
     assert defaults["alice"] == "team-a" and defaults["root"] == "root"
 
     # Applying the same definition again changes nothing.
-    again = head.agent().accounting_apply()
+    again = accounting_apply(head.agent())
     assert again["done"] == [] and again["failed"] == {}
 
     # An operator's own: an account with a user, and a user in one of slurmstack's accounts.
@@ -185,7 +186,7 @@ def test_accounts_users_and_qos_follow_the_definition(head: AccountingHead) -> N
     changed["accounts"][1]["users"] = []
     changed["qos"] = [{**changed["qos"][0], "priority": 200, "max_wall_minutes": None}]
     head.install(plan_of(definition(changed)))
-    result = head.agent().accounting_apply()
+    result = accounting_apply(head.agent())
     assert result["failed"] == {}, result
     # Users leave first (sacctmgr keeps an account that is someone's default), then team-c.
     assert result["done"] == [
@@ -216,7 +217,7 @@ def test_accounts_users_and_qos_follow_the_definition(head: AccountingHead) -> N
     assert set(qos) == {"normal", "big"}
     assert qos["big"]["priority"] == "200" and qos["big"]["maxwall"] == ""
     # And once more: nothing left to do.
-    again = head.agent().accounting_apply()
+    again = accounting_apply(head.agent())
     assert again["done"] == [] and again["failed"] == {}
 
 
@@ -226,7 +227,7 @@ def test_the_database_survives_a_head_replacement(head: AccountingHead) -> None:
     head.stop_all()
     # A new head node: only the state volume (and the secret) carries over. The live
     # slurmdbd.conf, the rendered files and MariaDB's socket are gone with the old one.
-    for gone in ("etc", "mysql-run"):
+    for gone in ("etc", "run/mysqld"):
         for entry in (head.root / gone).iterdir():
             shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
     assert head.plan is not None
@@ -234,5 +235,6 @@ def test_the_database_survives_a_head_replacement(head: AccountingHead) -> None:
     assert booted["db"]["initialized"] is False  # the database was found, not made
     assert booted["apply"]["done"] == []  # and still holds what the definition says
     assert head.sacct_jobs(*JOB_FIELDS) == before
-    assert (head.node_path(acct.MARIADB_DATA_DIR) / "slurm_acct_db").is_dir()
-    assert os.stat(head.node_path(acct.MARIADB_DATA_DIR)).st_uid == pwd.getpwnam("mysql").pw_uid
+    assert (head.node_path(contract.MARIADB_DATA_DIR) / "slurm_acct_db").is_dir()
+    data_dir = os.stat(head.node_path(contract.MARIADB_DATA_DIR))
+    assert data_dir.st_uid == pwd.getpwnam("mysql").pw_uid

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers_examples import EXAMPLE_IDS, example_plan
-from slurmstack.render import AGENT_DIR, agent_modules, render_cluster
+from slurmstack.render import AGENT_DIR, agent_files, render_cluster
 
 GOLDEN = Path(__file__).resolve().parent / "files"
 UPDATE = os.environ.get("SLURMSTACK_UPDATE_GOLDEN") == "1"
@@ -48,7 +48,7 @@ def test_render_matches_golden(example: str) -> None:
     rendered = golden_view(everything)
     # "head/..." or "pools/<pool>/...": the role directories of the render layout.
     roles = {"/".join(rel.split("/")[: 1 if rel.startswith("head/") else 2]) for rel in rendered}
-    modules = sorted(m.name for m in agent_modules())
+    modules = sorted(p[len(AGENT_MARK) :] for p in agent_files() if p.startswith(AGENT_MARK))
     for role in roles:
         prefix = f"{role}{AGENT_DIR}/"
         delivered = sorted(rel[len(prefix) :] for rel in everything if rel.startswith(prefix))

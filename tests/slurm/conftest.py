@@ -13,6 +13,7 @@ here if missing.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pwd
 import shutil
@@ -23,6 +24,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -65,10 +67,44 @@ def require_binaries() -> None:
         pytest.skip("the Slurm tests need root")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+# Ports for the tests' daemons: below the kernel's ephemeral range (32768-60999 by default),
+# so no client socket of this machine is ever given one, and each held by a lock on a file
+# named after it from the moment it is chosen until the daemon using it is stopped: a port
+# reserved by one test (in this process, another xdist worker, or another run) is never
+# chosen by a second one, and nothing listening on it already is taken either.
+PORT_RANGE = range(20000, 30000)
+PORT_LOCKS = Path(tempfile.gettempdir()) / "slurmstack-test-ports"
+
+
+@dataclass
+class PortReservation:
+    port: int
+    lock: IO[bytes]
+
+    def release(self) -> None:
+        self.lock.close()  # closing the file drops its lock
+
+
+def reserve_port() -> PortReservation:
+    PORT_LOCKS.mkdir(exist_ok=True)
+    start = (os.getpid() * 7919) % len(PORT_RANGE)  # spread the processes over the range
+    for offset in range(len(PORT_RANGE)):
+        port = PORT_RANGE[(start + offset) % len(PORT_RANGE)]
+        lock = open(PORT_LOCKS / str(port), "ab")  # noqa: SIM115 - held until release()
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            continue
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:  # something outside these tests listens there
+                lock.close()
+                continue
+        return PortReservation(port, lock)
+    raise RuntimeError(f"no free port in {PORT_RANGE}")
 
 
 @dataclass
@@ -76,12 +112,13 @@ class Cluster:
     """Paths, ports and processes of one test's Slurm."""
 
     root: Path
-    ctld_port: int = field(default_factory=free_port)
-    slurmd_port: int = field(default_factory=free_port)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    reservations: list[PortReservation] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        for sub in ("etc", "state", "spool", "log", "run", "munge", "dev"):
+        self.reservations = [reserve_port(), reserve_port()]
+        self.ctld_port, self.slurmd_port = (r.port for r in self.reservations)
+        for sub in ("etc", "state", "spool", "log", "run", "munge", "dev", "pmix"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         # slurmctld, as SlurmUser, reaches the test's directory and writes its own parts.
         user = ensure_slurm_user()
@@ -100,7 +137,13 @@ class Cluster:
         return self.root / "munge" / "munge.socket.2"
 
     def env(self) -> dict[str, str]:
-        return command_env({**os.environ, "SLURM_CONF": str(self.conf)}, self.root)
+        # PMIx's temporary directories (Slurm's mpi/pmix: SLURM_PMIX_SRV_TMPDIR for the
+        # server's spmix_appdir_*, SLURM_PMIX_TMPDIR for the clients', else TMPDIR, else /tmp)
+        # in this test's own directory: another run's stale /tmp/spmix_appdir_* cannot break srun.
+        pmix = str(self.root / "pmix")
+        own = {"SLURM_CONF": str(self.conf), "SLURM_PMIX_SRV_TMPDIR": pmix}
+        own |= {"SLURM_PMIX_TMPDIR": pmix, "TMPDIR": pmix}
+        return command_env({**os.environ, **own}, self.root)
 
     def spawn(self, cmd: list[str], log: str) -> subprocess.Popen[bytes]:
         out = open(self.root / "log" / log, "wb")  # noqa: SIM115 - closed with the process
@@ -165,6 +208,8 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=5)
+        for reservation in self.reservations:
+            reservation.release()
 
 
 def run(cmd: list[str], cluster: Cluster, check: bool = True, timeout: float = 30):

@@ -10,8 +10,7 @@ import pytest
 
 from helpers_examples import example_plan
 from slurm.conftest import Cluster, make_devices, run, wait_for, write_config
-from slurmstack.node.base import node_name
-from slurmstack.plan import SLURMCTLD_PORT
+from slurmstack.contract import SLURMCTLD_PORT, node_name, node_name_prefix
 from slurmstack.render import SLURMD_UNIT_PATH, TASK_PROLOG_PATH, head_files, pool_files
 
 pytestmark = pytest.mark.slurm
@@ -44,7 +43,7 @@ def start_node(cluster: Cluster, example: str, pool_name: str) -> tuple[str, obj
         make_devices(cluster, "nvidia", pool.gpu.count)
     cluster.start_munged()
     cluster.start_slurmctld()
-    name = node_name(f"{pool.name}-", "10.42.7.19")
+    name = node_name(node_name_prefix(pool.name), "10.42.7.19")
     cmd = slurmd_command(files[SLURMD_UNIT_PATH], cluster, name)
     assert cmd[:4] == ["/usr/sbin/slurmd", "-D", "-s", "-Z"]
     cluster.start_slurmd(cmd, name)

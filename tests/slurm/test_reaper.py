@@ -18,8 +18,9 @@ import pytest
 from helpers_examples import example_plan
 from slurm.conftest import Cluster, wait_for, write_config
 from slurm.test_dynamic_node import node_fields, slurmd_command
-from slurmstack.node import base, cli, slurm_records
-from slurmstack.node.node import Node
+from slurmstack import contract
+from slurmstack.node import cli, reaper, slurm_records
+from slurmstack.node.context import Context
 from slurmstack.render import (
     NODE_CONFIG_PATH,
     SLURMD_UNIT_PATH,
@@ -33,7 +34,7 @@ pytestmark = pytest.mark.slurm
 SLURMD_TIMEOUT = "3"
 
 
-def head_node(cluster: Cluster, files: dict[str, str]) -> Node:
+def head_node(cluster: Cluster, files: dict[str, str]) -> Context:
     """The agent as on the head node: its node.json as rendered, scontrol for real (with this
     test's SLURM_CONF), no AWS."""
     root = cluster.root / "head"
@@ -45,7 +46,7 @@ def head_node(cluster: Cluster, files: dict[str, str]) -> Node:
         env = cluster.env()
         return subprocess.run(cmd, check=check, text=True, capture_output=True, env=env)
 
-    return Node(root=root, run=run, sleep=lambda _s: None, owner=lambda _n: (0, 0))
+    return Context(root=root, run=run, sleep=lambda _s: None, owner=lambda _n: (0, 0))
 
 
 def state(cluster: Cluster, name: str) -> str:
@@ -65,7 +66,7 @@ def test_reap_deletes_the_node_slurmctld_found_dead_and_keeps_the_live_one(
 
     # The instance that dies. Both slurmds listen on this host's one SlurmdPort, so the
     # replacement starts only once slurmctld has given up on the first.
-    dead = base.node_name(f"{pool.name}-", "10.42.7.19")
+    dead = contract.node_name(contract.node_name_prefix(pool.name), "10.42.7.19")
     slurmd = cluster.start_slurmd(slurmd_command(unit, cluster, dead), dead)
     wait_for(lambda: state(cluster, dead).startswith("IDLE"), f"{dead} idle", cluster)
     slurmd.terminate()
@@ -76,23 +77,23 @@ def test_reap_deletes_the_node_slurmctld_found_dead_and_keeps_the_live_one(
     assert fields["State"] == "DOWN+DYNAMIC_NORM+NOT_RESPONDING"
 
     # Its replacement: a new address, so a new name.
-    live = base.node_name(f"{pool.name}-", "10.42.9.3")
+    live = contract.node_name(contract.node_name_prefix(pool.name), "10.42.9.3")
     cluster.start_slurmd(slurmd_command(unit, cluster, live), live)
     wait_for(lambda: state(cluster, live).startswith("IDLE"), f"{live} idle", cluster)
 
     node = head_node(cluster, head)
     # The record as the reaper reads it: Slurm's own reason, stamped by SlurmUser.
-    records = {n["NodeName"]: n for n in node.slurm_nodes()}
+    records = {n["NodeName"]: n for n in reaper.slurm_nodes(node)}
     assert records[dead]["Reason"] == "Not responding"
-    assert records[dead]["ReasonUser"] in node.slurm_users()
+    assert records[dead]["ReasonUser"] in reaper.slurm_users(node)
     assert slurm_records.slurm_time(records[dead]["ReasonTime"]) is not None
 
     # Within the default grace period nothing goes.
-    early = node.reap(ec2=False)
+    early = reaper.reap(node, ec2=False)
     assert early["deleted"] == []
     assert "grace" in early["kept"][dead]
 
-    code = cli.main(["reap", "--grace", "0", "--no-ec2"], node=node)
+    code = cli.main(["reap", "--grace", "0", "--no-ec2"], ctx=node)
     assert code == 0
     result = json.loads(capsys.readouterr().out)
     assert result["deleted"] == [dead]
@@ -103,7 +104,7 @@ def test_reap_deletes_the_node_slurmctld_found_dead_and_keeps_the_live_one(
     assert cluster.scontrol("show", "node", dead, check=False).returncode != 0
     assert state(cluster, live).startswith("IDLE")
     # Nothing left to do: a second run deletes nothing.
-    assert node.reap(grace=0, ec2=False)["deleted"] == []
+    assert reaper.reap(node, grace=0, ec2=False)["deleted"] == []
 
 
 def test_reap_keeps_a_node_an_operator_drained_before_it_died(cluster: Cluster) -> None:
@@ -117,7 +118,7 @@ def test_reap_keeps_a_node_an_operator_drained_before_it_died(cluster: Cluster) 
     write_config(cluster, head, files[TASK_PROLOG_PATH], {"SlurmdTimeout": SLURMD_TIMEOUT})
     cluster.start_munged()
     cluster.start_slurmctld()
-    name = base.node_name(f"{pool.name}-", "10.42.7.23")
+    name = contract.node_name(contract.node_name_prefix(pool.name), "10.42.7.23")
     slurmd = cluster.start_slurmd(slurmd_command(files[SLURMD_UNIT_PATH], cluster, name), name)
     wait_for(lambda: state(cluster, name).startswith("IDLE"), f"{name} idle", cluster)
     cluster.scontrol("update", f"nodename={name}", "state=drain", "reason=ECC errors on GPU 3")
@@ -127,9 +128,9 @@ def test_reap_keeps_a_node_an_operator_drained_before_it_died(cluster: Cluster) 
     assert {"DRAIN", "NOT_RESPONDING"} <= set(state(cluster, name).split("+"))
 
     node = head_node(cluster, head)
-    (record,) = [n for n in node.slurm_nodes() if n["NodeName"] == name]
+    (record,) = [n for n in reaper.slurm_nodes(node) if n["NodeName"] == name]
     assert record["Reason"].startswith("ECC errors on GPU 3")
-    result = node.reap(grace=0, ec2=False)
+    result = reaper.reap(node, grace=0, ec2=False)
     assert result["deleted"] == []
     assert "left for the operator" in result["kept"][name]
     assert cluster.scontrol("show", "node", name, check=False).returncode == 0

@@ -18,7 +18,7 @@ import pytest
 from helpers_examples import EXAMPLE_IDS, example_plan
 from slurm.conftest import make_devices, run, write_config
 from slurm.slurm_root import slurm_root
-from slurmstack.node.base import node_name
+from slurmstack.contract import node_name, node_name_prefix
 from slurmstack.render import head_files, pool_files
 
 pytestmark = pytest.mark.slurm
@@ -111,7 +111,7 @@ def test_gres_per_pool(cluster, example: str) -> None:
         if pool.gpu is not None:
             make_devices(cluster, "nvidia" if pool.gpu.kind == "gpu" else "neuron", pool.gpu.count)
     for pool in plan.pools:
-        name = node_name(f"{pool.name}-", "10.42.3.7")
+        name = node_name(node_name_prefix(pool.name), "10.42.3.7")
         (cluster.root / "spool" / name).mkdir()
         result = run(
             [

@@ -20,6 +20,7 @@ IAM_PREFIX = {
     "efs": "elasticfilesystem",
     "fsx": "fsx",
     "iam": "iam",
+    "imagebuilder": "imagebuilder",
     "s3": "s3",
     "secretsmanager": "secretsmanager",
     "ssm": "ssm",

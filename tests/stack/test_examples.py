@@ -3,6 +3,7 @@ how many, and the safety properties every resource must have."""
 
 from __future__ import annotations
 
+import gzip
 import ipaddress
 import json
 from collections import Counter
@@ -29,12 +30,15 @@ from helpers_stack import (
     T_SECRET_VERSION,
     T_SSE,
     T_VOLUME,
+    user_data_bytes,
     user_data_texts,
 )
+from slurmstack.contract import CLUSTER_TAG, POOL_TAG, ROLE_TAG
 from slurmstack.offline import OfflineRun
 from slurmstack.plan import ClusterPlan
+from slurmstack.render import USER_DATA_LIMIT, user_data
 from slurmstack.spec import CapacityType
-from slurmstack.stack.common import CLUSTER_TAG, POOL_TAG, ROLE_TAG
+from slurmstack.stack.user_data import ec2_user_data
 
 pytestmark = pytest.mark.stack
 
@@ -149,6 +153,27 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
     groups = sum(1 for p in plan.pools if p.placement_group and p.placement_group_name is None)
     if groups:
         c[T_PG] = groups
+    # Node images: one per distinct (accelerator kind, architecture) among the nodes without an
+    # AMI of their own; one build role, group and rule, one infrastructure configuration per
+    # architecture, the shared agent object and two bundle objects (script, settings) per image.
+    kinds = set()
+    for role, facts in [("head", plan.head.facts), *((p.name, p.facts) for p in plan.pools)]:
+        own = spec.head_node.ami if role == "head" else plan.pool(role).ami
+        if (own or spec.image.ami) is None:
+            accelerator = facts.accelerator.kind if facts.accelerator else "cpu"
+            kinds.add((accelerator, facts.architecture.value))
+    if kinds:
+        c["aws:iam/role:Role"] += 1
+        c["aws:iam/rolePolicy:RolePolicy"] += 1
+        c["aws:iam/instanceProfile:InstanceProfile"] += 1
+        c["aws:ec2/securityGroup:SecurityGroup"] += 1
+        c[T_EGRESS] += 1
+        c["aws:s3/bucketObjectv2:BucketObjectv2"] += 1 + 2 * len(kinds)
+        c["aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration"] = len(
+            {arch for _, arch in kinds}
+        )
+        for kind in ("component:Component", "imageRecipe:ImageRecipe", "image:Image"):
+            c[f"aws:imagebuilder/{kind}"] = len(kinds)
     return c
 
 
@@ -334,6 +359,22 @@ def test_stateful_resources_protected(example_run: Example) -> None:
         assert resource.options.retain_on_delete is (protect and resource.type in retained)
     (bucket,) = result.of_type(T_BUCKET)
     assert bucket.inputs["forceDestroy"] is (not protect)
+
+
+def test_ec2_gets_the_rendered_documents_gzip_compressed(example_run: Example) -> None:
+    """The head and each launch template carry their role's cloud-init document as rendered
+    (and as `slurmstack render` writes it), gzip-compressed within EC2's limit."""
+    _, plan, result = example_run
+    raw = user_data_bytes(result)
+    roles = {f"{plan.name}-head": "head"} | {
+        f"{plan.name}-pool-{p.name}": p.name for p in plan.pools
+    }
+    assert set(raw) == set(roles)
+    for name, role in roles.items():
+        assert raw[name][:2] == b"\x1f\x8b", name  # gzip's magic: cloud-init decompresses it
+        assert raw[name] == ec2_user_data(plan, role)
+        assert len(raw[name]) <= USER_DATA_LIMIT
+        assert gzip.decompress(raw[name]).decode() == user_data(plan, role)
 
 
 def test_munge_key_never_in_plain_text(example_run: Example) -> None:

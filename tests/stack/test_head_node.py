@@ -4,6 +4,7 @@ network interface of its own, and new user data neither stops nor replaces a run
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 from typing import Any
 
@@ -64,7 +65,9 @@ def test_new_user_data_does_not_stop_the_head(monkeypatch: pytest.MonkeyPatch) -
     definition = small_cluster()
     before = run_definition(definition)
     original = render.bootstrap_source
-    monkeypatch.setattr(render, "bootstrap_source", lambda: original() + "# a new bootstrap\n")
+    monkeypatch.setattr(
+        render.cloud_init, "bootstrap_source", lambda: original() + "# a new bootstrap\n"
+    )
     after = run_definition(definition)
     old, new = before.one(T_INSTANCE), after.one(T_INSTANCE)
     assert old.inputs.keys() == new.inputs.keys()
@@ -72,7 +75,7 @@ def test_new_user_data_does_not_stop_the_head(monkeypatch: pytest.MonkeyPatch) -
     assert changed == {"userDataBase64", "tags"}
     assert "userDataBase64" in new.options.ignore_changes
     for head in (old, new):
-        text = base64.b64decode(head.inputs["userDataBase64"])
+        text = gzip.decompress(base64.b64decode(head.inputs["userDataBase64"]))
         assert head.inputs["tags"][USER_DATA_TAG] == hashlib.sha256(text).hexdigest()
     assert old.inputs["tags"][USER_DATA_TAG] != new.inputs["tags"][USER_DATA_TAG]
     # The way to pick up a new bootstrap on purpose: replace the head by its URN.

@@ -15,9 +15,10 @@ import parliament
 import pytest
 
 from helpers_stack import EXAMPLE_IDS, T_ASG, T_BUCKET, T_INSTANCE, T_LT, example, plan_of, run_ok
+from slurmstack.contract import CLUSTER_TAG, POOL_TAG, ROLE_TAG
 from slurmstack.offline.standins import ACCOUNT_ID, call_stand_in
 from slurmstack.plan import ClusterPlan
-from slurmstack.stack.common import CLUSTER_TAG, POOL_TAG, ROLE_TAG
+from slurmstack.stack import policies
 from stack.iam_eval import decide
 
 pytestmark = pytest.mark.stack
@@ -78,6 +79,11 @@ class ClusterIam:
     accounting_secret_arn: str | None  # the accounting database's password (head node only)
     groups: dict[str, tuple[str, dict[str, str]]]  # pool -> (ASG ARN, ASG tags)
     deployer_user_id: str
+    build_policy: dict[str, Any] | None  # the image build role's (None: no image is baked)
+
+    @property
+    def build_role(self) -> str:
+        return f"{self.plan.name}-image-build"
 
     @property
     def head(self) -> str:
@@ -102,12 +108,15 @@ def cluster_iam(stem: str) -> ClusterIam:
         )
         for g in result.of_type(T_ASG)
     }
+    policies = {
+        p.inputs["name"]: json.loads(p.inputs["policy"]) for p in result.of_type(T_ROLE_POLICY)
+    }
+    build_policy = policies.pop(f"{plan.name}-image-build", None)
     return ClusterIam(
         stem=stem,
         plan=plan,
-        role_policies={
-            p.inputs["name"]: json.loads(p.inputs["policy"]) for p in result.of_type(T_ROLE_POLICY)
-        },
+        role_policies=policies,
+        build_policy=build_policy,
         role_tags={r.inputs["name"]: r.inputs["tags"] for r in result.of_type(T_ROLE)},
         trust_policies={
             r.inputs["name"]: json.loads(r.inputs["assumeRolePolicy"])
@@ -141,10 +150,13 @@ def listed(value: Any) -> list[str]:
 def test_one_role_per_pool_and_each_node_uses_its_own(iam: ClusterIam) -> None:
     plan = iam.plan
     expected = {iam.head} | {iam.pool_role(p.name) for p in plan.pools}
-    assert set(iam.role_policies) == expected == set(iam.role_tags)
+    assert set(iam.role_policies) == expected
+    # ... and the image build role, for the instances Image Builder builds images on.
+    assert iam.build_policy is not None
+    assert set(iam.role_tags) == expected | {iam.build_role}
     result = run_ok(example(iam.stem))
     profiles = {p.inputs["name"]: p.inputs["role"] for p in result.of_type(T_PROFILE)}
-    assert profiles == {name: name for name in expected}
+    assert profiles == {name: name for name in expected | {iam.build_role}}
     assert result.one(T_INSTANCE).inputs["iamInstanceProfile"] == iam.head
     for template in result.of_type(T_LT):
         arn = template.inputs["iamInstanceProfile"]["arn"]
@@ -160,7 +172,7 @@ def test_one_role_per_pool_and_each_node_uses_its_own(iam: ClusterIam) -> None:
         }, name
     for name, tags in iam.role_tags.items():
         assert tags[CLUSTER_TAG] == plan.name and tags[ROLE_TAG] == "identity", name
-        if name != iam.head:
+        if name not in (iam.head, iam.build_role):
             assert tags[POOL_TAG] == name.removeprefix(f"{plan.name}-pool-")
 
 
@@ -198,6 +210,46 @@ def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
                         and f"autoScalingGroupName/{plan.name}-pool-" in resource
                     )
                 ), (role, resource)
+
+
+def test_the_image_build_role_reads_its_bundles_and_components_only(iam: ClusterIam) -> None:
+    """The instances Image Builder builds on: the cluster's build bundles and components, the
+    SSM agent in the cluster's region; not the munge key, parameters or configuration, no write."""
+    policy, bucket, plan = iam.build_policy, iam.bucket_arn, iam.plan
+    assert policy is not None
+    region, levels = plan.region, access_levels()
+    component = (
+        f"arn:aws:imagebuilder:{region}:{ACCOUNT_ID}:component/{plan.name}-image-cpu-x/1.0.0/1"
+    )
+    other = f"arn:aws:imagebuilder:{region}:{ACCOUNT_ID}:component/other-image-cpu-x/1.0.0/1"
+
+    def ask(action: str, resource: str, context: dict[str, str] | None = None) -> str:
+        return decide([policy], action, resource, context)
+
+    assert ask("s3:GetObject", f"{bucket}/images/0123abcd") == "allow"
+    assert ask("imagebuilder:GetComponent", component) == "allow"
+    assert ask("imagebuilder:GetComponent", other) == "implicit-deny"
+    assert ask("s3:GetObject", f"{bucket}/config/0123abcd") == "implicit-deny"
+    assert ask("s3:GetObject", f"{bucket}/checkpoints/step-100") == "implicit-deny"
+    assert ask("secretsmanager:GetSecretValue", iam.secret_arn) == "implicit-deny"
+    parameter = f"arn:aws:ssm:{region}:{ACCOUNT_ID}:parameter{plan.parameter_prefix}/head/address"
+    assert ask("ssm:GetParameter", parameter) == "implicit-deny"
+    for action in ("s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion"):
+        assert ask(action, f"{bucket}/images/0123abcd") == "deny", action
+    assert ask("ssm:UpdateInstanceInformation", "*", {"aws:RequestedRegion": region}) == "allow"
+    assert ask("ssm:UpdateInstanceInformation", "*", {"aws:RequestedRegion": "xx-east-9"}) == (
+        "implicit-deny"
+    )
+    # Scoped like the node roles: no mutating action on every resource without a condition.
+    own = (f"{bucket}/images/*", policies.image_component_arn(plan, ACCOUNT_ID))
+    for statement in policy["Statement"]:
+        if statement["Effect"] == "Deny":
+            continue
+        mutating = [a for a in listed(statement["Action"]) if levels[a.lower()] not in READ_LEVELS]
+        for resource in listed(statement["Resource"]):
+            assert resource in own or (
+                resource == "*" and (not mutating or statement.get("Condition"))
+            )
 
 
 def test_a_pool_node_marks_only_its_own_pools_instances(iam: ClusterIam) -> None:
@@ -318,6 +370,8 @@ def test_every_document_passes_the_linter(iam: ClusterIam) -> None:
     documents: list[tuple[str, str, dict[str, Any]]] = [
         ("node", role, policy) for role, policy in iam.role_policies.items()
     ]
+    assert iam.build_policy is not None
+    documents.append(("node", iam.build_role, iam.build_policy))
     documents += [("trust", role, trust) for role, trust in iam.trust_policies.items()]
     documents.append(("bucket", "bucket", iam.bucket_policy))
     for kind, name, document in documents:

@@ -19,7 +19,7 @@ from helpers_stack import (
     run_ok,
 )
 from slurmstack import render
-from slurmstack.stack.common import NODE_AGENT
+from slurmstack.contract import AGENT_PATH
 from slurmstack.stack.config_store import apply_config_commands
 
 pytestmark = pytest.mark.stack
@@ -31,7 +31,13 @@ def test_config_store_objects_manifest_and_association() -> None:
     store = render.config_store(plan)
     result = run_ok(definition)
     bucket = result.one(T_BUCKET)
-    objects = {o.inputs["key"]: o for o in result.of_type(T_OBJECT)}
+    objects = {
+        o.inputs["key"]: o
+        for o in result.of_type(T_OBJECT)
+        if not o.inputs["key"].startswith(
+            "images/"
+        )  # the image build bundles (tests/stack/test_images.py)
+    }
     manifest_object = objects.pop(store.manifest_key)
     assert set(objects) == set(store.objects)
     for key, obj in objects.items():
@@ -61,6 +67,6 @@ def test_config_store_objects_manifest_and_association() -> None:
     # The script (run for real in tests/unit/test_apply_config_document.py) syncs with the
     # agent, then reconfigures.
     assert commands == apply_config_commands()
-    assert f"agent={NODE_AGENT}" in commands and 'if ! "$agent" sync-config; then' in commands
+    assert f"agent={AGENT_PATH}" in commands and 'if ! "$agent" sync-config; then' in commands
     assert 'until "$scontrol" reconfigure; do' in commands
     assert document.inputs["documentType"] == "Command"

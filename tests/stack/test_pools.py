@@ -8,6 +8,8 @@ import pytest
 from helpers_stack import T_ASG, T_LT, T_OBJECT, T_PG, run, run_ok, small_cluster
 from slurmstack.offline import OfflineRun
 
+T_IMAGE = "aws:imagebuilder/image:Image"
+
 pytestmark = pytest.mark.stack
 
 
@@ -103,11 +105,34 @@ def test_spot_pool() -> None:
     assert result.one(T_ASG).inputs["capacityRebalance"] is True
 
 
-def test_image_from_public_parameter_at_launch_unless_pinned() -> None:
-    lt = run_ok(small_cluster()).one(T_LT).inputs
-    assert lt["imageId"].startswith("resolve:ssm:/aws/service/deeplearning/")
-    pinned = run_ok(small_cluster(ami="ami-0123456789abcdef0")).one(T_LT).inputs
-    assert pinned["imageId"] == "ami-0123456789abcdef0"
+def test_image_is_the_baked_ami_or_the_pools_own() -> None:
+    """Never resolved at launch: every node of a template version boots the same AMI."""
+    result = run_ok(small_cluster())
+    lt = result.one(T_LT).inputs
+    (image,) = [i for i in result.of_type(T_IMAGE) if i.name == "tiny-image-nvidia-x86-64"]
+    assert lt["imageId"] == image.outputs["outputResources"][0]["amis"][0]["image"]
+    assert not lt["imageId"].startswith("resolve:")
+    pinned = run_ok(small_cluster(ami="ami-0123456789abcdef0"))
+    assert pinned.one(T_LT).inputs["imageId"] == "ami-0123456789abcdef0"
+    # The pool brings its own image: only the head's (CPU) image is baked.
+    assert [i.name for i in pinned.of_type(T_IMAGE)] == ["tiny-image-cpu-x86-64"]
+
+
+def test_a_new_template_version_rolls_out_in_batches() -> None:
+    definition = small_cluster()
+    definition["image"] = {
+        "rollout": {"min_healthy_percentage": 75, "instance_warmup_seconds": 600}
+    }
+    refresh = run_ok(definition).one(T_ASG).inputs["instanceRefresh"]
+    assert refresh["strategy"] == "Rolling"
+    assert refresh["preferences"] == {
+        "minHealthyPercentage": 75,
+        "maxHealthyPercentage": 100,
+        "instanceWarmup": "600",
+        "skipMatching": True,
+    }
+    default = run_ok(small_cluster()).one(T_ASG).inputs["instanceRefresh"]["preferences"]
+    assert default["minHealthyPercentage"] == 90
 
 
 def test_8_and_10240_gpus_register_the_same_resources() -> None:

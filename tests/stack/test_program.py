@@ -127,20 +127,19 @@ def test_ssh_puts_the_head_node_in_the_public_subnet_behind_its_internet_route()
     assert "head_public_ip" not in private.outputs
 
 
-def test_head_node_ami_resolved_once_and_then_ignored() -> None:
+def test_head_node_boots_the_baked_image_and_ignores_a_new_one() -> None:
     result = run_ok(small_cluster())
     head = result.one(T_INSTANCE)
-    assert head.inputs["ami"].startswith("ami-")
+    (image,) = [i for i in result.of_type("aws:imagebuilder/image:Image") if "cpu" in i.name]
+    assert head.inputs["ami"] == image.outputs["outputResources"][0]["amis"][0]["image"]
     assert head.options.ignore_changes == ("ami", "userDataBase64")
-    calls = [args["name"] for token, args in result.invokes if token.endswith("getParameter")]
-    assert calls == [
-        "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id"
-    ]
+    # Nothing is looked up: the parent is resolved by Image Builder when it builds.
+    assert not [args for token, args in result.invokes if token.endswith("getParameter")]
     pinned = small_cluster()
     pinned["head_node"]["ami"] = "ami-0fedcba9876543210"
     head = run_ok(pinned).one(T_INSTANCE)
     assert head.inputs["ami"] == "ami-0fedcba9876543210"
-    assert head.options.ignore_changes == ("userDataBase64",)
+    assert head.options.ignore_changes == ("ami", "userDataBase64")
 
 
 def test_pulumi_yaml_matches_pulumis_project_schema() -> None:
@@ -193,3 +192,20 @@ def test_sixty_four_pools_fit_the_config_store() -> None:
     manifest = next(r for r in result.of_type(T_OBJECT) if r.inputs["key"] == key)
     assert len(json.loads(manifest.inputs["content"])) == 65  # head + 64 pools
     assert len(manifest.inputs["content"]) > 8192
+
+
+def test_the_project_entry_runs_the_packaged_program() -> None:
+    """infra/__main__.py (what `pulumi` runs) is a thin entry: run as Pulumi runs it, it
+    registers exactly what the packaged program (what `slurmstack plan` runs) registers."""
+    from slurmstack.loader import STACK_CONFIG_KEY
+    from slurmstack.offline import config_for
+
+    entry = (REPO / "infra" / "__main__.py").read_text()
+    assert "from slurmstack.program import main" in entry and entry.count("\n") < 10
+    config = config_for(small_cluster())
+    assert STACK_CONFIG_KEY in config
+    packaged = run_program(config)
+    project = run_program(config, program=REPO / "infra")
+    assert packaged.error is None and project.error is None
+    assert [r.to_dict() for r in project.resources] == [r.to_dict() for r in packaged.resources]
+    assert project.outputs == packaged.outputs

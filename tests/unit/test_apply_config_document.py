@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from helpers_examples import example_plan
+from slurmstack.contract import AGENT_PATH
 from slurmstack.render import BOOTSTRAP_DONE, BOOTSTRAP_FAILED
-from slurmstack.stack.common import NODE_AGENT
 from slurmstack.stack.config_store import (
     APPLY_TIMEOUT_SECONDS,
     MANIFEST_HASH_PARAMETER,
@@ -155,7 +155,7 @@ def test_the_document_runs_that_script_within_its_timeout() -> None:
     assert RECONFIGURE_ATTEMPTS * RECONFIGURE_DELAY_SECONDS < APPLY_TIMEOUT_SECONDS - 120
     # The production values the stand-ins replace, and nothing else differs.
     script = apply_config_commands()
-    assert f"agent={NODE_AGENT}" in script and f"scontrol={SCONTROL}" in script
+    assert f"agent={AGENT_PATH}" in script and f"scontrol={SCONTROL}" in script
     assert f"done_marker={BOOTSTRAP_DONE}" in script
     changed = apply_config_commands(agent="a", scontrol="s", done_marker="d", failed_marker="f")
     differ = [i for i, (x, y) in enumerate(zip(script, changed, strict=True)) if x != y]

@@ -20,6 +20,7 @@ FAMILIES = [
     "accounting",
     "nccl",
     "tags",
+    "images",
 ]
 
 

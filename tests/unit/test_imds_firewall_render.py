@@ -17,7 +17,8 @@ import yaml
 
 from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack import imds_firewall
-from slurmstack.render import HEAD_ROLE, head_packages, pool_packages, roles, user_data
+from slurmstack.plan import images
+from slurmstack.render import HEAD_ROLE, roles, user_data
 
 ENABLE = ["systemctl", "enable", "--now", imds_firewall.UNIT_NAME]
 
@@ -99,8 +100,9 @@ def test_rule_set_admits_root_only(example: str) -> None:
 
 def test_nft_is_installed_on_every_node() -> None:
     plan = example_plan("p5-training")
-    assert "nftables" in head_packages(plan)
-    assert all("nftables" in pool_packages(pool) for pool in plan.pools)
+    # nft comes with the image (every image bakes nftables; the boot checks it is there).
+    assert "nftables" in images.image_pins()["packages"]["common"]
+    assert all("cmd:nft" in images.role_image_contract(plan, role) for role in roles(plan))
 
 
 def test_unit_passes_systemd_analyze(tmp_path: Path) -> None:

@@ -8,24 +8,12 @@ from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack.fsx import is_efa_lustre_client, lustre_efa_interface_count
 from slurmstack.plan import (
     MAX_NODE_COUNT_STEP,
-    SLURMCTLD_PORT,
-    SLURMD_PORT,
-    SRUN_PORT_RANGE,
     ClusterPlan,
     MountKind,
     PlanError,
     build_plan,
 )
 from slurmstack.spec import ClusterSpec
-
-
-def test_ports_match_the_stack_security_groups() -> None:
-    common = pytest.importorskip("slurmstack.stack.common")
-    assert (SLURMCTLD_PORT, SLURMD_PORT, SRUN_PORT_RANGE) == (
-        common.SLURMCTLD_PORT,
-        common.SLURMD_PORT,
-        common.SRUN_PORT_RANGE,
-    )
 
 
 def test_p5_pool() -> None:

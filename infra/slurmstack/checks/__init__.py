@@ -46,6 +46,7 @@ def _with_rule(finding: Finding, name: str) -> Finding:
 from slurmstack.checks import (  # noqa: E402
     accounting,
     capacity,
+    images,
     instances,
     names,
     nccl,
@@ -61,6 +62,7 @@ __all__ = [
     "Rule",
     "accounting",
     "capacity",
+    "images",
     "instances",
     "names",
     "nccl",

@@ -6,19 +6,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from slurmstack.accounting import (
-    DEFAULT_QOS,
     RDS_MAX_USER_LENGTH,
     RDS_SUBNET_PREFIX,
-    ROOT_ACCOUNT,
     known_tres,
-    plan_rds_subnets,
+    spec_rds_subnets,
 )
 from slurmstack.catalog import Catalog
 from slurmstack.checks import rule
 from slurmstack.checks.common import error, pools_with_facts, suggestion, warning
+from slurmstack.contract import DEFAULT_QOS, ROOT_ACCOUNT, DatabaseType
 from slurmstack.findings import Finding
-from slurmstack.plan import PlanError, build_plan
-from slurmstack.spec import AccountingSpec, ClusterSpec, DatabaseType
+from slurmstack.spec import AccountingSpec, ClusterSpec
 
 PATH = "slurm.accounting"
 # Database fields that only an rds database uses.
@@ -105,10 +103,10 @@ def accounting_rds_network(spec: ClusterSpec, catalog: Catalog) -> Iterator[Find
         )
         return
     try:
-        plan = build_plan(spec, catalog)
-    except (PlanError, KeyError, ValueError):
-        return  # the rules of the definition's other parts say why
-    if not plan_rds_subnets(plan, catalog):
+        room = spec_rds_subnets(spec, catalog)
+    except ValueError:
+        return  # a VPC too small to carve: the network rules say why
+    if spec.network.vpc_cidr is not None and not room:
         yield error(
             f"{path}.type",
             f"an rds database needs two free /{RDS_SUBNET_PREFIX} blocks of the VPC outside the "

@@ -226,11 +226,12 @@ def head_architecture_mismatch(spec: ClusterSpec, catalog: Catalog) -> Iterator[
 def default_ami_architecture(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     for pf in pools_with_facts(spec, catalog):
         facts = pf.facts
-        if pf.pool.ami is None and facts.accelerator and facts.architecture is Architecture.ARM64:
+        own = pf.pool.ami or spec.image.ami
+        if own is None and facts.accelerator and facts.architecture is Architecture.ARM64:
             yield error(
                 f"{pf.path}.ami",
                 f"{pf.pool.instance_type} is arm64, but the default Deep Learning AMI is "
-                "x86_64; pin an arm64 accelerated AMI with ami: ami-...",
+                "x86_64; bring an arm64 accelerated image of your own with ami: ami-...",
             )
 
 
@@ -239,7 +240,8 @@ def default_ami_architecture(spec: ClusterSpec, catalog: Catalog) -> Iterator[Fi
 def root_volume_dlami(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     for pf in pools_with_facts(spec, catalog):
         size = pf.pool.root_volume.size_gib
-        if pf.pool.ami is None and pf.facts.accelerator is not None and size < DLAMI_MIN_ROOT_GIB:
+        own = pf.pool.ami or spec.image.ami
+        if own is None and pf.facts.accelerator is not None and size < DLAMI_MIN_ROOT_GIB:
             yield error(
                 f"{pf.path}.root_volume.size_gib",
                 f"root volume of {size} GiB is smaller than the {DLAMI_MIN_ROOT_GIB} GiB the "

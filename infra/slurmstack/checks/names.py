@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from slurmstack.catalog import Catalog
 from slurmstack.checks import rule
 from slurmstack.checks.common import error
+from slurmstack.contract import HEAD_ROLE
 from slurmstack.findings import Finding
 from slurmstack.spec import ClusterSpec
 
@@ -20,7 +21,7 @@ S3_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
 RESERVED_POOL_NAMES = {
     "default": "PartitionName=DEFAULT and NodeName=DEFAULT set Slurm defaults, not a partition",
     "all": "ALL is Slurm's keyword for every node (Nodes=ALL; NodeName=ALL is a fatal error)",
-    "head": "'head' is the slurmstack:role of the head node; its SSM commands and IAM "
+    HEAD_ROLE: "'head' is the slurmstack:role of the head node; its SSM commands and IAM "
     "conditions select resources by that tag",
     "login": "'login' is reserved for slurmstack's login-node role",
 }

@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from slurmstack.catalog import Catalog
 from slurmstack.checks import rule
 from slurmstack.checks.common import error, pools_with_facts, warning
+from slurmstack.efa import addresses_per_node, efa_interfaces
 from slurmstack.findings import Finding
-from slurmstack.plan import _subnets, efa_interfaces
 from slurmstack.spec import ClusterSpec, LustreSpec
+from slurmstack.subnets import carve
 
 # A new VPC: AWS allows /16 to /28; slurmstack carves a compute and a public subnet out of
 # it, so /24 is the smallest that leaves the compute subnet room for a useful cluster.
@@ -59,7 +60,7 @@ def compute_subnet(spec: ClusterSpec) -> ipaddress.IPv4Network | None:
     if vpc is not None and not VPC_PREFIX_RANGE[0] <= vpc.prefixlen <= VPC_PREFIX_RANGE[1]:
         return None  # refused by vpc_cidr_size; the plan cannot carve such a VPC
     try:
-        return _subnets(spec)[2]
+        return carve(spec)[2]
     except ValueError:
         return None
 
@@ -72,7 +73,7 @@ def _per_node_addresses(spec: ClusterSpec, catalog: Catalog) -> list[tuple[int, 
         pf = known.get(index)
         per_node = 1
         if pf is not None:
-            per_node = sum(1 for i in efa_interfaces(pf.facts, pf.efa) if i.uses_ip_address)
+            per_node = addresses_per_node(efa_interfaces(pf.facts, pf.efa))
         out.append((index, per_node, pool.count))
     return out
 
@@ -214,7 +215,7 @@ def compute_subnet_prefix(spec: ClusterSpec, catalog: Catalog) -> Iterator[Findi
             f"use a prefix of /{vpc.prefixlen + 1} or longer",
         )
         return
-    _, public, compute = _subnets(spec)
+    _, public, compute = carve(spec)
     if compute is not None and public is not None and compute.overlaps(public):
         yield error(
             "network.compute_subnet_prefix",

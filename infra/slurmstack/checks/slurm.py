@@ -192,9 +192,9 @@ DROPPED_AFTER_KEYS: dict[str, str] = {
     **dict.fromkeys(("AccountingStorageLoc", "AccountingStorageUser"), "25.11"),
 }
 
-# Keys slurm.accounting derives (slurmstack.accounting and the slurm.conf template write them):
-# every accounting-storage key (slurmdbd's host, port, TRES, enforcement), how job usage is
-# gathered, and the priority plugin with the fair-share and QoS weights. The other priority
+# Keys slurm.accounting derives (slurmstack.plan.accounting and the slurm.conf template write
+# them): every accounting-storage key (slurmdbd's host, port, TRES, enforcement), how job usage
+# is gathered, and the priority plugin with the fair-share and QoS weights. The other priority
 # weights and factors (age, job size, partition, decay) stay the user's, in slurm.settings.
 ACCOUNTING_PREFIX = "accountingstorage"
 ACCOUNTING_KEYS = frozenset(

@@ -20,10 +20,9 @@ from slurmstack.fsx import (
     SCRATCH_1_STEP,
     SSD_STEP,
     THROUGHPUT,
-    is_efa_lustre_client,
+    lustre_client_efa_interfaces,
     lustre_efa_blockers,
     lustre_efa_enabled,
-    lustre_efa_interface_count,
     reads_lustre_with_gpudirect_storage,
     resolved_throughput,
     round_up,
@@ -344,13 +343,10 @@ def lustre_efa_connections(spec: ClusterSpec, catalog: Catalog) -> Iterator[Find
         lustre, spec.region, catalog.regions.get(spec.region)
     ):
         return
-    total = 0
-    for pf in pools_with_facts(spec, catalog):
-        if pf.efa and is_efa_lustre_client(pf.pool.instance_type):
-            per_node = lustre_efa_interface_count(
-                pf.pool.instance_type, pf.facts.network_cards, pf.facts.max_efa_interfaces
-            )
-            total += pf.pool.count * per_node
+    total = sum(
+        pf.pool.count * lustre_client_efa_interfaces(pf.pool.instance_type, pf.facts, pf.efa)
+        for pf in pools_with_facts(spec, catalog)
+    )
     if total > LUSTRE_EFA_CONNECTION_LIMIT:
         yield warning(
             "storage.lustre.efa",

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from slurmstack.catalog import Catalog
 from slurmstack.checks import rule
 from slurmstack.checks.common import error
+from slurmstack.contract import CLUSTER_TAG, POOL_TAG, ROLE_TAG, TAG_PREFIX
 from slurmstack.findings import Finding
 from slurmstack.spec import ClusterSpec
 
@@ -24,8 +25,8 @@ TAG_PUNCTUATION = frozenset("+-=._:/@ ")
 # Tags slurmstack puts on every resource it creates (the stack imports this tuple): the
 # resource name, the cluster, the role (head or the pool name) and, on pool resources, the
 # pool. User tags must leave room for them and must not reuse their prefix.
-SLURMSTACK_TAG_KEYS = ("Name", "slurmstack:cluster", "slurmstack:role", "slurmstack:pool")
-SLURMSTACK_TAG_PREFIX = "slurmstack:"
+SLURMSTACK_TAG_KEYS = ("Name", CLUSTER_TAG, ROLE_TAG, POOL_TAG)
+SLURMSTACK_TAG_PREFIX = TAG_PREFIX
 
 
 def _allowed(text: str) -> bool:

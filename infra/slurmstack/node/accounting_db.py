@@ -14,38 +14,59 @@ the database client on its standard input, and never printed or put on a command
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
-import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .base import AgentError, NodeBase, log, write_atomic
+from ..contract import (
+    ACCOUNTING_COMMANDS,
+    ACCOUNTING_CONFIG_PATH,
+    LOCAL_DATABASE_COMMANDS,
+    MARIADB_DATA_DIR,
+    MARIADB_SOCKET,
+    MARIADB_UNIT,
+    SLURMDBD_CONF_PATH,
+    SLURMDBD_CONF_RENDERED_PATH,
+    SLURMDBD_UNIT,
+    AccountingConfig,
+    AccountingDatabase,
+    DeployParameter,
+    read_accounting_config,
+)
+from . import system
+from .context import AgentError, Context, log, write_atomic
 
-ACCOUNTING_CONFIG = "/etc/slurmstack/accounting.json"
-# Where Debian's and Ubuntu's MariaDB puts its socket (50-server.cnf); slurmdbd's "localhost"
-# reaches it there too (MariaDB's client library default).
-MARIADB_SOCKET = "/run/mysqld/mysqld.sock"
-# What the head image must hold for a local database (slurmstack.accounting.HEAD_PACKAGES).
-LOCAL_DATABASE_COMMANDS = ("mariadb-install-db", "mariadb", "slurmdbd")
-HEAD_PACKAGES = "slurmdbd mariadb-server"
 MYSQL_USER = "mysql"
 SLURM_USER = "slurm"
 # Characters slurmdbd.conf can carry in a value without quoting: printable ASCII but blanks and
 # quotes ('#' and '\\' are escaped with a backslash, which Slurm's parser strips).
 _UNQUOTABLE = frozenset(" \t\"'")
+IMAGE_CONTRACT_DOC = "the image contract: README, 'Images'"
 
 
 class AccountingOff(Exception):
     """accounting.json says accounting is off (or is missing: an older configuration)."""
 
 
-def run_sql(cmd: list[str], sql: str) -> subprocess.CompletedProcess[str]:
-    """A database client command with ``sql`` on its standard input (never on its command
-    line, where any user could read it in the process list)."""
-    return subprocess.run(cmd, input=sql, text=True, capture_output=True, check=False)
+def accounting_config(ctx: Context) -> AccountingConfig:
+    """accounting.json; AccountingOff when it says accounting is off (or is missing)."""
+    path = ctx.path(ACCOUNTING_CONFIG_PATH)
+    if not path.exists():
+        raise AccountingOff(f"{ACCOUNTING_CONFIG_PATH} is missing")
+    config = read_accounting_config(path.read_text())
+    if not config.enabled:
+        raise AccountingOff("slurm.accounting.enabled is false")
+    return config
+
+
+def require_accounting(ctx: Context) -> AccountingConfig:
+    try:
+        return accounting_config(ctx)
+    except AccountingOff as off:
+        raise AgentError(f"accounting is off ({off})") from None
 
 
 def sql_string(value: str) -> str:
@@ -99,7 +120,7 @@ def install_db_command(data_dir: str) -> list[str]:
     ]
 
 
-def client_command(socket_path: str = MARIADB_SOCKET) -> list[str]:
+def client_command(socket_path: str) -> list[str]:
     return ["mariadb", f"--socket={socket_path}", "--user=root", "--batch", "--skip-column-names"]
 
 
@@ -111,116 +132,114 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
-class AccountingDb(NodeBase):
-    # Injectable for tests: the SQL runner and the socket of the local server.
-    sql_runner: Any = staticmethod(run_sql)
-    mariadb_socket: str = MARIADB_SOCKET
+def missing_commands(database: AccountingDatabase) -> list[str]:
+    """What the head image lacks for this database (the boot's contract check names the same
+    commands; this catches accounting turned on later for an image of one's own)."""
+    wanted = [*ACCOUNTING_COMMANDS, *(LOCAL_DATABASE_COMMANDS if database.local else ())]
+    return [name for name in wanted if shutil.which(name) is None]
 
-    def accounting_config(self) -> dict[str, Any]:
-        """accounting.json; AccountingOff when it says accounting is off (or is missing)."""
-        path = self.path(ACCOUNTING_CONFIG)
-        if not path.exists():
-            raise AccountingOff(f"{ACCOUNTING_CONFIG} is missing")
-        config: dict[str, Any] = json.loads(path.read_text())
-        if not config.get("enabled"):
-            raise AccountingOff("slurm.accounting.enabled is false")
-        return config
 
-    def database_password(self, secret: str) -> str:
-        value = self.client("secretsmanager").get_secret_value(SecretId=secret)
-        password = value.get("SecretString")
-        if not password:
-            raise AgentError(f"secret {secret} holds no SecretString (the database password)")
-        return str(password)
+def database_password(ctx: Context, secret: str) -> str:
+    value = ctx.aws.secretsmanager().get_secret_value(SecretId=secret)
+    password = value.get("SecretString")
+    if not password:
+        raise AgentError(f"secret {secret} holds no SecretString (the database password)")
+    return str(password)
 
-    def accounting_db(self, timeout: float = 120.0, poll: float = 2.0) -> dict[str, Any]:
-        """Set up the database and slurmdbd (see the module's docstring)."""
-        try:
-            config = self.accounting_config()
-        except AccountingOff as off:
-            log(f"accounting-db: accounting is off ({off}): nothing to do")
-            return {"enabled": False}
-        db = config["database"]
-        if db["type"] == "local":
-            missing = [c for c in LOCAL_DATABASE_COMMANDS if shutil.which(c) is None]
-            if missing:
-                raise AgentError(
-                    f"{', '.join(missing)} not found: the head image must hold {HEAD_PACKAGES} "
-                    "for the local accounting database"
-                )
-        elif shutil.which("slurmdbd") is None:
-            raise AgentError("slurmdbd not found: the head image must hold the slurmdbd package")
-        password = self.database_password(str(db["password_secret"]))
-        result: dict[str, Any] = {"enabled": True, "database": db["type"]}
-        if db["type"] == "local":
-            result["initialized"] = self.local_database(db, password, timeout, poll)
-        # The rendered file names the host, unless it is known only at deploy time (rds).
-        host = None
-        if db.get("host") is None:
-            host = self.wait_parameter(str(db["host_parameter"]))
-        slurmdbd = config["slurmdbd"]
-        rendered = self._read(str(slurmdbd["rendered_conf"]))
-        if rendered is None:
-            raise AgentError(f"{slurmdbd['rendered_conf']} is missing: run sync-config first")
-        text = slurmdbd_conf(rendered, password, host)
-        live = self.path(str(slurmdbd["conf"]))
-        changed = not live.exists() or live.read_text() != text
-        if changed:
-            write_atomic(live, text.encode(), 0o600, owner=self.owner(SLURM_USER))  # type: ignore[operator]
-        self.sh("systemctl", "enable", "slurmdbd.service", check=False)
-        self.sh("systemctl", "restart" if changed else "start", "slurmdbd.service")
-        self._wait(lambda: port_open(int(slurmdbd["port"])), "slurmdbd's port", timeout, poll)
-        result["slurmdbd_conf_changed"] = changed
-        return result
 
-    def local_database(
-        self, db: dict[str, Any], password: str, timeout: float, poll: float
-    ) -> bool:
-        """The local MariaDB on its data directory, with slurmdbd's user. True when the data
-        directory was made now (a first boot); a replacement head finds it on the volume."""
-        data_dir = str(db["data_dir"])
-        initialized = self.initialize_data_dir(data_dir)
-        wanted = str(self.path(data_dir))
-        self.sh("systemctl", "enable", "mariadb.service", check=False)
-        if self.server_data_dir() != wanted:
-            # Still on the image's /var/lib/mysql (or down): restart onto the state volume.
-            self.sh("systemctl", "restart", "mariadb.service")
-        self._wait(
-            lambda: self.server_data_dir() == wanted, "MariaDB on its data directory", timeout, poll
+def wait_until(
+    ctx: Context, ready: Callable[[], bool], what: str, timeout: float, poll: float
+) -> None:
+    waited = 0.0
+    while not ready():
+        if waited >= timeout:
+            raise AgentError(f"{what} did not come up within {int(timeout)} s")
+        ctx.sleep(poll)
+        waited += poll
+
+
+def accounting_db(ctx: Context, timeout: float = 120.0, poll: float = 2.0) -> dict[str, Any]:
+    """Set up the database and slurmdbd (see the module's docstring)."""
+    try:
+        config = accounting_config(ctx)
+    except AccountingOff as off:
+        log(f"accounting-db: accounting is off ({off}): nothing to do")
+        return {"enabled": False}
+    db = config.database
+    if db is None:
+        raise AgentError(f"{ACCOUNTING_CONFIG_PATH} names no database: run sync-config")
+    missing = missing_commands(db)
+    if missing:
+        raise AgentError(
+            f"{', '.join(missing)} not found: the head image must hold them for the "
+            f"{db.type.value} accounting database ({IMAGE_CONTRACT_DOC})"
         )
-        self.sql(database_user_sql(str(db["user"]), password, str(db["name"])))
-        return initialized
+    password = database_password(ctx, db.password_secret)
+    result: dict[str, Any] = {"enabled": True, "database": db.type.value}
+    if db.local:
+        result["initialized"] = local_database(ctx, db, password, timeout, poll)
+    # The rendered file names the host, unless it is known only at deploy time (rds).
+    host = None
+    if db.host is None:
+        host = ctx.wait_parameter(DeployParameter.ACCOUNTING_DB_HOST)
+    rendered = system.read(ctx, SLURMDBD_CONF_RENDERED_PATH)
+    if rendered is None:
+        raise AgentError(f"{SLURMDBD_CONF_RENDERED_PATH} is missing: run sync-config first")
+    text = slurmdbd_conf(rendered, password, host)
+    live = ctx.path(SLURMDBD_CONF_PATH)
+    changed = not live.exists() or live.read_text() != text
+    if changed:
+        write_atomic(live, text.encode(), 0o600, owner=ctx.owner(SLURM_USER))
+    ctx.sh("systemctl", "enable", SLURMDBD_UNIT, check=False)
+    ctx.sh("systemctl", "restart" if changed else "start", SLURMDBD_UNIT)
+    port = config.slurmdbd_port
+    wait_until(ctx, lambda: port_open(port), "slurmdbd's port", timeout, poll)
+    result["slurmdbd_conf_changed"] = changed
+    return result
 
-    def initialize_data_dir(self, data_dir: str) -> bool:
-        """mariadb-install-db into ``data_dir`` unless it already holds a database."""
-        path = self.path(data_dir)
-        if (path / "mysql").is_dir():
-            return False
-        path.mkdir(parents=True, exist_ok=True)
-        uid, gid = self.owner(MYSQL_USER)  # type: ignore[operator]
-        os.chown(path, uid, gid)
-        os.chmod(path, 0o700)
-        self._ok(*install_db_command(str(path)))
-        log(f"accounting-db: made the database in {data_dir}")
-        return True
 
-    def server_data_dir(self) -> str | None:
-        """The running server's data directory, None when it does not answer."""
-        result = self.sql_runner(client_command(self.mariadb_socket), "SELECT @@datadir;\n")
-        if result.returncode != 0:
-            return None
-        return str(Path(result.stdout.strip())) if result.stdout.strip() else None
+def local_database(
+    ctx: Context, db: AccountingDatabase, password: str, timeout: float, poll: float
+) -> bool:
+    """The local MariaDB on its data directory, with slurmdbd's user. True when the data
+    directory was made now (a first boot); a replacement head finds it on the volume."""
+    initialized = initialize_data_dir(ctx)
+    wanted = str(ctx.path(MARIADB_DATA_DIR))
+    ctx.sh("systemctl", "enable", MARIADB_UNIT, check=False)
+    if server_data_dir(ctx) != wanted:
+        # Still on the image's /var/lib/mysql (or down): restart onto the state volume.
+        ctx.sh("systemctl", "restart", MARIADB_UNIT)
+    wait_until(
+        ctx, lambda: server_data_dir(ctx) == wanted, "MariaDB on its data directory", timeout, poll
+    )
+    run_sql(ctx, database_user_sql(db.user, password, db.name))
+    return initialized
 
-    def sql(self, statements: str) -> None:
-        result = self.sql_runner(client_command(self.mariadb_socket), statements)
-        if result.returncode != 0:
-            # The client echoes no statement on failure, only the server's error.
-            raise AgentError(f"the database refused slurmdbd's user: {result.stderr.strip()}")
 
-    def _wait(self, ready: Any, what: str, timeout: float, poll: float) -> None:
-        waited = 0.0
-        while not ready():
-            if waited >= timeout:
-                raise AgentError(f"{what} did not come up within {int(timeout)} s")
-            self.sleep(poll)  # type: ignore[operator]
-            waited += poll
+def initialize_data_dir(ctx: Context) -> bool:
+    """mariadb-install-db into the data directory unless it already holds a database."""
+    path = ctx.path(MARIADB_DATA_DIR)
+    if (path / "mysql").is_dir():
+        return False
+    path.mkdir(parents=True, exist_ok=True)
+    uid, gid = ctx.owner(MYSQL_USER)
+    os.chown(path, uid, gid)
+    os.chmod(path, 0o700)
+    ctx.ok(*install_db_command(str(path)))
+    log(f"accounting-db: made the database in {MARIADB_DATA_DIR}")
+    return True
+
+
+def server_data_dir(ctx: Context) -> str | None:
+    """The running server's data directory, None when it does not answer."""
+    result = ctx.feed(client_command(str(ctx.path(MARIADB_SOCKET))), "SELECT @@datadir;\n")
+    if result.returncode != 0:
+        return None
+    return str(Path(result.stdout.strip())) if result.stdout.strip() else None
+
+
+def run_sql(ctx: Context, statements: str) -> None:
+    result = ctx.feed(client_command(str(ctx.path(MARIADB_SOCKET))), statements)
+    if result.returncode != 0:
+        # The client echoes no statement on failure, only the server's error.
+        raise AgentError(f"the database refused slurmdbd's user: {result.stderr.strip()}")

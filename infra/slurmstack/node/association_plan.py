@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .sacctmgr_text import ROOT_ACCOUNT, Observed
+from ..contract import ROOT_ACCOUNT, AccountingAccount, AccountingConfig, AccountingQos
+from .sacctmgr_text import Observed
 
 # What slurmstack writes into the accounts it creates (sacctmgr shows it as Org), so an
 # operator sees which accounts the definition manages.
@@ -65,44 +66,44 @@ def tres_setting(want: dict[str, int], have: dict[str, int]) -> str:
     return ",".join(f"{name}={value}" for name, value in sorted(items.items()))
 
 
-def qos_settings(want: dict[str, Any], have: dict[str, Any] | None) -> list[str]:
+def qos_settings(want: AccountingQos, have: dict[str, Any] | None) -> list[str]:
     settings = []
-    if have is None or want["description"].lower() != have["description"].lower():
-        settings.append(f"Description={want['description']}")
+    if have is None or want.description.lower() != have["description"].lower():
+        settings.append(f"Description={want.description}")
     for key, name in QOS_SCALARS:
-        value = want[key]
+        value = getattr(want, key)
         if (have is None and value is not None) or (have is not None and value != have[key]):
             settings.append(f"{name}={-1 if value is None else value}")
     for key, name in QOS_TRES:
         before = {} if have is None else have[key]
-        if want[key] != before:
-            settings.append(f"{name}={tres_setting(want[key], before)}")
+        if getattr(want, key) != before:
+            settings.append(f"{name}={tres_setting(getattr(want, key), before)}")
     return settings
 
 
-def account_settings(want: dict[str, Any], have: dict[str, Any] | None) -> list[str]:
+def account_settings(want: AccountingAccount, have: dict[str, Any] | None) -> list[str]:
     """Association settings. qos and default_qos are the effective ones (accounting.json
     resolves inheritance), as sacctmgr shows them."""
     settings = []
-    if have is None or want["parent"] != have["parent"]:
-        settings.append(f"Parent={want['parent']}")
-    if have is None or want["fairshare"] != have["fairshare"]:
-        settings.append(f"Fairshare={want['fairshare']}")
-    if have is None or sorted(want["qos"]) != have["qos"]:
-        settings.append(f"QOS={','.join(sorted(want['qos']))}")
-    default = want["default_qos"]
+    if have is None or want.parent != have["parent"]:
+        settings.append(f"Parent={want.parent}")
+    if have is None or want.fairshare != have["fairshare"]:
+        settings.append(f"Fairshare={want.fairshare}")
+    if have is None or sorted(want.qos) != have["qos"]:
+        settings.append(f"QOS={','.join(sorted(want.qos))}")
+    default = want.default_qos
     if default is not None and (have is None or default != have["default_qos"]):
         settings.append(f"DefaultQOS={default}")
     before = {} if have is None else have["grp_tres"]
-    if want["grp_tres"] != before:
-        settings.append(f"GrpTRES={tres_setting(want['grp_tres'], before)}")
+    if want.grp_tres != before:
+        settings.append(f"GrpTRES={tres_setting(want.grp_tres, before)}")
     return settings
 
 
-def _qos_actions(desired: dict[str, Any], observed: Observed) -> list[Action]:
+def _qos_actions(desired: AccountingConfig, observed: Observed) -> list[Action]:
     actions = []
-    for want in desired["qos"]:
-        name, have = want["name"], observed.qos.get(want["name"])
+    for want in desired.qos:
+        name, have = want.name, observed.qos.get(want.name)
         settings = qos_settings(want, have)
         if have is None:
             actions.append(
@@ -113,14 +114,14 @@ def _qos_actions(desired: dict[str, Any], observed: Observed) -> list[Action]:
     return actions
 
 
-def _account_actions(desired: dict[str, Any], observed: Observed) -> list[Action]:
-    cluster = str(desired["cluster"])
+def _account_actions(desired: AccountingConfig, observed: Observed) -> list[Action]:
+    cluster = desired.cluster
     actions = []
-    for want in desired["accounts"]:
-        name, have = want["name"], observed.accounts.get(want["name"])
+    for want in desired.accounts:
+        name, have = want.name, observed.accounts.get(want.name)
         settings = account_settings(want, have)
         if have is None:
-            head = [f"Cluster={cluster}", f"Description={want['description']}"]
+            head = [f"Cluster={cluster}", f"Description={want.description}"]
             head.append(f"Organization={ORGANIZATION}")
             args = ("add", "account", name, *head, *settings)
             actions.append(Action(f"add account {name}", args, ("accounts", name)))
@@ -128,22 +129,22 @@ def _account_actions(desired: dict[str, Any], observed: Observed) -> list[Action
         where = {"name": name, "cluster": cluster}
         if settings:
             actions.append(Action(f"modify account {name}", modify("account", where, settings)))
-        if want["description"].lower() != observed.descriptions.get(name, "").lower():
-            described = [f"Description={want['description']}"]
+        if want.description.lower() != observed.descriptions.get(name, "").lower():
+            described = [f"Description={want.description}"]
             actions.append(
                 Action(f"describe account {name}", modify("account", {"name": name}, described))
             )
     return actions
 
 
-def _user_actions(desired: dict[str, Any], observed: Observed) -> list[Action]:
-    cluster = str(desired["cluster"])
+def _user_actions(desired: AccountingConfig, observed: Observed) -> list[Action]:
+    cluster = desired.cluster
     actions = []
     known = observed.users()
-    for user in desired["users"]:
-        name, default = user["name"], user["default_account"]
+    for user in desired.users:
+        name, default = user.name, user.default_account
         existed = name in known
-        for account in user["accounts"]:  # the default account comes first
+        for account in user.accounts:  # the default account comes first
             if (name, account) in observed.members:
                 continue
             args = ["add", "user", name, f"Account={account}", f"Cluster={cluster}"]
@@ -160,13 +161,16 @@ def _user_actions(desired: dict[str, Any], observed: Observed) -> list[Action]:
 
 
 def _removal_actions(
-    desired: dict[str, Any], observed: Observed, owned: dict[str, list[str]], kept: dict[str, str]
+    desired: AccountingConfig,
+    observed: Observed,
+    owned: dict[str, list[str]],
+    kept: dict[str, str],
 ) -> list[Action]:
-    cluster = str(desired["cluster"])
+    cluster = desired.cluster
     owned_members = set(owned.get("members", []))
-    wanted_accounts = {a["name"] for a in desired["accounts"]}
-    wanted_members = {(u["name"], a) for u in desired["users"] for a in u["accounts"]}
-    defaults = {u["name"]: u["default_account"] for u in desired["users"]}
+    wanted_accounts = {a.name for a in desired.accounts}
+    wanted_members = {(u.name, a) for u in desired.users for a in u.accounts}
+    defaults = {u.name: u.default_account for u in desired.users}
     going = [a for a in owned.get("accounts", []) if a not in wanted_accounts]
     accounts = removable_accounts(going, observed, owned_members, kept)
     actions = []
@@ -199,7 +203,7 @@ def _removal_actions(
         actions.append(
             Action(f"remove account {account}", remove("account", where), None, disowned)
         )
-    wanted_qos = {q["name"] for q in desired["qos"]}
+    wanted_qos = {q.name for q in desired.qos}
     for name in sorted(set(owned.get("qos", [])) - wanted_qos):
         if name in observed.qos:
             actions.append(
@@ -248,7 +252,7 @@ def _depth(account: str, observed: Observed) -> int:
     return depth
 
 
-def decide(desired: dict[str, Any], observed: Observed, owned: dict[str, list[str]]) -> Decision:
+def decide(desired: AccountingConfig, observed: Observed, owned: dict[str, list[str]]) -> Decision:
     """The commands that bring slurmdbd to ``desired`` (accounting.json)."""
     out = Decision()
     out.actions += _qos_actions(desired, observed)

@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 
-from .base import (
+from ..contract import (
     HEAD_ROLE,
-    PARAM_BUCKET,
-    PARAM_CONFIG_MANIFEST,
-    AgentError,
-    NodeBase,
-    log,
-    write_atomic,
+    REAPER_TIMER,
+    SLURM_CONF_PATH,
+    DeployParameter,
+    matches_key,
+    unit_path,
 )
+from . import system
+from .context import AgentError, Context, log, write_atomic
 
 # Keys of slurm.conf that scontrol reconfigure does not apply: slurmctld must restart.
 RESTART_KEYS = ("MaxNodeCount", "SlurmctldPort", "SlurmdPort", "SlurmctldParameters")
-# The reaper (head node). Its timer is enabled by sync-config wherever it is merely disabled;
+# The reaper's timer (head node) is enabled by sync-config wherever it is merely disabled;
 # an operator turns the reaper off for good with `systemctl mask slurmstack-reaper.timer`.
-REAPER_TIMER = "slurmstack-reaper.timer"
-REAPER_TIMER_PATH = f"/etc/systemd/system/{REAPER_TIMER}"
+REAPER_TIMER_PATH = unit_path(REAPER_TIMER)
 
 
 def file_mode(node_path: str) -> int:
@@ -28,7 +27,7 @@ def file_mode(node_path: str) -> int:
     return 0o755 if executable else 0o644
 
 
-def _restart_keys(slurm_conf: str) -> dict[str, str]:
+def restart_keys(slurm_conf: str) -> dict[str, str]:
     out = {}
     for line in slurm_conf.splitlines():
         key, _, value = line.split("#", 1)[0].partition("=")
@@ -37,50 +36,49 @@ def _restart_keys(slurm_conf: str) -> dict[str, str]:
     return out
 
 
-class ConfigSync(NodeBase):
-    def sync_config(self, timeout: float = 3600.0, poll: float = 10.0) -> list[str]:
-        """Bring this role's files up to date with the manifest; return the changed paths."""
-        role = self.role
-        manifest_key = self.wait_parameter(PARAM_CONFIG_MANIFEST, timeout, poll)
-        bucket = self.wait_parameter(PARAM_BUCKET, timeout, poll)
-        s3 = self.client("s3")
-        # The parameter names the manifest object by its content hash; check it like any file.
-        manifest_body = s3.get_object(Bucket=bucket, Key=manifest_key)["Body"].read()
-        if hashlib.sha256(manifest_body).hexdigest() != manifest_key.rsplit("/", 1)[-1]:
-            raise AgentError(f"s3://{bucket}/{manifest_key} does not match its sha256")
-        manifest = json.loads(manifest_body)
-        if role not in manifest:
-            raise AgentError(f"the manifest has no entry for role {role!r}")
-        changed: list[str] = []
-        old_slurm_conf = self._read("/etc/slurm/slurm.conf")
-        for node_path, key in sorted(manifest[role].items()):
-            digest = key.rsplit("/", 1)[-1]
-            target = self.path(node_path)
-            if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() == digest:
-                continue
-            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-            if hashlib.sha256(body).hexdigest() != digest:
-                raise AgentError(f"s3://{bucket}/{key} does not match its sha256")
-            write_atomic(target, body, file_mode(node_path))
-            changed.append(node_path)
-        if any(p.startswith("/etc/systemd/") for p in changed):
-            self.sh("systemctl", "daemon-reload", check=False)
-        if role == HEAD_ROLE:
-            self._enable_reaper()
-        if role == HEAD_ROLE and "/etc/slurm/slurm.conf" in changed and old_slurm_conf:
-            new = self._read("/etc/slurm/slurm.conf") or ""
-            if _restart_keys(old_slurm_conf) != _restart_keys(new):
-                active = self.sh("systemctl", "is-active", "--quiet", "slurmctld", check=False)
-                if active.returncode == 0:
-                    log("a key that reconfigure cannot apply changed: restarting slurmctld")
-                    self.sh("systemctl", "restart", "slurmctld")
-        return changed
+def sync_config(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> list[str]:
+    """Bring this role's files up to date with the manifest; return the changed paths."""
+    role = ctx.bootstrap_env().role
+    manifest_key = ctx.wait_parameter(DeployParameter.CONFIG_MANIFEST, timeout, poll)
+    bucket = ctx.wait_parameter(DeployParameter.BUCKET, timeout, poll)
+    s3 = ctx.aws.s3()
+    # The parameter names the manifest object by its content hash; check it like any file.
+    manifest_body = s3.get_object(Bucket=bucket, Key=manifest_key)["Body"].read()
+    if not matches_key(manifest_body, manifest_key):
+        raise AgentError(f"s3://{bucket}/{manifest_key} does not match its sha256")
+    manifest = json.loads(manifest_body)
+    if role not in manifest:
+        raise AgentError(f"the manifest has no entry for role {role!r}")
+    changed: list[str] = []
+    old_slurm_conf = system.read(ctx, SLURM_CONF_PATH)
+    for node_path, key in sorted(manifest[role].items()):
+        target = ctx.path(node_path)
+        if target.exists() and matches_key(target.read_bytes(), key):
+            continue
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        if not matches_key(body, key):
+            raise AgentError(f"s3://{bucket}/{key} does not match its sha256")
+        write_atomic(target, body, file_mode(node_path))
+        changed.append(node_path)
+    if any(p.startswith("/etc/systemd/") for p in changed):
+        ctx.sh("systemctl", "daemon-reload", check=False)
+    if role == HEAD_ROLE:
+        _enable_reaper(ctx)
+    if role == HEAD_ROLE and SLURM_CONF_PATH in changed and old_slurm_conf:
+        new = system.read(ctx, SLURM_CONF_PATH) or ""
+        if restart_keys(old_slurm_conf) != restart_keys(new):
+            active = ctx.sh("systemctl", "is-active", "--quiet", "slurmctld", check=False)
+            if active.returncode == 0:
+                log("a key that reconfigure cannot apply changed: restarting slurmctld")
+                ctx.sh("systemctl", "restart", "slurmctld")
+    return changed
 
-    def _enable_reaper(self) -> None:
-        """Enable the reaper's timer where it is installed and merely disabled: on a new head
-        node, and on one that got the timer from an older agent. A masked timer stays off."""
-        if not self.path(REAPER_TIMER_PATH).exists():
-            return
-        state = self.sh("systemctl", "is-enabled", REAPER_TIMER, check=False).stdout.strip()
-        if state == "disabled":
-            self.sh("systemctl", "enable", "--now", REAPER_TIMER, check=False)
+
+def _enable_reaper(ctx: Context) -> None:
+    """Enable the reaper's timer where it is installed and merely disabled: on a new head
+    node, and on one that got the timer from an older agent. A masked timer stays off."""
+    if not ctx.path(REAPER_TIMER_PATH).exists():
+        return
+    state = ctx.sh("systemctl", "is-enabled", REAPER_TIMER, check=False).stdout.strip()
+    if state == "disabled":
+        ctx.sh("systemctl", "enable", "--now", REAPER_TIMER, check=False)

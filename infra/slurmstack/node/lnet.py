@@ -6,14 +6,13 @@ from __future__ import annotations
 import os
 import re
 
-from .base import AgentError, NodeBase, log
+from .context import AgentError, Context, log
 
 # Lustre over EFA (FSx for Lustre User Guide, "Configuring EFA clients"; the LNet steps are those
 # of the EKS User Guide, "Optimize Amazon FSx for Lustre performance on nodes (EFA)"): the EFA
 # LND (kefalnd) bound to the primary interface, a tcp network on that interface (the mount
 # still names the file system by its @tcp address), one efa network interface per selected EFA
 # device with 32 peer credits, discovery on and a selection rule that prefers efa.
-LNET_EFA_UNIT = "slurmstack-lustre-efa.service"
 LNET_EFA_PEER_CREDITS = 32
 # The EKS guide's client check refuses EFA drivers older than this.
 EFA_DRIVER_MIN_VERSION = (2, 12, 1)
@@ -64,93 +63,95 @@ def prefers_efa(udsp_show: str) -> bool:
     return re.search(r"\bsrc:\s*efa\b", udsp_show) is not None
 
 
-class LnetEfa(NodeBase):
-    def lnet_efa(self, attempts: int = 30, delay: float = 10.0) -> list[str]:
-        """Configure LNet for Lustre over EFA; return the EFA devices it uses ([] when this
-        pool mounts Lustre over TCP). Safe to run again: what is already configured is kept.
-        The prerequisites are checked once; the configuration is retried until it verifies."""
-        wanted = int(self.config().get("lustre_efa_interfaces") or 0)
-        if not wanted:
-            log("this pool mounts Lustre over TCP: no LNet EFA configuration")
-            return []
-        self._check_efa_client()
-        for attempt in range(1, attempts + 1):
-            try:
-                interface = self._primary_interface()
-                devices = pick_efa_devices(self.efa_devices(), wanted)
-                if not devices:
-                    raise AgentError("no EFA devices under /sys/class/infiniband")
-                self._configure_lnet(interface, devices)
-                return devices
-            except AgentError as exc:
-                log(f"LNet over EFA (attempt {attempt}/{attempts}): {exc}")
-                if attempt >= attempts:
-                    raise
-                self.sleep(delay)  # type: ignore[operator]
+def lnet_efa(ctx: Context, attempts: int = 30, delay: float = 10.0) -> list[str]:
+    """Configure LNet for Lustre over EFA; return the EFA devices it uses ([] when this
+    pool mounts Lustre over TCP). Safe to run again: what is already configured is kept.
+    The prerequisites are checked once; the configuration is retried until it verifies."""
+    wanted = ctx.config().lustre_efa_interfaces or 0
+    if not wanted:
+        log("this pool mounts Lustre over TCP: no LNet EFA configuration")
         return []
+    _check_efa_client(ctx)
+    for attempt in range(1, attempts + 1):
+        try:
+            interface = _primary_interface(ctx)
+            devices = pick_efa_devices(efa_devices(ctx), wanted)
+            if not devices:
+                raise AgentError("no EFA devices under /sys/class/infiniband")
+            _configure_lnet(ctx, interface, devices)
+            return devices
+        except AgentError as exc:
+            log(f"LNet over EFA (attempt {attempt}/{attempts}): {exc}")
+            if attempt >= attempts:
+                raise
+            ctx.sleep(delay)
+    return []
 
-    def _check_efa_client(self) -> None:
-        """The EFA driver and the Lustre client's EFA LND must be there (FSx for Lustre
-        User Guide: Ubuntu 22.04+ with kernel 6.8+ and the FSx Lustre client)."""
-        driver = self.sh("modinfo", "-F", "version", "efa", check=False)
-        version = parse_version(driver.stdout) if driver.returncode == 0 else None
-        if version is None:
-            raise AgentError("the EFA kernel driver is not installed (modinfo efa)")
-        if version < EFA_DRIVER_MIN_VERSION:
-            wanted = ".".join(map(str, EFA_DRIVER_MIN_VERSION))
-            raise AgentError(f"EFA driver {driver.stdout.strip()} is older than {wanted}")
-        if self.sh("modinfo", "-F", "filename", "kefalnd", check=False).returncode != 0:
-            raise AgentError(
-                "the Lustre client has no EFA network driver (kefalnd): install the FSx "
-                "Lustre client modules for this kernel (6.8 or later)"
-            )
 
-    def _primary_interface(self) -> str:
-        """The network interface holding the node's private address (card 0)."""
-        address = self.node_env().get("SLURMSTACK_ADDRESS") or self.imds("local-ipv4")  # type: ignore[operator]
-        for line in self._ok("ip", "-o", "-4", "addr", "show").splitlines():
-            fields = line.split()
-            if len(fields) >= 4 and fields[2] == "inet" and fields[3].split("/")[0] == address:
-                return fields[1]
-        raise AgentError(f"no network interface holds {address}")
+def _check_efa_client(ctx: Context) -> None:
+    """The EFA driver and the Lustre client's EFA LND must be there (FSx for Lustre
+    User Guide: Ubuntu 22.04+ with kernel 6.8+ and the FSx Lustre client)."""
+    driver = ctx.sh("modinfo", "-F", "version", "efa", check=False)
+    version = parse_version(driver.stdout) if driver.returncode == 0 else None
+    if version is None:
+        raise AgentError("the EFA kernel driver is not installed (modinfo efa)")
+    if version < EFA_DRIVER_MIN_VERSION:
+        wanted = ".".join(map(str, EFA_DRIVER_MIN_VERSION))
+        raise AgentError(f"EFA driver {driver.stdout.strip()} is older than {wanted}")
+    if ctx.sh("modinfo", "-F", "filename", "kefalnd", check=False).returncode != 0:
+        raise AgentError(
+            "the Lustre client has no EFA network driver (kefalnd): install the FSx "
+            "Lustre client modules for this kernel (6.8 or later)"
+        )
 
-    def efa_devices(self) -> list[str]:
-        """EFA devices (driver efa) under /sys/class/infiniband, sorted by name."""
-        infiniband = self.path("/sys/class/infiniband")
-        found = []
-        for entry in sorted(infiniband.iterdir()) if infiniband.is_dir() else []:
-            driver = entry / "device" / "driver"
-            if os.path.basename(os.path.realpath(driver)) == "efa":
-                found.append(entry.name)
-        return found
 
-    def _configure_lnet(self, interface: str, devices: list[str]) -> None:
-        self._ok("modprobe", "lnet")
-        # Loaded already (an earlier run): modprobe keeps it, with the same interface.
-        self._ok("modprobe", "kefalnd", f"ipif_name={interface}")
-        self._ok("modprobe", "ksocklnd")
-        self.sh("lnetctl", "lnet", "configure", check=False)  # already configured: harmless
-        nets = lnet_interfaces(self._lnetctl("net", "show"))
-        if interface not in nets.get("tcp", []):
-            # A tcp network on another interface (LNet's default pick) is replaced.
-            if "tcp" in nets:
-                self.sh("lnetctl", "net", "del", "--net", "tcp", check=False)
-            self._lnetctl("net", "add", "--net", "tcp", "--if", interface)
-        for device in devices:
-            if device not in nets.get("efa", []):
-                credits = str(LNET_EFA_PEER_CREDITS)
-                self._lnetctl(
-                    "net", "add", "--net", "efa", "--if", device, "--peer-credits", credits
-                )
-        self._lnetctl("set", "discovery", "1")
-        if not prefers_efa(self._lnetctl("udsp", "show")):
-            self._lnetctl("udsp", "add", "--src", "efa", "--priority", "0")
-        self._ok("modprobe", "lustre")
-        configured = lnet_interfaces(self._lnetctl("net", "show"))
-        missing = [d for d in devices if d not in configured.get("efa", [])]
-        if missing:
-            raise AgentError(f"EFA interfaces not in LNet: {' '.join(missing)}")
-        log(f"LNet over EFA: tcp on {interface}, efa on {' '.join(devices)}")
+def _primary_interface(ctx: Context) -> str:
+    """The network interface holding the node's private address (card 0)."""
+    address = ctx.node_env().address or ctx.imds("local-ipv4")
+    for line in ctx.ok("ip", "-o", "-4", "addr", "show").splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[2] == "inet" and fields[3].split("/")[0] == address:
+            return fields[1]
+    raise AgentError(f"no network interface holds {address}")
 
-    def _lnetctl(self, *args: str) -> str:
-        return self._ok("lnetctl", *args)
+
+def efa_devices(ctx: Context) -> list[str]:
+    """EFA devices (driver efa) under /sys/class/infiniband, sorted by name."""
+    infiniband = ctx.path("/sys/class/infiniband")
+    found = []
+    for entry in sorted(infiniband.iterdir()) if infiniband.is_dir() else []:
+        driver = entry / "device" / "driver"
+        if os.path.basename(os.path.realpath(driver)) == "efa":
+            found.append(entry.name)
+    return found
+
+
+def _configure_lnet(ctx: Context, interface: str, devices: list[str]) -> None:
+    ctx.ok("modprobe", "lnet")
+    # Loaded already (an earlier run): modprobe keeps it, with the same interface.
+    ctx.ok("modprobe", "kefalnd", f"ipif_name={interface}")
+    ctx.ok("modprobe", "ksocklnd")
+    ctx.sh("lnetctl", "lnet", "configure", check=False)  # already configured: harmless
+    nets = lnet_interfaces(_lnetctl(ctx, "net", "show"))
+    if interface not in nets.get("tcp", []):
+        # A tcp network on another interface (LNet's default pick) is replaced.
+        if "tcp" in nets:
+            ctx.sh("lnetctl", "net", "del", "--net", "tcp", check=False)
+        _lnetctl(ctx, "net", "add", "--net", "tcp", "--if", interface)
+    for device in devices:
+        if device not in nets.get("efa", []):
+            credits = str(LNET_EFA_PEER_CREDITS)
+            _lnetctl(ctx, "net", "add", "--net", "efa", "--if", device, "--peer-credits", credits)
+    _lnetctl(ctx, "set", "discovery", "1")
+    if not prefers_efa(_lnetctl(ctx, "udsp", "show")):
+        _lnetctl(ctx, "udsp", "add", "--src", "efa", "--priority", "0")
+    ctx.ok("modprobe", "lustre")
+    configured = lnet_interfaces(_lnetctl(ctx, "net", "show"))
+    missing = [d for d in devices if d not in configured.get("efa", [])]
+    if missing:
+        raise AgentError(f"EFA interfaces not in LNet: {' '.join(missing)}")
+    log(f"LNet over EFA: tcp on {interface}, efa on {' '.join(devices)}")
+
+
+def _lnetctl(ctx: Context, *args: str) -> str:
+    return ctx.ok("lnetctl", *args)

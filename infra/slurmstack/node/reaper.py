@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .base import AgentError, NodeBase, log, node_name
+from ..contract import (
+    CLUSTER_TAG,
+    POOL_TAG,
+    REAPER_GRACE_SECONDS,
+    PoolRef,
+    is_node_name_of,
+    node_name,
+)
+from .context import AgentError, Context, log
 from .slurm_records import SCONTROL, parse_node_line, slurm_time
 
-# How long a record must have been DOWN before it is deleted (slurmstack.plan.REAPER_GRACE_SECONDS).
-REAP_GRACE_SECONDS = 900
+if TYPE_CHECKING:
+    from mypy_boto3_ec2.type_defs import FilterTypeDef
+
 # State flags a record may carry and still be deleted. Any other (COMPLETING, RESERVED, MAINT,
 # FAIL, REBOOT_*, POWER*, PLANNED, ...) keeps it: a job, a reservation or an operator's
 # intention is attached to the node.
 REAPABLE_FLAGS = frozenset({"DYNAMIC_NORM", "NOT_RESPONDING", "DRAIN", "INVALID_REG"})
-# Tags every instance of a pool carries (slurmstack.stack.common).
-CLUSTER_TAG = "slurmstack:cluster"
-POOL_TAG = "slurmstack:pool"
 # EC2 states in which an instance still holds its private address.
 LIVE_INSTANCE_STATES = ("pending", "running", "stopping", "stopped")
 # Reasons slurmctld and slurmd set on their own (Slurm's src/slurmctld: ping_nodes.c,
@@ -38,96 +44,96 @@ SLURM_REASONS = frozenset(
 REASON_SEPARATOR = " : "
 
 
-class Reaper(NodeBase):
-    def slurm_users(self) -> set[str]:
-        """SlurmUser, by name and uid: who stamps the reasons slurmctld sets itself."""
-        config = self._ok(*SCONTROL, "show", "config")
-        match = re.search(r"^SlurmUser\s*=\s*([^\s(]+)(?:\((\d+)\))?", config, re.MULTILINE)
-        if match is None:
-            raise AgentError("`scontrol show config` names no SlurmUser")
-        return {g for g in match.groups() if g}
+def slurm_users(ctx: Context) -> set[str]:
+    """SlurmUser, by name and uid: who stamps the reasons slurmctld sets itself."""
+    config = ctx.ok(*SCONTROL, "show", "config")
+    match = re.search(r"^SlurmUser\s*=\s*([^\s(]+)(?:\((\d+)\))?", config, re.MULTILINE)
+    if match is None:
+        raise AgentError("`scontrol show config` names no SlurmUser")
+    return {g for g in match.groups() if g}
 
-    def slurm_nodes(self) -> list[dict[str, str]]:
-        """Every node record, from `scontrol show node` in one-line form."""
-        out = self._ok(*SCONTROL, "--all", "--oneliner", "show", "node")
-        return [parse_node_line(line) for line in out.splitlines() if line.startswith("NodeName=")]
 
-    def live_instances(
-        self, cluster: str, pools: list[dict[str, str]]
-    ) -> tuple[set[str], set[str]]:
-        """(Slurm names, private addresses) of the cluster's instances that still exist: one
-        paginated DescribeInstances filtered by the cluster tag."""
-        prefixes = {p["name"]: p["node_name_prefix"] for p in pools}
-        names: set[str] = set()
-        addresses: set[str] = set()
-        filters = [
-            {"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
-            {"Name": "instance-state-name", "Values": list(LIVE_INSTANCE_STATES)},
-        ]
-        pages = self.client("ec2").get_paginator("describe_instances").paginate(Filters=filters)
-        for page in pages:
-            for reservation in page["Reservations"]:
-                for instance in reservation["Instances"]:
-                    address = instance.get("PrivateIpAddress")
-                    if not address:
-                        continue
-                    addresses.add(address)
-                    tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
-                    if tags.get(POOL_TAG) in prefixes:
-                        names.add(node_name(prefixes[tags[POOL_TAG]], address))
-        return names, addresses
+def slurm_nodes(ctx: Context) -> list[dict[str, str]]:
+    """Every node record, from `scontrol show node` in one-line form."""
+    out = ctx.ok(*SCONTROL, "--all", "--oneliner", "show", "node")
+    return [parse_node_line(line) for line in out.splitlines() if line.startswith("NodeName=")]
 
-    def reap(
-        self, grace: float = REAP_GRACE_SECONDS, ec2: bool = True, dry_run: bool = False
-    ) -> dict[str, Any]:
-        """Delete the records of dead dynamic nodes of the cluster's pools (reap_verdict says
-        which); with ``ec2``, keep any whose name or address a live instance of the cluster
-        still has. Returns what was deleted, what failed, and why DOWN records were kept."""
-        config = self.config()
-        pools = list(config.get("pools") or [])
-        users = self.slurm_users()
-        now = float(self.clock())  # type: ignore[operator]
-        chosen: list[dict[str, str]] = []
-        kept: dict[str, str] = {}
-        for node in self.slurm_nodes():
-            verdict = reap_verdict(node, pools, users, now, grace)
-            if verdict is None:
-                chosen.append(node)
-            elif _looks_down(node) and _pool_of(node.get("NodeName", ""), pools) is not None:
-                kept[node["NodeName"]] = verdict
-        if chosen and ec2:
-            try:
-                names, addresses = self.live_instances(str(config["cluster"]), pools)
-            except Exception as exc:  # botocore's errors: delete nothing unconfirmed
-                raise AgentError(f"cannot list the cluster's instances: {exc}") from exc
-            for node in list(chosen):
-                if node["NodeName"] in names or node.get("NodeAddr") in addresses:
-                    kept[node["NodeName"]] = "an instance of the cluster still has its address"
-                    chosen.remove(node)
-        for name, why in sorted(kept.items()):
-            log(f"reap: keeping {name}: {why}")
-        result: dict[str, Any] = {"deleted": [], "failed": {}, "kept": dict(sorted(kept.items()))}
-        if dry_run:
-            result["would_delete"] = [n["NodeName"] for n in chosen]
-            return result
-        for node in chosen:
-            name = node["NodeName"]
-            done = self.sh(*SCONTROL, "delete", f"nodename={name}", check=False)
-            if done.returncode == 0:
-                log(f"reap: deleted {name} ({node.get('State')}, {node.get('Reason')})")
-                result["deleted"].append(name)
-            else:
-                detail = (done.stderr or done.stdout or "").strip()
-                log(f"reap: scontrol delete nodename={name} failed: {detail}")
-                result["failed"][name] = detail
+
+def live_instances(
+    ctx: Context, cluster: str, pools: tuple[PoolRef, ...]
+) -> tuple[set[str], set[str]]:
+    """(Slurm names, private addresses) of the cluster's instances that still exist: one
+    paginated DescribeInstances filtered by the cluster tag."""
+    prefixes = {p.name: p.node_name_prefix for p in pools}
+    names: set[str] = set()
+    addresses: set[str] = set()
+    filters: list[FilterTypeDef] = [
+        {"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
+        {"Name": "instance-state-name", "Values": list(LIVE_INSTANCE_STATES)},
+    ]
+    pages = ctx.aws.ec2().get_paginator("describe_instances").paginate(Filters=filters)
+    for page in pages:
+        for reservation in page["Reservations"]:
+            for instance in reservation["Instances"]:
+                address = instance.get("PrivateIpAddress")
+                if not address:
+                    continue
+                addresses.add(address)
+                tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
+                if tags.get(POOL_TAG) in prefixes:
+                    names.add(node_name(prefixes[tags[POOL_TAG]], address))
+    return names, addresses
+
+
+def reap(
+    ctx: Context, grace: float = REAPER_GRACE_SECONDS, ec2: bool = True, dry_run: bool = False
+) -> dict[str, Any]:
+    """Delete the records of dead dynamic nodes of the cluster's pools (reap_verdict says
+    which); with ``ec2``, keep any whose name or address a live instance of the cluster
+    still has. Returns what was deleted, what failed, and why DOWN records were kept."""
+    config = ctx.config()
+    pools = config.pools
+    users = slurm_users(ctx)
+    now = float(ctx.clock())
+    chosen: list[dict[str, str]] = []
+    kept: dict[str, str] = {}
+    for node in slurm_nodes(ctx):
+        verdict = reap_verdict(node, pools, users, now, grace)
+        if verdict is None:
+            chosen.append(node)
+        elif _looks_down(node) and _pool_of(node.get("NodeName", ""), pools) is not None:
+            kept[node["NodeName"]] = verdict
+    if chosen and ec2:
+        try:
+            names, addresses = live_instances(ctx, config.cluster, pools)
+        except Exception as exc:  # botocore's errors: delete nothing unconfirmed
+            raise AgentError(f"cannot list the cluster's instances: {exc}") from exc
+        for node in list(chosen):
+            if node["NodeName"] in names or node.get("NodeAddr") in addresses:
+                kept[node["NodeName"]] = "an instance of the cluster still has its address"
+                chosen.remove(node)
+    for name, why in sorted(kept.items()):
+        log(f"reap: keeping {name}: {why}")
+    result: dict[str, Any] = {"deleted": [], "failed": {}, "kept": dict(sorted(kept.items()))}
+    if dry_run:
+        result["would_delete"] = [n["NodeName"] for n in chosen]
         return result
+    for node in chosen:
+        name = node["NodeName"]
+        done = ctx.sh(*SCONTROL, "delete", f"nodename={name}", check=False)
+        if done.returncode == 0:
+            log(f"reap: deleted {name} ({node.get('State')}, {node.get('Reason')})")
+            result["deleted"].append(name)
+        else:
+            detail = (done.stderr or done.stdout or "").strip()
+            log(f"reap: scontrol delete nodename={name} failed: {detail}")
+            result["failed"][name] = detail
+    return result
 
 
-def _pool_of(name: str, pools: list[dict[str, str]]) -> dict[str, str] | None:
+def _pool_of(name: str, pools: tuple[PoolRef, ...]) -> PoolRef | None:
     for pool in pools:
-        prefix = pool["node_name_prefix"]
-        index = name[len(prefix) :]
-        if name.startswith(prefix) and index.isdigit() and int(index) <= 0xFFFF:
+        if is_node_name_of(name, pool.node_name_prefix):
             return pool
     return None
 
@@ -139,7 +145,7 @@ def _looks_down(node: dict[str, str]) -> bool:
 
 def reap_verdict(
     node: dict[str, str],
-    pools: list[dict[str, str]],
+    pools: tuple[PoolRef, ...],
     slurm_users: set[str],
     now: float,
     grace: float,
@@ -156,8 +162,8 @@ def reap_verdict(
     pool = _pool_of(name, pools)
     if pool is None:
         return "not a node of this cluster's pools"
-    if pool["feature"] not in node.get("AvailableFeatures", "").split(","):
-        return f"lacks the feature of pool {pool['name']}"
+    if pool.feature not in node.get("AvailableFeatures", "").split(","):
+        return f"lacks the feature of pool {pool.name}"
     base, *flags = node.get("State", "").split("+")
     if "DYNAMIC_NORM" not in flags:
         return "not a dynamic node"

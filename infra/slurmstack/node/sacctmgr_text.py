@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-ROOT_ACCOUNT = "root"
+from ..contract import ROOT_ACCOUNT
+
 QOS_FIELDS = "name,description,priority,maxwall,maxjobspu,maxtrespu,maxtres,grptres"
 ASSOC_FIELDS = "account,user,parentname,fairshare,qos,defaultqos,grptres"
 _MEM_UNITS = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024, "P": 1024**3}

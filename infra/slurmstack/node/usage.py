@@ -16,7 +16,9 @@ import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
-from .associations import Associations
+from ..contract import PoolPrice
+from .accounting_db import require_accounting
+from .context import Context
 from .sacctmgr_text import parse_tres
 from .slurm_records import slurm_time
 
@@ -103,18 +105,20 @@ def parse_sacct(text: str) -> list[JobUsage]:
     return jobs
 
 
-def node_share(job: JobUsage, pool: dict[str, Any]) -> float:
+def node_share(job: JobUsage, pool: PoolPrice | None) -> float:
     """The share of its pool's nodes a job held, in nodes: the larger of its GPU and CPU share."""
-    shares = [job.cpus / pool["cpus"]] if pool.get("cpus") else []
-    if pool.get("gpus"):
-        shares.append(job.gpus / pool["gpus"])
+    if pool is None:
+        return 0.0
+    shares = [job.cpus / pool.cpus] if pool.cpus else []
+    if pool.gpus:
+        shares.append(job.gpus / pool.gpus)
     return max(shares, default=0.0)
 
 
 def summarize(
-    jobs: list[JobUsage], pools: list[dict[str, Any]], start: float, end: float, now: float
+    jobs: list[JobUsage], pools: tuple[PoolPrice, ...], start: float, end: float, now: float
 ) -> Report:
-    by_name = {p["name"]: p for p in pools}
+    by_name = {p.name: p for p in pools}
     report = Report(start=start, end=end)
     for job in jobs:
         finished = job.end if job.end is not None else now
@@ -122,8 +126,8 @@ def summarize(
         if seconds <= 0:
             continue
         hours = seconds / SECONDS_PER_HOUR
-        pool = by_name.get(job.pool, {})
-        price = pool.get("usd_per_hour")
+        pool = by_name.get(job.pool)
+        price = pool.usd_per_hour if pool is not None else None
         gpu_hours = job.gpus * hours
         cost = node_share(job, pool) * hours * price if price is not None else 0.0
         for total in (
@@ -141,7 +145,7 @@ def summarize(
     return report
 
 
-def render_table(report: Report, pools: list[dict[str, Any]]) -> str:
+def render_table(report: Report, pools: tuple[PoolPrice, ...]) -> str:
     data = report.as_dict()
     lines = [f"usage from {data['start']} to {data['end']}", ""]
     lines.append(f"{'account':<20} {'user':<16} {'jobs':>6} {'GPU hours':>12} {'cost USD':>12}")
@@ -163,9 +167,9 @@ def render_table(report: Report, pools: list[dict[str, Any]]) -> str:
     lines.append("")
     lines.append("prices per instance-hour (a job pays its share of its nodes: GPUs or CPUs):")
     for pool in pools:
-        price = pool.get("usd_per_hour")
+        price = pool.usd_per_hour
         shown = f"{price:.4f} USD" if price is not None else "none"
-        lines.append(f"  {pool['name']}: {pool['instance_type']} {shown} ({pool['price_source']})")
+        lines.append(f"  {pool.name}: {pool.instance_type} {shown} ({pool.price_source})")
     if data["unpriced_pools"]:
         lines.append(
             f"costs leave out the jobs of {', '.join(data['unpriced_pools'])}: no price "
@@ -188,26 +192,25 @@ def _sacct_time(t: float) -> str:
     return datetime.datetime.fromtimestamp(t).strftime("%Y-%m-%dT%H:%M:%S")
 
 
-class Usage(Associations):
-    def usage(self, start: float | None = None, end: float | None = None) -> Report:
-        """The usage report over [start, end); by default this month so far."""
-        config = self.require_accounting()
-        now = float(self.clock())  # type: ignore[operator]
-        if end is None:
-            end = now
-        if start is None:
-            today = datetime.datetime.fromtimestamp(now)
-            start = today.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp()
-        text = self._ok(
-            "env",
-            "SLURM_TIME_FORMAT=standard",
-            "sacct",
-            "--allusers",
-            "--allocations",
-            "--noheader",
-            "--parsable2",
-            f"--starttime={_sacct_time(start)}",
-            f"--endtime={_sacct_time(end)}",
-            f"--format={','.join(SACCT_FIELDS)}",
-        )
-        return summarize(parse_sacct(text), list(config["pools"]), start, end, now)
+def usage(ctx: Context, start: float | None = None, end: float | None = None) -> Report:
+    """The usage report over [start, end); by default this month so far."""
+    config = require_accounting(ctx)
+    now = float(ctx.clock())
+    if end is None:
+        end = now
+    if start is None:
+        today = datetime.datetime.fromtimestamp(now)
+        start = today.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp()
+    text = ctx.ok(
+        "env",
+        "SLURM_TIME_FORMAT=standard",
+        "sacct",
+        "--allusers",
+        "--allocations",
+        "--noheader",
+        "--parsable2",
+        f"--starttime={_sacct_time(start)}",
+        f"--endtime={_sacct_time(end)}",
+        f"--format={','.join(SACCT_FIELDS)}",
+    )
+    return summarize(parse_sacct(text), config.pools, start, end, now)

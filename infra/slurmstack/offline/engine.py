@@ -1,7 +1,8 @@
-"""Run the real Pulumi program (``infra/__main__.py``) offline and record what it registers.
+"""Run the real Pulumi program (``slurmstack.program``, which ``infra/__main__.py`` runs under
+`pulumi`) offline and record what it registers.
 
-The program runs exactly as the Pulumi language host runs it (``runpy`` on the program
-directory inside ``run_in_stack``), but against Pulumi's mock monitor with stand-in outputs
+The program runs as the Pulumi language host runs it (its ``main`` inside ``run_in_stack``;
+a program path given instead runs through ``runpy``), but against Pulumi's mock monitor with stand-in outputs
 shaped like AWS's (see ``standins``), with ``preview=False`` so every ``apply`` runs. Each
 run gets a fresh Pulumi runtime: the runtime's settings, root resource and config live in
 context variables, and the run happens in a copy of the caller's context with its own
@@ -20,9 +21,7 @@ import contextvars
 import json
 import runpy
 import threading
-from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,10 @@ from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
 from pulumi.runtime.stack import run_in_stack
 
+from slurmstack import program as program_module
 from slurmstack.collector import collector_paused
+from slurmstack.loader import STACK_CONFIG_KEY, STACK_REGION_KEY
+from slurmstack.offline.record import OfflineRun, Options, RecordedResource
 from slurmstack.offline.standins import DEFAULT_REGION, Context, call_stand_in, stand_in
 
 STACK_TYPE = "pulumi:pulumi:Stack"
@@ -41,152 +43,17 @@ SUBNET_TYPE = "aws:ec2/subnet:Subnet"
 NETWORK_INTERFACE_TYPE = "aws:ec2/networkInterface:NetworkInterface"
 PROJECT = "slurmstack"
 DEFAULT_STACK = "offline"
-CLUSTER_CONFIG_KEY = "slurmstack:cluster"
-REGION_CONFIG_KEY = "aws:region"
+CLUSTER_CONFIG_KEY = STACK_CONFIG_KEY
+REGION_CONFIG_KEY = STACK_REGION_KEY
 
 _SIG = rpc._special_sig_key
 _SECRET_SIG = rpc._special_secret_sig
 
 
 def default_program() -> Path:
-    """The program directory (``infra/``, holding ``__main__.py``) of this checkout."""
-    here = Path(__file__).resolve()
-    program = here.parents[2]
-    if not (program / "__main__.py").is_file():
-        raise FileNotFoundError(
-            f"no Pulumi program next to the slurmstack package (looked for {program}/__main__.py); "
-            "run from a checkout of the repository (an editable install)"
-        )
-    return program
-
-
-@dataclass(frozen=True)
-class Options:
-    """The resource options the engine saw for one resource."""
-
-    protect: bool = False
-    retain_on_delete: bool = False
-    delete_before_replace: bool = False
-    ignore_changes: tuple[str, ...] = ()
-    replace_on_changes: tuple[str, ...] = ()
-    additional_secret_outputs: tuple[str, ...] = ()
-    # URNs the resource depends on: explicitly (depends_on, expanded over components'
-    # children) and in total (also through its inputs).
-    depends_on: tuple[str, ...] = ()
-    dependencies: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class RecordedResource:
-    type: str
-    name: str
-    urn: str
-    parent: str | None
-    custom: bool
-    id: str | None
-    inputs: dict[str, Any]  # wire names (camelCase), secrets unwrapped
-    outputs: dict[str, Any]
-    options: Options
-    secret_inputs: tuple[str, ...] = ()  # dotted paths of inputs that were marked secret
-    property_dependencies: dict[str, tuple[str, ...]] = field(default_factory=dict)
-
-    @property
-    def is_component(self) -> bool:
-        return not self.custom
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "name": self.name,
-            "urn": self.urn,
-            "parent": self.parent,
-            "custom": self.custom,
-            "id": self.id,
-            "inputs": _redact(self.inputs, self.secret_inputs),
-            "options": {
-                "protect": self.options.protect,
-                "retain_on_delete": self.options.retain_on_delete,
-                "delete_before_replace": self.options.delete_before_replace,
-                "ignore_changes": list(self.options.ignore_changes),
-                "depends_on": list(self.options.depends_on),
-            },
-        }
-
-
-@dataclass
-class OfflineRun:
-    """Everything one offline run of the program registered, exported, called and logged."""
-
-    resources: list[RecordedResource]
-    outputs: dict[str, Any]
-    secret_outputs: tuple[str, ...]
-    invokes: list[tuple[str, dict[str, Any]]]
-    new_resource_calls: int
-    logs: list[tuple[str, str]]
-    error: BaseException | None
-    stack_urn: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    def raise_error(self) -> None:
-        if self.error is not None:
-            raise self.error
-
-    @property
-    def custom(self) -> list[RecordedResource]:
-        """Provider resources (what `pulumi up` creates in the cloud), not components."""
-        return [r for r in self.resources if r.custom]
-
-    def count_by_type(self, *, custom_only: bool = True) -> Counter[str]:
-        chosen = self.custom if custom_only else self.resources
-        return Counter(r.type for r in chosen)
-
-    def of_type(self, type_: str) -> list[RecordedResource]:
-        return [r for r in self.resources if r.type == type_]
-
-    def one(self, type_: str, name: str | None = None) -> RecordedResource:
-        found = [r for r in self.of_type(type_) if name is None or r.name == name]
-        if len(found) != 1:
-            raise LookupError(f"expected one {type_} {name or ''}, found {len(found)}")
-        return found[0]
-
-    def by_urn(self, urn: str) -> RecordedResource:
-        for resource in self.resources:
-            if resource.urn == urn:
-                return resource
-        raise KeyError(urn)
-
-    def children(self, urn: str) -> list[RecordedResource]:
-        return [r for r in self.resources if r.parent == urn]
-
-    def descendants(self, urn: str) -> Iterator[RecordedResource]:
-        for child in self.children(urn):
-            yield child
-            yield from self.descendants(child.urn)
-
-    def component_of(self, resource: RecordedResource) -> RecordedResource | None:
-        """The nearest enclosing component (None at the stack's top level)."""
-        parent = resource.parent
-        while parent is not None and parent != self.stack_urn:
-            found = self.by_urn(parent)
-            if not found.custom:
-                return found
-            parent = found.parent
-        return None
-
-    def error_lines(self) -> list[str]:
-        if self.error is None:
-            return []
-        return [line for line in str(self.error).splitlines() if line.strip()]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "resources": [r.to_dict() for r in self.resources],
-            "outputs": _redact(self.outputs, self.secret_outputs),
-            "error": str(self.error) if self.error is not None else None,
-        }
+    """The program's file inside the package (``slurmstack/program.py``), which the project's
+    ``infra/__main__.py`` runs: an installed package plans without a checkout."""
+    return Path(program_module.__file__ or "program.py").resolve()
 
 
 def _secret_paths(value: Any, prefix: str = "") -> Iterator[str]:
@@ -200,12 +67,6 @@ def _secret_paths(value: Any, prefix: str = "") -> Iterator[str]:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from _secret_paths(item, f"{prefix}[{index}]")
-
-
-def _redact(value: dict[str, Any], secret_paths: tuple[str, ...]) -> dict[str, Any]:
-    """A copy with every top-level secret value replaced by ``[secret]``."""
-    tops = {path.split(".", 1)[0].split("[", 1)[0] for path in secret_paths}
-    return {key: ("[secret]" if key in tops else item) for key, item in value.items()}
 
 
 class _StandInMocks(Mocks):
@@ -360,8 +221,8 @@ def run_program(
     stack: str = DEFAULT_STACK,
 ) -> OfflineRun:
     """Run the Pulumi program with the given stack config (``namespace:key`` -> value;
-    non-string values are passed as JSON, as the Pulumi CLI does for objects)."""
-    program_dir = program or default_program()
+    non-string values are passed as JSON, as the Pulumi CLI does for objects). ``program``: a
+    program directory or file to run instead of the packaged one (as `pulumi` runs a path)."""
     wire_config = {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
     region = wire_config.get(REGION_CONFIG_KEY, DEFAULT_REGION)
     # A copy of the caller's context: the runtime's context variables (settings, root
@@ -369,13 +230,11 @@ def run_program(
     # run, as the program pauses it under `pulumi` (see slurmstack.collector), and resumed
     # after it.
     with collector_paused():
-        return contextvars.copy_context().run(
-            _run, program_dir, wire_config, region, project, stack
-        )
+        return contextvars.copy_context().run(_run, program, wire_config, region, project, stack)
 
 
 def _run(
-    program_dir: Path, config: dict[str, str], region: str, project: str, stack: str
+    program_path: Path | None, config: dict[str, str], region: str, project: str, stack: str
 ) -> OfflineRun:
     mocks = _StandInMocks(region)
     monitor = _RecordingMonitor(mocks)
@@ -387,7 +246,7 @@ def _run(
         engine=engine,
         dry_run=False,
         organization="organization",
-        root_directory=str(program_dir.parent),
+        root_directory=str((program_path or default_program()).parent),
     )
     features = monitor.GetDeploymentInfo(None).supportedFeatures  # type: ignore[no-untyped-call]
     settings.monitor_features = set(features)
@@ -396,7 +255,10 @@ def _run(
     runtime_config.set_all_config(config, [])
 
     def program() -> None:
-        runpy.run_path(str(program_dir), run_name="__main__")
+        if program_path is None:
+            program_module.main()
+        else:
+            runpy.run_path(str(program_path), run_name="__main__")
 
     error: BaseException | None = None
     loop = asyncio.new_event_loop()

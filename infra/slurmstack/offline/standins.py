@@ -288,6 +288,39 @@ def _association(ctx: Context) -> tuple[str, dict[str, Any]]:
     return aid, {"associationId": aid, "arn": ctx.arn("ssm", f"association/{aid}")}
 
 
+def _imagebuilder(kind: str) -> StandIn:
+    """Image Builder resources: ARN ``.../<kind>/<name>/<version>[/1]`` is their id."""
+
+    def make(ctx: Context) -> tuple[str, dict[str, Any]]:
+        name = ctx.physical_name().lower()
+        version = str(ctx.inputs.get("version", "1.0.0"))
+        build = "/1" if kind == "component" else ""
+        arn = ctx.arn("imagebuilder", f"{kind}/{name}/{version}{build}")
+        if kind == "infrastructure-configuration":
+            arn = ctx.arn("imagebuilder", f"{kind}/{name}")
+        return arn, {"arn": arn, "dateCreated": "2026-01-01T00:00:00Z"}
+
+    return make
+
+
+def _image(ctx: Context) -> tuple[str, dict[str, Any]]:
+    """An image's build: the AMI it made, in the recipe's region."""
+    recipe = str(ctx.inputs.get("imageRecipeArn", ""))
+    name = recipe.split("image-recipe/", 1)[-1].split("/", 1)[0] or ctx.name
+    arn = ctx.arn("imagebuilder", f"image/{name}/1.0.0/1")
+    ami = hex_id("ami", "image", ctx.name)
+    return arn, {
+        "arn": arn,
+        "name": name,
+        "osVersion": "Ubuntu 24",
+        "platform": "Linux",
+        "version": "1.0.0/1",
+        "outputResources": [
+            {"amis": [{"image": ami, "name": name, "region": ctx.region, "accountId": ctx.account}]}
+        ],
+    }
+
+
 def _random_bytes(ctx: Context) -> tuple[str, dict[str, Any]]:
     length = int(ctx.inputs.get("length", 32))
     data = stand_in_bytes(length, "random-bytes", ctx.name)
@@ -367,6 +400,12 @@ STAND_INS: dict[str, StandIn] = {
     "random:index/randomBytes:RandomBytes": _random_bytes,
     "random:index/randomPassword:RandomPassword": _random_password,
     "aws:rds/instance:Instance": _rds_instance,
+    "aws:imagebuilder/component:Component": _imagebuilder("component"),
+    "aws:imagebuilder/imageRecipe:ImageRecipe": _imagebuilder("image-recipe"),
+    "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration": _imagebuilder(
+        "infrastructure-configuration"
+    ),
+    "aws:imagebuilder/image:Image": _image,
 }
 
 

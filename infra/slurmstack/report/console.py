@@ -101,6 +101,33 @@ def _storage(doc: dict[str, Any]) -> Grid:
     return grid
 
 
+def _images(doc: dict[str, Any]) -> Grid:
+    section = doc["images"]
+    low, high = section["bake_minutes"]
+    cost_low, cost_high = section["bake_cost_usd"]
+    grid = Grid(
+        f"Node images: baked once in {low}-{high} min, ${cost_low:,.2f}-${cost_high:,.2f} "
+        "of build instances (first deploy only; later pulumi ups reuse them)",
+        ["image", "nodes", "parent", "baked in"],
+    )
+    for image in section["baked"]:
+        baked = ", ".join(f"{b['piece']} {b['version']}" for b in image["baked"])
+        grid.add(
+            f"{image['image']} (v{image['version']}, built on {image['build_instance_type']})",
+            ", ".join(image["nodes"]),
+            f"{image['parent']} (resolved at the first build, then kept)",
+            baked,
+        )
+    for own in section["own"]:
+        grid.add(
+            own["ami"],
+            own["node"],
+            "your own image",
+            "checked at boot: " + " ".join(own["contract"]),
+        )
+    return grid
+
+
 def unpriced_note(doc: dict[str, Any]) -> str:
     """'' when every cost line has a price, else what the totals leave out."""
     if doc["summary"]["cost_complete"]:
@@ -164,6 +191,7 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
         (_components(doc), []),
         (_capacity(doc), []),
         (_storage(doc), []),
+        (_images(doc), []),
         (
             _cost(doc),
             [
@@ -173,7 +201,14 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
             + ["  price sources:"]
             + [f"   - {source}" for source in sorted({line["source"] for line in cost["lines"]})],
         ),
-        (_ready(doc), ["  (each step's full basis: slurmstack plan --json)"]),
+        (
+            _ready(doc),
+            [
+                f"  once the images exist (later pulumi ups reuse them): "
+                f"{_minutes(doc['time_to_ready']['images_built_seconds'])}",
+                "  (each step's full basis: slurmstack plan --json)",
+            ],
+        ),
     ]
     for grid, after in sections:
         print_grid(grid, console)

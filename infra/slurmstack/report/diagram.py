@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from slurmstack.contract import SLURMCTLD_PORT, SLURMD_PORT
 from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.spec import CapacityType
 
@@ -77,7 +78,9 @@ def diagram_model(plan: ClusterPlan) -> tuple[list[Group], list[Node], list[Edge
         compute.nodes.append(head)
     pools = [_pool_node(p) for p in plan.pools]
     compute.nodes.extend(pools)
-    edges: list[Edge] = [Edge("head", p.id, "slurm 6817/6818", both_ways=True) for p in pools]
+    edges: list[Edge] = [
+        Edge("head", p.id, f"slurm {SLURMCTLD_PORT}/{SLURMD_PORT}", both_ways=True) for p in pools
+    ]
     stores: list[Node] = []
     if plan.lustre is not None:
         lus = plan.lustre

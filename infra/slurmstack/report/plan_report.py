@@ -11,11 +11,13 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from slurmstack.contract import MountKind
 from slurmstack.findings import Finding, Level
-from slurmstack.offline.engine import OfflineRun, RecordedResource
-from slurmstack.plan import ClusterPlan, MountKind
+from slurmstack.offline.record import OfflineRun, RecordedResource
+from slurmstack.plan import ClusterPlan
 from slurmstack.report.capacity import ClusterCapacity, cluster_capacity
 from slurmstack.report.cost import CostReport, cost_report
+from slurmstack.report.images import images_section
 from slurmstack.report.readiness import time_to_ready, time_to_ready_range, time_to_stack
 from slurmstack.report.timing import Timeline, TimelineRange
 
@@ -29,6 +31,7 @@ class PlanReport:
     ready: Timeline
     ready_range: TimelineRange
     ready_if_addresses_embedded: Timeline
+    ready_images_built: Timeline  # the same cluster once its images exist (they are reused)
     stack: Timeline
     warnings: tuple[Finding, ...]
 
@@ -45,7 +48,8 @@ def build_report(plan: ClusterPlan, run: OfflineRun, findings: list[Finding]) ->
         cost=cost_report(plan),
         ready=ready.typical,
         ready_range=ready,
-        ready_if_addresses_embedded=time_to_ready(run, embed_addresses=True),
+        ready_if_addresses_embedded=time_to_ready(run, embed_addresses=True, images_built=True),
+        ready_images_built=time_to_ready(run, images_built=True),
         stack=time_to_stack(run),
         warnings=tuple(f for f in findings if f.level is Level.WARNING),
     )
@@ -228,6 +232,7 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
             },
         },
         "storage": storage_section(plan, cap),
+        "images": images_section(plan),
         "cost": {
             "lines": [
                 {
@@ -254,6 +259,10 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
             "range_seconds": [report.ready_range.low_seconds, report.ready_range.high_seconds],
             "critical_path": _timeline_dict(report.ready),
             "stack_complete_seconds": report.stack.total_seconds,
+            # Once the images exist (every `pulumi up` after the first reuses them), and that
+            # case again with the file systems' addresses baked into user data.
+            "images_built_seconds": report.ready_images_built.total_seconds,
+            "images_built_critical_path": _timeline_dict(report.ready_images_built),
             "if_addresses_were_in_user_data_seconds": report.ready_if_addresses_embedded.total_seconds,
         },
         "warnings": [f.line() for f in report.warnings],

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from slurmstack.offline.engine import OfflineRun, RecordedResource
-from slurmstack.plan import DeployParameter
+from slurmstack.contract import DeployParameter
+from slurmstack.offline.record import OfflineRun, RecordedResource
 from slurmstack.report.timing import (
     HEAD_BOOT,
     JOIN,
     NODE_BOOT,
     READY,
+    Duration,
     Step,
     Timeline,
     TimelineRange,
@@ -25,6 +26,9 @@ LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
 DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 MOUNT_TARGET = "aws:efs/mountTarget:MountTarget"
 STATE_ATTACHMENT = "aws:ec2/volumeAttachment:VolumeAttachment"
+IMAGE = "aws:imagebuilder/image:Image"
+# An image the stack already holds (a later `pulumi up`): nothing to build.
+IMAGE_KEPT = Duration(0, "image already built and kept in the stack: reused, not built again")
 HEAD_BOOT_KEY, HEAD_READY, CLUSTER_READY = "boot:head", "join:head", "ready"
 # Parameters naming a shared file system: workers mount it before slurmd starts; the head
 # starts slurmctld first and mounts it afterwards.
@@ -43,12 +47,15 @@ def _label(resource: RecordedResource) -> str:
     return f"{short} {resource.name}"
 
 
-def resource_steps(run: OfflineRun, *, embed_addresses: bool = False) -> list[Step]:
+def resource_steps(
+    run: OfflineRun, *, embed_addresses: bool = False, images_built: bool = False
+) -> list[Step]:
     """One step per cloud resource, after the resources it depends on.
 
     ``embed_addresses`` models the alternative design in which the head node's and the
     pools' user data embed the file systems' addresses (so Pulumi must create the file
-    systems first); slurmstack passes them through SSM parameters instead.
+    systems first); slurmstack passes them through SSM parameters instead. ``images_built``:
+    the node images exist already (every `pulumi up` after the first), so they take no time.
     """
     stores = [r.urn for r in run.custom if r.type in (LUSTRE, MOUNT_TARGET)]
     steps: list[Step] = []
@@ -56,16 +63,17 @@ def resource_steps(run: OfflineRun, *, embed_addresses: bool = False) -> list[St
         after = set(resource.options.dependencies)
         if embed_addresses and resource.type in (INSTANCE, LAUNCH_TEMPLATE):
             after.update(stores)
-        steps.append(
-            Step(resource.urn, _label(resource), creation_time(resource.type), frozenset(after))
-        )
+        duration = creation_time(resource.type)
+        if images_built and resource.type == IMAGE:
+            duration = IMAGE_KEPT
+        steps.append(Step(resource.urn, _label(resource), duration, frozenset(after)))
     return steps
 
 
 def boot_steps(run: OfflineRun) -> list[Step]:
     """The head node's and each pool's boot, in two steps each.
 
-    First the machine boots on its own (image, packages, NVMe RAID0, health check). Then it
+    First the machine boots on its own (image check, NVMe RAID0, health check). Then it
     reads every deploy-time parameter it needs (waiting until each exists) and starts its
     Slurm daemon: a worker mounts the shared file systems first, so its step waits for the
     parameters, the file systems and mount targets, and for slurmctld; the head starts
@@ -80,7 +88,7 @@ def boot_steps(run: OfflineRun) -> list[Step]:
     )
     heads = frozenset(r.urn for r in custom if r.type in (INSTANCE, STATE_ATTACHMENT))
     steps = [
-        Step(HEAD_BOOT_KEY, "head node boots (cloud-init, packages)", HEAD_BOOT, heads),
+        Step(HEAD_BOOT_KEY, "head node boots (cloud-init, image check)", HEAD_BOOT, heads),
         Step(
             HEAD_READY,
             "head node starts slurmctld (mounts shared storage after)",
@@ -107,13 +115,20 @@ def boot_steps(run: OfflineRun) -> list[Step]:
     return steps
 
 
-def time_to_ready(run: OfflineRun, *, embed_addresses: bool = False) -> Timeline:
-    return time_to_ready_range(run, embed_addresses=embed_addresses).typical
+def time_to_ready(
+    run: OfflineRun, *, embed_addresses: bool = False, images_built: bool = False
+) -> Timeline:
+    return time_to_ready_range(
+        run, embed_addresses=embed_addresses, images_built=images_built
+    ).typical
 
 
-def time_to_ready_range(run: OfflineRun, *, embed_addresses: bool = False) -> TimelineRange:
+def time_to_ready_range(
+    run: OfflineRun, *, embed_addresses: bool = False, images_built: bool = False
+) -> TimelineRange:
     """The typical schedule, and the totals with every step at its low and high figure."""
-    steps = resource_steps(run, embed_addresses=embed_addresses) + boot_steps(run)
+    steps = resource_steps(run, embed_addresses=embed_addresses, images_built=images_built)
+    steps += boot_steps(run)
     return schedule_range(steps, target=CLUSTER_READY)
 
 

@@ -124,6 +124,16 @@ CREATION_TIMES: dict[str, Duration] = {
         "troubleshoot_general.html); 10 s assumed",
     ),
     "aws:iam/role:Role": Duration(5, "IAM eventual consistency; 5 s assumed"),
+    "aws:imagebuilder/image:Image": Duration(
+        2700,
+        "45 min assumed, within 30-60 min: Image Builder's build instance installs the pinned "
+        "packages, the Lustre client, enroot and compiles pyxis and efs-utils, the AMI is "
+        "snapshotted, a test instance boots it and runs the test phase (estimate from the steps, "
+        "slurmstack.plan.images.BAKE_MINUTES); the Terraform AWS provider allows 60 min by default "
+        "(aws_imagebuilder_image, Timeouts); first deploy only: later `pulumi up`s reuse the image",
+        low=1800,
+        high=3600,
+    ),
     "aws:ssm/association:Association": Duration(
         30,
         "AWS: an association runs 'immediately after it is created' (SSM API, "
@@ -133,8 +143,10 @@ CREATION_TIMES: dict[str, Duration] = {
 DEFAULT_CREATION = Duration(3, SYNC_API)
 
 HEAD_BOOT = Duration(
-    240,
-    AWS_EC2_LAUNCH + "; 4 min assumed for cloud-init: packages, munge key, Slurm state volume",
+    180,
+    AWS_EC2_LAUNCH
+    + "; 3 min assumed for cloud-init: image check, agent, munge key, Slurm state volume "
+    "(nothing is installed: the image holds it all)",
 )
 NODE_BOOT = Duration(
     420,

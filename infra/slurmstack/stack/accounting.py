@@ -15,16 +15,17 @@ import pulumi_aws.secretsmanager as secretsmanager
 import pulumi_aws.vpc as vpc
 import pulumi_random as random_
 
-from slurmstack.accounting import (
+from slurmstack.catalog import load_catalog
+from slurmstack.contract import DeployParameter
+from slurmstack.plan import (
     INNODB_LOCK_WAIT_TIMEOUT,
     MAX_ALLOWED_PACKET_MIB,
     RDS_ENGINE_VERSION,
     RDS_PARAMETER_FAMILY,
     AccountingPlan,
+    ClusterPlan,
     plan_rds_subnets,
 )
-from slurmstack.catalog import load_catalog
-from slurmstack.plan import ClusterPlan, DeployParameter
 from slurmstack.stack import parameters
 from slurmstack.stack.common import Role, resource_name, tags
 

@@ -12,7 +12,8 @@ import pulumi
 import pulumi_aws.s3 as s3
 from pulumi_aws import get_caller_identity_output
 
-from slurmstack.plan import ClusterPlan, DeployParameter
+from slurmstack.contract import DeployParameter
+from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters, policies
 from slurmstack.stack.common import Role, resource_name, tags
 

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import pulumi
 
-from slurmstack.accounting import accounting_plan
-from slurmstack.plan import ClusterPlan
+from slurmstack.plan import ClusterPlan, accounting_plan
 from slurmstack.stack.accounting import AccountingPassword, AccountingRds
 from slurmstack.stack.bucket import ClusterBucket
 from slurmstack.stack.config_store import ConfigStore
 from slurmstack.stack.efs import HomeFileSystem
 from slurmstack.stack.head_node import HeadNode
 from slurmstack.stack.identity import Identity
+from slurmstack.stack.image import NodeImages
 from slurmstack.stack.lustre import LustreStorage
 from slurmstack.stack.network import Network, NetworkRefs, existing_network
 from slurmstack.stack.secrets import MungeKey
@@ -44,6 +44,7 @@ class SlurmCluster(pulumi.ComponentResource):
     identity: Identity
     lustre: LustreStorage | None
     home: HomeFileSystem | None
+    images: NodeImages
     head: HeadNode
     config: ConfigStore
     pools: dict[str, WorkerPool]
@@ -108,12 +109,23 @@ class SlurmCluster(pulumi.ComponentResource):
                 opts=child,
             )
 
+        # Built once, then kept: the head and the pools boot these AMIs (nothing installed at boot).
+        self.images = NodeImages(
+            plan,
+            vpc_id=net.vpc_id,
+            subnet_id=net.compute_subnet_id,
+            bucket=self.bucket.bucket.id,
+            bucket_arn=self.bucket.bucket.arn,
+            network_ready=net.ready,
+            opts=child,
+        )
         self.head = HeadNode(
             plan,
             compute_subnet_id=net.compute_subnet_id,
             public_subnet_id=net.public_subnet_id,
             security_group_id=self.security.head.id,
             instance_profile=self.identity.head_profile.name,
+            ami=self.images.ami("head"),
             network_ready=net.ready,
             public_network_ready=net.public_ready,
             security_ready=self.security.rules_of("head"),
@@ -126,6 +138,7 @@ class SlurmCluster(pulumi.ComponentResource):
                 subnet_id=net.compute_subnet_id,
                 security_group_id=self.security.workers.id,
                 instance_profile_arn=self.identity.pool_profiles[pool.name].arn,
+                image_id=self.images.ami(pool.name),
                 network_ready=net.ready,
                 security_ready=self.security.rules_of("workers"),
                 opts=child,
@@ -160,6 +173,7 @@ class SlurmCluster(pulumi.ComponentResource):
             ),
             "parameter_prefix": plan.parameter_prefix,
             "config_manifest_sha256": self.config.manifest_hash,
+            "images": {key: self.images.ami_of(key) for key in self.images.built},
             "pools": {
                 name: {
                     "asg_name": pool.group.name,

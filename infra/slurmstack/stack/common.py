@@ -1,14 +1,39 @@
 """Names, tags, ports and small pure helpers shared by the stack components.
 
 Everything here is pure Python (no Pulumi import) so the offline report and the tests can
-use the same constants. Colleagues rendering node configuration mirror the ports and the
-state-volume device name below; they are part of the cluster's wire contract.
+use the same constants. The tags, Slurm's ports, the state volume's device name and the node
+agent's path are the cluster's contract with its nodes (slurmstack.contract); they are named
+here for the components that use them.
 """
 
 from __future__ import annotations
 
 import enum
 
+from slurmstack.contract import (  # the names users of this module import from it
+    AGENT_PATH as AGENT_PATH,
+)
+from slurmstack.contract import (
+    CLUSTER_TAG as CLUSTER_TAG,
+)
+from slurmstack.contract import (
+    POOL_TAG as POOL_TAG,
+)
+from slurmstack.contract import (
+    ROLE_TAG as ROLE_TAG,
+)
+from slurmstack.contract import (
+    SLURMCTLD_PORT as SLURMCTLD_PORT,
+)
+from slurmstack.contract import (
+    SLURMD_PORT as SLURMD_PORT,
+)
+from slurmstack.contract import (
+    SRUN_PORT_RANGE as SRUN_PORT_RANGE,
+)
+from slurmstack.contract import (
+    STATE_VOLUME_DEVICE as STATE_VOLUME_DEVICE,
+)
 from slurmstack.plan import ClusterPlan
 
 
@@ -25,28 +50,15 @@ class Role(enum.StrEnum):
     CONFIG = "config"
     HEAD = "head"
     POOL = "pool"
-    ACCOUNTING = "accounting"
+    IMAGE = "image"  # the node images (slurmstack.stack.image)
+    ACCOUNTING = "accounting"  # the accounting database (slurmstack.stack.accounting)
 
-
-ROLE_TAG = "slurmstack:role"
-CLUSTER_TAG = "slurmstack:cluster"
-POOL_TAG = "slurmstack:pool"
-
-# Slurm's ports. slurm.conf must use the same numbers (SlurmctldPort, SlurmdPort,
-# SrunPortRange): the head node's security group opens exactly these.
-SLURMCTLD_PORT = 6817
-SLURMD_PORT = 6818
-SRUN_PORT_RANGE = (60001, 63000)
 
 # FSx for Lustre: LNet on 988, and 1018-1023 for the Lustre client/server callbacks.
 LUSTRE_PORT = 988
 LUSTRE_CALLBACK_PORTS = (1018, 1023)
 NFS_PORT = 2049
 
-# The head node's Slurm state volume is attached under this name. On Nitro instances the
-# kernel names it /dev/nvmeXn1; the EBS NVMe controller reports "sdf" (or "/dev/sdf") as
-# its block device name, which is how the head bootstrap finds it.
-STATE_VOLUME_DEVICE = "/dev/sdf"
 # Root device of the Ubuntu and Deep Learning (Ubuntu) AMIs. A pinned AMI with another root
 # device name would get an extra, empty volume instead of a resized root.
 ROOT_DEVICE = "/dev/sda1"
@@ -54,7 +66,7 @@ ROOT_DEVICE = "/dev/sda1"
 # The node agent the rendered bootstrap installs on every node (slurmstack.node.cli). The
 # config-apply SSM document runs `slurmstack-node sync-config` on the head node, then
 # `scontrol reconfigure`; by absolute path, as Run Command's PATH is not the login PATH.
-NODE_AGENT = "/usr/local/bin/slurmstack-node"
+NODE_AGENT = AGENT_PATH
 
 EVERYWHERE_V4 = "0.0.0.0/0"
 

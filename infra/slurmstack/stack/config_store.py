@@ -28,9 +28,17 @@ import pulumi_aws.s3 as s3
 import pulumi_aws.ssm as ssm
 
 from slurmstack import render
-from slurmstack.plan import ClusterPlan, DeployParameter
+from slurmstack.contract import (
+    BOOTSTRAP_DONE,
+    BOOTSTRAP_FAILED,
+    CLUSTER_TAG,
+    ROLE_TAG,
+    Command,
+    DeployParameter,
+)
+from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters
-from slurmstack.stack.common import CLUSTER_TAG, NODE_AGENT, ROLE_TAG, Role, resource_name, tags
+from slurmstack.stack.common import NODE_AGENT, Role, resource_name, tags
 
 MANIFEST_HASH_PARAMETER = "ManifestHash"
 # Ubuntu's slurm-client; by absolute path, as Run Command's PATH is not the login PATH.
@@ -58,8 +66,8 @@ def apply_config_commands(
     *,
     agent: str = NODE_AGENT,
     scontrol: str = SCONTROL,
-    done_marker: str = render.BOOTSTRAP_DONE,
-    failed_marker: str = render.BOOTSTRAP_FAILED,
+    done_marker: str = BOOTSTRAP_DONE,
+    failed_marker: str = BOOTSTRAP_FAILED,
     attempts: int = RECONFIGURE_ATTEMPTS,
     delay: int = RECONFIGURE_DELAY_SECONDS,
 ) -> list[str]:
@@ -86,14 +94,14 @@ def apply_config_commands(
         ' configuration itself before it starts slurmctld: nothing to do"',
         "  exit 0",
         "fi",
-        'if ! "$agent" sync-config; then',
-        '  echo "slurmstack-node sync-config failed" >&2',
+        f'if ! "$agent" {Command.SYNC_CONFIG}; then',
+        f'  echo "slurmstack-node {Command.SYNC_CONFIG} failed" >&2',
         "  exit 1",
         "fi",
         # Accounting (a no-op when it is off): the database and slurmdbd before slurmctld
         # reads a slurm.conf that points at them, the accounts and QoS after.
-        'if ! "$agent" accounting-db; then',
-        '  echo "slurmstack-node accounting-db failed" >&2',
+        f'if ! "$agent" {Command.ACCOUNTING_DB}; then',
+        f'  echo "slurmstack-node {Command.ACCOUNTING_DB} failed" >&2',
         "  exit 1",
         "fi",
         "n=1",
@@ -106,8 +114,8 @@ def apply_config_commands(
         "  n=$((n + 1))",
         '  sleep "$delay"',
         "done",
-        'if ! "$agent" accounting-apply; then',
-        '  echo "slurmstack-node accounting-apply failed" >&2',
+        f'if ! "$agent" {Command.ACCOUNTING_APPLY}; then',
+        f'  echo "slurmstack-node {Command.ACCOUNTING_APPLY} failed" >&2',
         "  exit 1",
         "fi",
         'echo "configuration applied"',

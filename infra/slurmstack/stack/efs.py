@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_aws.efs as efs
 
-from slurmstack.plan import ClusterPlan, DeployParameter
+from slurmstack.contract import DeployParameter
+from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters
 from slurmstack.stack.bucket import stateful_options
 from slurmstack.stack.common import Role, resource_name, tags

@@ -26,37 +26,25 @@ output) builds a new head with the new one, at the same address with the same st
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from collections.abc import Sequence
 
 import pulumi
 import pulumi_aws.ebs as ebs
 import pulumi_aws.ec2 as ec2
-import pulumi_aws.ssm as ssm
 
-from slurmstack import render
-from slurmstack.plan import ClusterPlan, DeployParameter
+from slurmstack.contract import HEAD_ROLE, STATE_VOLUME_DEVICE, TAG_PREFIX, DeployParameter
+from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters
 from slurmstack.stack.bucket import stateful_options
-from slurmstack.stack.common import STATE_VOLUME_DEVICE, Role, resource_name, tags
+from slurmstack.stack.common import Role, resource_name, tags
+from slurmstack.stack.user_data import encoded_user_data, user_data_sha256
 
-HEAD_ROLE = "head"
 STATE_VOLUME_IOPS = 3000
 STATE_VOLUME_THROUGHPUT = 125
 # sha256 of the user data the running head was built with (see the module's docstring).
-USER_DATA_TAG = "slurmstack:user-data-sha256"
+USER_DATA_TAG = f"{TAG_PREFIX}user-data-sha256"
 # Provider property names the head ignores after creation (wire names, as Pulumi records them).
 USER_DATA_PROPERTY = "userDataBase64"
-
-
-def encoded_user_data(plan: ClusterPlan, role: str) -> str:
-    """Base64 of the rendered cloud-init document (what EC2 expects in launch templates)."""
-    return base64.b64encode(render.user_data(plan, role).encode()).decode()
-
-
-def user_data_sha256(plan: ClusterPlan, role: str) -> str:
-    return hashlib.sha256(render.user_data(plan, role).encode()).hexdigest()
 
 
 def head_in_public_subnet(plan: ClusterPlan, public_subnet_id: object | None) -> bool:
@@ -79,6 +67,7 @@ class HeadNode(pulumi.ComponentResource):
         public_subnet_id: pulumi.Input[str] | None,
         security_group_id: pulumi.Input[str],
         instance_profile: pulumi.Input[str],
+        ami: pulumi.Input[str],
         network_ready: Sequence[pulumi.Resource] = (),
         public_network_ready: Sequence[pulumi.Resource] = (),
         security_ready: Sequence[pulumi.Resource] = (),
@@ -117,18 +106,10 @@ class HeadNode(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=route_ready),
             )
 
-        if head.ami is not None:
-            ami: pulumi.Input[str] = head.ami
-            ignore: list[str] = []
-        else:
-            # Resolved at deploy time and then ignored: a new Ubuntu image must not replace a
-            # running head node (`pulumi up --replace` picks up a new one deliberately).
-            # EC2's own `resolve:ssm:` syntax is no option for an instance: the provider reads
-            # back the resolved ami-... id and plans a replacement on every update.
-            ami = ssm.get_parameter_output(
-                name=head.ami_ssm_parameter, opts=pulumi.InvokeOutputOptions(parent=self)
-            ).value
-            ignore = ["ami"]
+        # The baked image's AMI, or the definition's own (slurmstack.stack.image). Ignored once
+        # the head exists: a new image must not replace a running head node; it takes one
+        # when replaced (`pulumi up --replace`), like new user data.
+        ignore = ["ami"]
 
         self.instance = ec2.Instance(
             name,

@@ -14,9 +14,10 @@ import pulumi
 import pulumi_aws.iam as iam
 from pulumi_aws import get_caller_identity_output
 
+from slurmstack.contract import POOL_TAG
 from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.stack import policies
-from slurmstack.stack.common import POOL_TAG, Role, resource_name, tags
+from slurmstack.stack.common import Role, resource_name, tags
 
 EC2_TRUST_POLICY = json.dumps(policies.EC2_TRUST_POLICY)
 

@@ -8,7 +8,8 @@ from typing import Any
 import pulumi
 import pulumi_aws.fsx as fsx
 
-from slurmstack.plan import ClusterPlan, DeployParameter, LustrePlan
+from slurmstack.contract import DeployParameter
+from slurmstack.plan import ClusterPlan, LustrePlan
 from slurmstack.spec import LustreDeployment
 from slurmstack.stack import parameters
 from slurmstack.stack.bucket import stateful_options

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws.ssm as ssm
 
-from slurmstack.plan import ClusterPlan, DeployParameter
+from slurmstack.contract import DeployParameter
+from slurmstack.plan import ClusterPlan
 from slurmstack.stack.common import Role, resource_name, tags
 
 

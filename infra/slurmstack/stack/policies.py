@@ -25,20 +25,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from slurmstack.accounting import accounting_plan
-from slurmstack.plan import ClusterPlan, PoolPlan
-from slurmstack.stack.common import (
-    CLUSTER_TAG,
-    POOL_TAG,
-    ROLE_TAG,
-    Role,
-    partition,
-    resource_name,
-    ssm_parameter_arn,
-)
+from slurmstack.contract import CLUSTER_TAG, CONFIG_PREFIX, IMAGE_PREFIX, POOL_TAG, ROLE_TAG
+from slurmstack.plan import ClusterPlan, PoolPlan, accounting_plan
+from slurmstack.stack.common import Role, partition, resource_name, ssm_parameter_arn
 
 VERSION = "2012-10-17"
-CONFIG_PREFIX = "config/"
 
 EC2_TRUST_POLICY: dict[str, Any] = {
     "Version": VERSION,
@@ -257,6 +248,58 @@ def pool_policy(
         }
     )
     return {"Version": VERSION, "Statement": statements}
+
+
+def image_component_arn(plan: ClusterPlan, account: str) -> str:
+    """Every Image Builder component of the cluster (their names start ``{cluster}-image-``;
+    Image Builder's ARNs hold the name in lowercase, as cluster names are)."""
+    prefix = resource_name(plan.name, Role.IMAGE)
+    return f"arn:{partition(plan.region)}:imagebuilder:{plan.region}:{account}:component/{prefix}-*"
+
+
+def image_build_policy(plan: ClusterPlan, *, account: str, bucket_arn: str) -> dict[str, Any]:
+    """The inline policy of the instances Image Builder builds and tests the node images on:
+    what AWSTOE and the SSM agent on them need (Image Builder drives the build through Run
+    Command), the cluster's own components and build bundles, and nothing of the cluster's
+    secret, parameters or configuration (EC2 Image Builder User Guide, "Image Builder
+    prerequisites": the instance profile needs the SSM agent's permissions, and
+    imagebuilder:GetComponent plus s3:GetObject for what the components download)."""
+    return {
+        "Version": VERSION,
+        "Statement": [
+            {
+                "Sid": "ClusterComponents",
+                "Effect": "Allow",
+                "Action": ["imagebuilder:GetComponent"],
+                "Resource": [image_component_arn(plan, account)],
+            },
+            {
+                "Sid": "BuildBundles",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject"],
+                "Resource": [f"{bucket_arn}/{IMAGE_PREFIX}*"],
+            },
+            {
+                "Sid": "SsmAgentReads",
+                "Effect": "Allow",
+                "Action": list(SSM_AGENT_READS),
+                "Resource": ["*"],
+            },
+            {
+                "Sid": "SsmAgentWrites",
+                "Effect": "Allow",
+                "Action": list(SSM_AGENT_WRITES),
+                "Resource": ["*"],
+                "Condition": _region_only(plan),
+            },
+            {
+                "Sid": "BucketIsWrittenByTheStackOnly",
+                "Effect": "Deny",
+                "Action": ["s3:PutObject", "s3:DeleteObject", *BUCKET_ADMIN_ACTIONS],
+                "Resource": [bucket_arn, f"{bucket_arn}/*"],
+            },
+        ],
+    }
 
 
 def administrator_user_ids(account: str, deployer_user_id: str) -> list[str]:

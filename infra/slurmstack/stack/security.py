@@ -9,15 +9,13 @@ import pulumi
 import pulumi_aws.ec2 as ec2
 import pulumi_aws.vpc as vpc
 
+from slurmstack.contract import SLURMCTLD_PORT, SLURMD_PORT, SRUN_PORT_RANGE
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack.common import (
     EVERYWHERE_V4,
     LUSTRE_CALLBACK_PORTS,
     LUSTRE_PORT,
     NFS_PORT,
-    SLURMCTLD_PORT,
-    SLURMD_PORT,
-    SRUN_PORT_RANGE,
     Role,
     resource_name,
     tags,

@@ -9,10 +9,11 @@ import pulumi
 import pulumi_aws.autoscaling as autoscaling
 import pulumi_aws.ec2 as ec2
 
+from slurmstack.contract import POOL_TAG
 from slurmstack.plan import ClusterPlan, InterfaceType, PoolPlan
 from slurmstack.spec import CapacityType
-from slurmstack.stack.common import POOL_TAG, ROOT_DEVICE, Role, resource_name, tags
-from slurmstack.stack.head_node import encoded_user_data
+from slurmstack.stack.common import ROOT_DEVICE, Role, resource_name, tags
+from slurmstack.stack.user_data import encoded_user_data
 
 # GPU nodes take minutes to boot (driver, EFA, RAID0 over NVMe, mounts) before their own
 # health check runs; the group must not replace them for failing EC2 checks meanwhile.
@@ -24,10 +25,32 @@ def pool_name(plan: ClusterPlan, pool: PoolPlan) -> str:
     return resource_name(plan.name, Role.POOL, pool.name)
 
 
-def image_id(pool: PoolPlan) -> str:
-    """The pinned AMI, or EC2's launch-time lookup of the public SSM parameter (launch
-    templates resolve `resolve:ssm:` themselves, so no lookup is needed to preview)."""
-    return pool.ami if pool.ami is not None else f"resolve:ssm:{pool.ami_ssm_parameter}"
+def instance_refresh(plan: ClusterPlan) -> autoscaling.GroupInstanceRefreshArgs:
+    """How a new launch template version (a new image, new user data) reaches running nodes:
+    the group's instance refresh replaces them in batches, keeping min_healthy_percentage of
+    the pool in service, each new node given instance_warmup_seconds to boot and join before
+    the next batch. Nodes already on the new version are skipped.
+
+    Each replaced node leaves through the group's termination path, so a termination
+    lifecycle hook (autoscaling:EC2_INSTANCE_TERMINATING) on the group drains it in Slurm
+    first; that hook belongs to the health and repair work (DRAIN_HOOK_POINT below)."""
+    rollout = plan.spec.image.rollout
+    return autoscaling.GroupInstanceRefreshArgs(
+        strategy="Rolling",
+        preferences=autoscaling.GroupInstanceRefreshPreferencesArgs(
+            min_healthy_percentage=rollout.min_healthy_percentage,
+            # Never above the pool's size: capacity blocks and reservations have no spare.
+            max_healthy_percentage=100,
+            instance_warmup=str(rollout.instance_warmup_seconds),
+            skip_matching=True,
+        ),
+    )
+
+
+# Where the drain-before-terminate lifecycle hook plugs in: the group's
+# initial_lifecycle_hooks (or an autoscaling.LifecycleHook on the group). Instance refreshes,
+# scale-in and the health check's replacements all terminate through it.
+DRAIN_HOOK_POINT = "autoscaling.Group.initial_lifecycle_hooks"
 
 
 def network_interfaces(
@@ -113,6 +136,7 @@ class WorkerPool(pulumi.ComponentResource):
         subnet_id: pulumi.Input[str],
         security_group_id: pulumi.Input[str],
         instance_profile_arn: pulumi.Input[str],
+        image_id: pulumi.Input[str],
         network_ready: Sequence[pulumi.Resource] = (),
         security_ready: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
@@ -141,7 +165,9 @@ class WorkerPool(pulumi.ComponentResource):
             name,
             name=name,
             description=f"slurmstack {plan.name}: pool {pool.name} ({pool.instance_type})",
-            image_id=image_id(pool),
+            # The pool's baked image (or its own): never resolved at launch, so every node of
+            # a template version boots the same image (slurmstack.stack.image).
+            image_id=image_id,
             instance_type=pool.instance_type,
             iam_instance_profile=ec2.LaunchTemplateIamInstanceProfileArgs(arn=instance_profile_arn),
             network_interfaces=network_interfaces(pool, security_group_id),
@@ -191,6 +217,8 @@ class WorkerPool(pulumi.ComponentResource):
             wait_for_capacity_timeout="0",
             # Spot: launch a replacement when EC2 signals an elevated interruption risk.
             capacity_rebalance=pool.capacity.type is CapacityType.SPOT,
+            # A new template version (a new image) rolls out in batches (see instance_refresh).
+            instance_refresh=instance_refresh(plan),
             tags=[
                 {"key": key, "value": value, "propagate_at_launch": True}
                 for key, value in sorted(pool_tags.items())

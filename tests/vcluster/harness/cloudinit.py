@@ -1,8 +1,8 @@
 """A node's user data, run the way cloud-init runs it: write_files first, then runcmd as one
 shell script (cloud-init's "scripts-user" stage: a string entry is a line as written, a list
 entry is its words shell-quoted), stopping at the first failure because the document starts
-with `set -eu`. Steps named in standins.REPLACED_STEPS run their stand-in instead; the
-`packages` list is skipped (stand-in "image-packages")."""
+with `set -eu`. Steps named in standins.REPLACED_STEPS run their stand-in instead; the image
+contract check runs without the items this machine lacks (stand-in "image-contract")."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from .standins import REPLACED_STEPS, STEP
+from .standins import ABSENT_FROM_THIS_MACHINE, CONTRACT_STEP, REPLACED_STEPS, STEP
 
 SCRIPT_PATH = "/var/lib/cloud/instance/scripts/runcmd"
 
@@ -41,6 +41,8 @@ class UserData:
                 continue
             step = REPLACED_STEPS.get(entry)
             words = ("/usr/bin/python3", STEP, step, step_dirs[step]) if step else entry
+            if entry[:2] == CONTRACT_STEP:
+                words = tuple(w for w in entry if w not in ABSENT_FROM_THIS_MACHINE)
             lines.append(" ".join(shlex.quote(w) for w in words))
         return "\n".join(lines) + "\n"
 

@@ -14,6 +14,7 @@ process, namespace and file of the run, whatever state it is in.
 from __future__ import annotations
 
 import base64
+import gzip
 import ipaddress
 import json
 import os
@@ -27,7 +28,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from slurmstack.node.base import node_name
+from slurmstack.contract import HEAD_ROLE, POOL_TAG, node_name, node_name_prefix
 from slurmstack.node.slurm_records import parse_node_line
 from slurmstack.offline import OfflineRun, run_definition
 from slurmstack.plan import ClusterPlan, build_plan
@@ -41,7 +42,7 @@ from .netns import NAME_PREFIX, NETNS_DIR, Fabric, ip, stale_namespaces
 from .node import Hardware, Node
 
 T = TypeVar("T")
-HEAD = "head"
+HEAD = HEAD_ROLE
 REGISTER_SECONDS = 90
 # One cluster per process at a time: namespaces and directories carry the process id.
 RUN_ID = str(os.getpid())
@@ -180,7 +181,8 @@ class VirtualCluster:
         ec2 = self.aws.client("ec2")
         found = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
         attribute = ec2.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
-        user_data = base64.b64decode(attribute["UserData"]["Value"]).decode()
+        # gzip-compressed, as the stack gives it to EC2; cloud-init decompresses it.
+        user_data = gzip.decompress(base64.b64decode(attribute["UserData"]["Value"])).decode()
         tags = {t["Key"]: t["Value"] for t in found.get("Tags", [])}
         instance = Instance(
             instance_id=instance_id,
@@ -189,7 +191,7 @@ class VirtualCluster:
             availability_zone=found["Placement"]["AvailabilityZone"],
             user_data=user_data,
         )
-        return instance, tags.get("slurmstack:pool", HEAD)
+        return instance, tags.get(POOL_TAG, HEAD)
 
     def hardware(self, role: str) -> Hardware:
         if role == HEAD:
@@ -232,7 +234,7 @@ class VirtualCluster:
         node.boot(parse(node.instance.user_data), step_dirs)
 
     def slurm_name(self, node: Node) -> str:
-        return node_name(f"{node.role}-", node.address)
+        return node_name(node_name_prefix(node.role), node.address)
 
     def pool_nodes(self, pool: str) -> list[Node]:
         return sorted(

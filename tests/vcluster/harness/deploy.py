@@ -17,10 +17,10 @@ points at it, exactly as the config store does for any file.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 from dataclasses import dataclass, field
 
+from slurmstack import contract
 from slurmstack.offline import OfflineRun, RecordedResource
 
 from .aws import MotoServer
@@ -39,8 +39,8 @@ INSTANCE = "aws:ec2/instance:Instance"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 GROUP = "aws:autoscaling/group:Group"
 
-HEAD_ADDRESS_SUFFIX = "/head/address"
-MANIFEST_SUFFIX = "/config/manifest"
+HEAD_ADDRESS_SUFFIX = f"/{contract.DeployParameter.HEAD_ADDRESS}"
+MANIFEST_SUFFIX = f"/{contract.DeployParameter.CONFIG_MANIFEST}"
 
 
 @dataclass
@@ -72,7 +72,7 @@ def _tags(tags: dict[str, str]) -> list[dict[str, str]]:
 
 def store_key(body: bytes) -> str:
     """A config store key: ``config/<sha256 of the content>`` (what the agent verifies)."""
-    return "config/" + hashlib.sha256(body).hexdigest()
+    return contract.store_key(body)
 
 
 def publish_config(run: OfflineRun, aws: MotoServer, bucket: str) -> str:
@@ -83,7 +83,12 @@ def publish_config(run: OfflineRun, aws: MotoServer, bucket: str) -> str:
     manifest_param = next(
         r for r in run.of_type(PARAMETER) if r.inputs["name"].endswith(MANIFEST_SUFFIX)
     )
-    contents = {r.inputs["key"]: r.inputs["content"] for r in run.of_type(OBJECT)}
+    # The config store's objects (the image build bundles under images/ are not the nodes').
+    contents = {
+        r.inputs["key"]: r.inputs["content"]
+        for r in run.of_type(OBJECT)
+        if r.inputs["key"].startswith("config/")
+    }
     manifest: dict[str, dict[str, str]] = json.loads(contents.pop(manifest_param.inputs["value"]))
     for files in manifest.values():
         for path, key in files.items():
@@ -186,7 +191,7 @@ def launch_head(run: OfflineRun, aws: MotoServer, interface: str) -> str:
         MinCount=1,
         MaxCount=1,
         NetworkInterfaces=[{"DeviceIndex": 0, "NetworkInterfaceId": interface}],
-        UserData=base64.b64decode(head.inputs["userDataBase64"]).decode(),
+        UserData=base64.b64decode(head.inputs["userDataBase64"]),  # gzip, as EC2 gets it
         TagSpecifications=[{"ResourceType": "instance", "Tags": _tags(head.inputs["tags"])}],
     )
     return str(reservation["Instances"][0]["InstanceId"])
@@ -199,7 +204,7 @@ def instance_address(aws: MotoServer, instance_id: str) -> str:
 
 def _pool_of(group: RecordedResource) -> str:
     tags = {t["key"]: t["value"] for t in group.inputs["tags"]}
-    return tags["slurmstack:pool"]
+    return tags[contract.POOL_TAG]
 
 
 def create_group(

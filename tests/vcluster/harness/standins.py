@@ -42,11 +42,12 @@ STAND_INS: tuple[StandIn, ...] = (
         "everything a node writes lands in its own layer, nothing reaches the host",
     ),
     StandIn(
-        "image-packages",
-        "the image's packages (cloud-init `packages`, `package_update`)",
-        "the packages (Slurm, munge, PMIx, Open MPI) are installed on this machine; no "
-        "installs during a test",
-        "the package list is skipped; nodes use this machine's binaries",
+        "image-contract",
+        "the baked image's enroot, pyxis plugin, mdadm, EFS and Lustre mount helpers, which the "
+        "boot's `slurmstack-bootstrap check` step requires",
+        "this machine has Debian's Slurm, munge, nftables and python3, but none of these",
+        "the check runs for real on everything else in the node's contract; the items in "
+        "ABSENT_FROM_THIS_MACHINE are left out of its list",
     ),
     StandIn(
         "image-boto3",
@@ -151,7 +152,7 @@ STAND_INS: tuple[StandIn, ...] = (
     ),
     StandIn(
         "amis",
-        "the node images (resolve:ssm: parameters, pinned AMIs)",
+        "the node images (the AMIs Image Builder bakes, or a pinned AMI)",
         "no images here: every node runs this machine's system",
         "moto's instances and launch templates carry a placeholder image id",
     ),
@@ -182,6 +183,19 @@ NODE_TOOLS = {
     "/usr/local/sbin/systemctl": NODE_SIDE / "systemctl.py",
     "/usr/local/sbin/hostnamectl": NODE_SIDE / "hostnamectl.py",
 }
+
+# "image-contract": contract items this machine lacks, dropped from the boot's check step.
+CONTRACT_STEP = ("slurmstack-bootstrap", "check")
+ABSENT_FROM_THIS_MACHINE = frozenset(
+    {
+        "cmd:enroot",
+        "file:/usr/local/lib/slurm/spank_pyxis.so",
+        "cmd:mdadm",
+        "cmd:mount.efs",
+        "cmd:mount.lustre",
+        "cmd:lctl",
+    }
+)
 
 # "nvme-raid", "shared-storage", "state-volume": runcmd steps replaced by steps.py.
 REPLACED_STEPS = {

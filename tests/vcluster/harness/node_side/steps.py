@@ -10,13 +10,15 @@ place of `slurmstack-node <step>`, reading the same node.json the agent reads.
 Standard library only: it runs on the node's system python.
 """
 
-import json
 import os
 import pwd
 import subprocess
 import sys
 
-NODE_CONFIG = "/etc/slurmstack/node.json"
+# The checkout's contract (the node's filesystem is this machine's): the same node.json reader
+# the agent uses.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), *[".."] * 4, "infra"))
+from slurmstack.contract import NODE_CONFIG_PATH, read_node_config
 
 
 def bind(source: str, target: str) -> None:
@@ -28,23 +30,22 @@ def bind(source: str, target: str) -> None:
 
 def main(argv: list[str]) -> int:
     step, directory = argv
-    with open(NODE_CONFIG) as handle:
-        config = json.load(handle)
+    with open(NODE_CONFIG_PATH) as handle:
+        config = read_node_config(handle.read())
     if step == "scratch":
-        scratch = config.get("scratch")
-        if scratch:
-            bind(directory, scratch["mount"])
-            os.chmod(scratch["mount"], 0o1777)
+        if config.scratch is not None:
+            bind(directory, config.scratch.mount)
+            os.chmod(config.scratch.mount, 0o1777)
     elif step == "mounts":
-        for mount in config.get("mounts", []):
-            bind(os.path.join(directory, mount["kind"]), mount["path"])
-    elif step == "state-volume":
-        spec = config["state_volume"]
-        bind(directory, spec["mount"])
-        os.makedirs(spec["state_dir"], exist_ok=True)
+        for mount in config.mounts:
+            bind(os.path.join(directory, mount.kind.value), mount.path)
+    elif step == "state-volume" and config.state_volume is not None:
+        volume = config.state_volume
+        bind(directory, volume.mount)
+        os.makedirs(volume.state_dir, exist_ok=True)
         slurm = pwd.getpwnam("slurm")
-        os.chown(spec["state_dir"], slurm.pw_uid, slurm.pw_gid)
-        os.chmod(spec["state_dir"], 0o700)
+        os.chown(volume.state_dir, slurm.pw_uid, slurm.pw_gid)
+        os.chmod(volume.state_dir, 0o700)
     else:
         print(f"steps.py: unknown step {step}", file=sys.stderr)
         return 1

@@ -1,7 +1,4 @@
-"""The munge key on a node: fetched by root from Secrets Manager (moto here), written 0400 and
-owned by munge, readable by nobody else at any moment, and never printed. That it is in no user
-data, stack output or resource input but its secret version is shown in
-tests/stack/test_examples.py (test_munge_key_never_in_plain_text)."""
+"""munge-key: the munge key from Secrets Manager, 0400, owned by munge, never printed."""
 
 from __future__ import annotations
 
@@ -14,31 +11,43 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from helpers_examples import example_plan
-from slurmstack.node import base, cli
+from node.support import PLAN, REGION, make_node
+from slurmstack.contract import bootstrap_env_text
+from slurmstack.node import cli, context, munge
+from slurmstack.node.context import AgentError, Context
 from slurmstack.node.munge import MUNGE_KEY
-from slurmstack.node.node import Node
+from slurmstack.render import bootstrap_env
 
-REGION = "us-east-1"
-PLAN = example_plan("p5-training")
+
+def test_munge_key_comes_from_secrets_manager(aws, tmp_path: Path) -> None:
+    key = os.urandom(1024)
+    aws.client("secretsmanager").create_secret(Name=PLAN.munge_secret_name, SecretBinary=key)
+    path = munge.munge_key(make_node(tmp_path, aws, "train"))
+    assert path.read_bytes() == key
+    assert os.stat(path).st_mode & 0o777 == 0o400
+
+
+def test_munge_key_refuses_a_short_key(aws, tmp_path: Path) -> None:
+    aws.client("secretsmanager").create_secret(Name=PLAN.munge_secret_name, SecretBinary=b"x")
+    with pytest.raises(AgentError, match="at least 32"):
+        munge.munge_key(make_node(tmp_path, aws, "train"))
+
+
 # A uid/gid that is not the test's own, so the ownership check cannot pass by accident (as
 # root; otherwise the test's own ids, the only ones it may give a file).
 MUNGE_IDS = (4242, 4343) if os.geteuid() == 0 else (os.getuid(), os.getgid())
 
 
-def node(tmp_path: Path, session: boto3.session.Session, looked_up: list[str]) -> Node:
+def node(tmp_path: Path, session: boto3.session.Session, looked_up: list[str]) -> Context:
     env = tmp_path / "etc/slurmstack/bootstrap.env"
     env.parent.mkdir(parents=True, exist_ok=True)
-    env.write_text(
-        f"SLURMSTACK_REGION={REGION}\nSLURMSTACK_ROLE=train\n"
-        f"SLURMSTACK_MUNGE_SECRET={PLAN.munge_secret_name}\n"
-    )
+    env.write_text(bootstrap_env_text(bootstrap_env(PLAN, "train")))
 
     def owner(name: str) -> tuple[int, int]:
         looked_up.append(name)
         return MUNGE_IDS
 
-    return Node(root=tmp_path, session=session, owner=owner, sleep=lambda _s: None)
+    return Context(root=tmp_path, session=session, owner=owner, sleep=lambda _s: None)
 
 
 @pytest.fixture
@@ -65,10 +74,10 @@ def test_key_is_0400_owned_by_munge_and_never_readable_by_others(
         modes.append(stat.S_IMODE(os.fstat(fd).st_mode))
         real_fsync(fd)
 
-    monkeypatch.setattr(base.os, "fsync", fsync)
+    monkeypatch.setattr(context.os, "fsync", fsync)
     old_umask = os.umask(0)  # the worst a caller could run with
     try:
-        path = node(tmp_path, session, looked_up).munge_key()
+        path = munge.munge_key(node(tmp_path, session, looked_up))
     finally:
         os.umask(old_umask)
     assert path == tmp_path / MUNGE_KEY.lstrip("/")
@@ -85,11 +94,11 @@ def test_key_is_never_printed(session, tmp_path: Path, capfd: pytest.CaptureFixt
     client = session.client("secretsmanager")
     client.create_secret(Name=PLAN.munge_secret_name, SecretBinary=key)
     agent = node(tmp_path, session, [])
-    assert cli.main(["--root", str(tmp_path), "munge-key"], node=agent) == 0
+    assert cli.main(["--root", str(tmp_path), "munge-key"], ctx=agent) == 0
     # A refused key is reported by its length, not its content.
     short = os.urandom(16)
     client.put_secret_value(SecretId=PLAN.munge_secret_name, SecretBinary=short)
-    assert cli.main(["--root", str(tmp_path), "munge-key"], node=agent) == 1
+    assert cli.main(["--root", str(tmp_path), "munge-key"], ctx=agent) == 1
     out, err = capfd.readouterr()
     assert "16 bytes" in err
     for secret in (key, short):

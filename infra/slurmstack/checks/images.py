@@ -1,0 +1,49 @@
+"""Rules about the node images: the instance type Image Builder builds them on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from slurmstack.catalog import Catalog
+from slurmstack.checks import rule
+from slurmstack.checks.common import error, head_facts, pools_with_facts
+from slurmstack.facts import resolve_facts
+from slurmstack.findings import Finding
+from slurmstack.spec import ClusterSpec
+
+
+def _baked_architectures(spec: ClusterSpec, catalog: Catalog) -> set[str]:
+    """Architectures of the nodes that boot a baked image (no AMI of their own)."""
+    out = set()
+    head = head_facts(spec, catalog)
+    if head is not None and (spec.head_node.ami or spec.image.ami) is None:
+        out.add(head.architecture.value)
+    for pf in pools_with_facts(spec, catalog):
+        if (pf.pool.ami or spec.image.ami) is None:
+            out.add(pf.facts.architecture.value)
+    return out
+
+
+# why: Image Builder launches the build instance from the parent AMI, which runs only on its
+# own architecture; one build type cannot build both an x86_64 and an arm64 image.
+@rule
+def image_build_instance_type(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    name = spec.image.build_instance_type
+    if name is None:
+        return
+    path = "image.build_instance_type"
+    facts = resolve_facts(name, None, catalog)
+    if facts is None:
+        close = catalog.suggest_instance_type(name)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        yield error(path, f"unknown instance type {name!r}{hint}")
+        return
+    wanted = _baked_architectures(spec, catalog)
+    other = sorted(wanted - {facts.architecture.value})
+    if other:
+        yield error(
+            path,
+            f"{name} is {facts.architecture.value}, but the cluster bakes {' and '.join(other)} "
+            "images too; leave build_instance_type unset (a default per architecture) or use a "
+            f"{'/'.join(sorted(wanted))} type for each",
+        )

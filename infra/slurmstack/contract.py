@@ -1,0 +1,641 @@
+"""The contract between the control plane and the nodes: every fact both sides must agree on.
+
+Plan, render, the templates (as the Jinja global ``contract``), the stack and the report take
+these names from here, and so does the node agent, on the node: this module ships with it (the
+config store delivers ``slurmstack/contract.py`` next to ``slurmstack/node/``). Nothing else
+spells a node path, a parameter key, a port, a tag, the node-name scheme or the layout of a
+node's configuration files. The first-boot script (``slurmstack/node/bootstrap.py``) runs
+before the agent is installed: render writes the names it takes from here into its copy in the
+user data (``slurmstack.render.cloud_init.bootstrap_script``).
+
+Standard library only, no I/O at import: it runs on the nodes' system Python.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import ipaddress
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+# --- roles, names ----------------------------------------------------------------------
+
+# The head node's role: in bootstrap.env and node.json, the config store's manifest and the
+# render layout ("head/..."). A pool may not take this name.
+HEAD_ROLE = "head"
+
+
+def head_host(cluster: str) -> str:
+    """The head node's host name: SlurmctldHost in slurm.conf, its hostname, and the name
+    every worker's /etc/hosts gives the head's address."""
+    return f"{cluster}-head"
+
+
+# Dynamic node names are <pool>-<n>, n the low 16 bits of the node's private IPv4 address:
+# unique within the compute subnet (an AWS subnet is at most a /16), stable for the
+# instance's life, and inside one hostlist range per pool (gres.conf relies on that).
+NODE_INDEX_MAX = 0xFFFF
+
+
+def node_name_prefix(pool: str) -> str:
+    return f"{pool}-"
+
+
+def node_name(prefix: str, address: str) -> str:
+    """The Slurm name of the node of a pool (given by its ``node_name_prefix``) at
+    ``address``."""
+    return f"{prefix}{int(ipaddress.IPv4Address(address)) & NODE_INDEX_MAX}"
+
+
+def node_name_pattern(pool: str) -> str:
+    """Every name a node of ``pool`` can have, as a Slurm hostlist."""
+    return f"{node_name_prefix(pool)}[0-{NODE_INDEX_MAX}]"
+
+
+def is_node_name_of(name: str, prefix: str) -> bool:
+    """Whether ``name`` is a name the scheme gives a node of the pool with ``prefix``."""
+    index = name[len(prefix) :]
+    return name.startswith(prefix) and index.isdigit() and int(index) <= NODE_INDEX_MAX
+
+
+# --- tags ------------------------------------------------------------------------------
+
+# On every resource of the cluster (the stack); the reaper finds the cluster's instances by
+# CLUSTER_TAG and their pool by POOL_TAG. The prefix is slurmstack's own: definitions may not
+# use it for their tags.
+TAG_PREFIX = "slurmstack:"
+CLUSTER_TAG = f"{TAG_PREFIX}cluster"
+ROLE_TAG = f"{TAG_PREFIX}role"
+POOL_TAG = f"{TAG_PREFIX}pool"
+IMAGE_TAG = f"{TAG_PREFIX}image"  # on an Image Builder image: the key of the image it is
+
+# --- network ---------------------------------------------------------------------------
+
+# Slurm's ports: slurm.conf uses them and the stack's security groups open exactly these.
+SLURMCTLD_PORT = 6817
+SLURMD_PORT = 6818
+SRUN_PORT_RANGE = (60001, 63000)
+# slurmdbd's (slurmdbd.conf DbdPort, slurm.conf AccountingStoragePort): Slurm's default. Only
+# the head node talks to it (slurmctld, sacct and sacctmgr run there), so no group opens it.
+SLURMDBD_PORT = 6819
+
+# The instance metadata service (IPv6 only answers on Nitro instances that enable it).
+IMDS_IPV4 = "169.254.169.254"
+IMDS_IPV6 = "fd00:ec2::254"
+
+# --- deploy-time values ----------------------------------------------------------------
+
+
+class DeployParameter(enum.StrEnum):
+    """Values known only at deploy time. The stack writes each to an SSM parameter under
+    the cluster's prefix; nodes read them at boot (waiting until they exist), so user data
+    carries only stable identifiers and no node waits on a slow resource just for its address."""
+
+    HEAD_ADDRESS = "head/address"
+    BUCKET = "bucket/name"
+    LUSTRE_DNS = "lustre/dns-name"
+    LUSTRE_MOUNT_NAME = "lustre/mount-name"
+    EFS_ID = "efs/id"
+    CONFIG_MANIFEST = "config/manifest"
+    # The head node's Slurm state volume id (vol-...). On Nitro the volume shows up as an NVMe
+    # disk whose serial is the id without its dash, which is how the head finds it.
+    STATE_VOLUME_ID = "head/state-volume-id"
+    # The RDS accounting database's address (slurm.accounting.database.type rds): known only
+    # once the instance exists; the head's agent waits for it (slurmdbd.conf's StorageHost).
+    ACCOUNTING_DB_HOST = "accounting/db-host"
+
+
+def parameter_prefix(cluster: str) -> str:
+    """SSM parameter path holding the deploy-time values of ``cluster``."""
+    return f"/slurmstack/{cluster}"
+
+
+def parameter_name(prefix: str, key: DeployParameter | str) -> str:
+    """Full SSM parameter name of a deploy-time value, e.g. /slurmstack/llm-train/head/address."""
+    return f"{prefix}/{key}"
+
+
+def munge_secret_name(cluster: str) -> str:
+    """The Secrets Manager secret holding the cluster's munge key."""
+    return f"slurmstack/{cluster}/munge-key"
+
+
+def accounting_password_secret_name(cluster: str) -> str:
+    """The Secrets Manager secret the stack creates for the accounting database's password
+    (the local and rds databases; an external one's is named by the definition)."""
+    return f"slurmstack/{cluster}/accounting-db-password"
+
+
+# --- the config store ------------------------------------------------------------------
+
+# Rendered files are S3 objects keyed by their content's sha256 under this prefix; the
+# manifest (role -> node path -> key) is one such object, named by the CONFIG_MANIFEST
+# parameter. The instance roles may read, and never write, below it.
+CONFIG_PREFIX = "config/"
+
+
+def store_key(body: bytes) -> str:
+    return CONFIG_PREFIX + hashlib.sha256(body).hexdigest()
+
+
+def matches_key(body: bytes, key: str) -> bool:
+    """Whether ``body`` is the content the store key ``key`` names."""
+    return hashlib.sha256(body).hexdigest() == key.rsplit("/", 1)[-1]
+
+
+def manifest_json(manifest: dict[str, dict[str, str]]) -> str:
+    """The manifest as stored: deterministic and compact."""
+    return json.dumps(manifest, sort_keys=True, separators=(",", ":"))
+
+
+# --- where things land on a node -------------------------------------------------------
+
+# The node agent: its launcher, and the tree it runs (this module and slurmstack/node, as
+# the package has them) below AGENT_LIB_DIR.
+AGENT_PATH = "/usr/local/bin/slurmstack-node"
+AGENT_LIB_DIR = "/usr/local/lib/slurmstack"
+AGENT_PACKAGE = "slurmstack"
+# The first-boot runner and the markers it leaves; the head's apply-config document reads them.
+BOOTSTRAP_PATH = "/usr/local/sbin/slurmstack-bootstrap"
+BOOTSTRAP_DONE = "/var/lib/slurmstack/bootstrap.done"
+BOOTSTRAP_FAILED = "/var/lib/slurmstack/bootstrap.failed"
+# Written by cloud-init (BootstrapEnv), by render (NodeConfig) and by the agent (NodeEnv).
+BOOTSTRAP_ENV_PATH = "/etc/slurmstack/bootstrap.env"
+NODE_CONFIG_PATH = "/etc/slurmstack/node.json"
+NODE_ENV_PATH = "/etc/slurmstack/node.env"
+TASK_PROLOG_PATH = "/etc/slurmstack/task-prolog.sh"
+IMDS_FIREWALL_RULES_PATH = "/etc/slurmstack/imds-firewall.nft"
+SLURM_DIR = "/etc/slurm"
+SLURM_CONF_PATH = f"{SLURM_DIR}/slurm.conf"
+SYSTEMD_DIR = "/etc/systemd/system"
+NCCL_CONF_PATH = "/etc/nccl.conf"
+FABRIC_PROFILE_PATH = "/etc/profile.d/slurmstack-fabric.sh"
+ENROOT_CONF_PATH = "/etc/enroot/enroot.conf"
+
+# systemd units slurmstack installs or starts.
+SLURMCTLD_UNIT = "slurmctld.service"
+MUNGE_UNIT = "munge.service"
+SLURMD_UNIT = "slurmstack-slurmd.service"  # a worker's slurmd (dynamic, configless)
+DISTRIBUTION_SLURMD_UNIT = "slurmd.service"  # Debian/Ubuntu's own, unused on workers
+REAPER_SERVICE = "slurmstack-reaper.service"
+REAPER_TIMER = "slurmstack-reaper.timer"
+LNET_EFA_UNIT = "slurmstack-lustre-efa.service"
+IMDS_FIREWALL_UNIT = "slurmstack-imds-firewall.service"
+
+
+def unit_path(unit: str) -> str:
+    return f"{SYSTEMD_DIR}/{unit}"
+
+
+SLURMCTLD_DROPIN_PATH = f"{SYSTEMD_DIR}/{SLURMCTLD_UNIT}.d/slurmstack.conf"
+
+# The head node's Slurm state: an EBS volume attached under STATE_VOLUME_DEVICE (on Nitro it
+# appears as an NVMe disk whose controller reports that name), mounted at STATE_VOLUME_MOUNT;
+# Slurm's files live in a subdirectory, apart from the file system's root and lost+found.
+STATE_VOLUME_DEVICE = "/dev/sdf"
+STATE_VOLUME_MOUNT = "/var/spool/slurmctld"
+STATE_SAVE_LOCATION = f"{STATE_VOLUME_MOUNT}/state"
+
+# Accounting on the head node. The rendered slurmdbd.conf holds no password: the agent
+# (`accounting-db`) writes the live one, 0600 and owned by SlurmUser as slurmdbd demands, from
+# it and the secret. slurmdbd's pid file is in its RuntimeDirectory (the 23.11 unit runs it as
+# SlurmUser, who cannot write /run itself), its log beside slurmctld's.
+ACCOUNTING_CONFIG_PATH = "/etc/slurmstack/accounting.json"  # AccountingConfig, written by render
+SLURMDBD_CONF_RENDERED_PATH = "/etc/slurmstack/slurmdbd.conf"
+SLURMDBD_CONF_PATH = f"{SLURM_DIR}/slurmdbd.conf"
+SLURMDBD_PID_FILE = "/run/slurmdbd/slurmdbd.pid"
+SLURMDBD_LOG_FILE = "/var/log/slurm/slurmdbd.log"
+SLURMDBD_UNIT = "slurmdbd.service"
+SLURMDBD_DROPIN_PATH = f"{SYSTEMD_DIR}/{SLURMDBD_UNIT}.d/slurmstack.conf"
+# The local database: Debian's and Ubuntu's MariaDB. Its settings sort after their
+# 50-server.cnf (so its datadir wins); its socket is theirs, which slurmdbd's "localhost"
+# reaches too (MariaDB's client library default).
+MARIADB_UNIT = "mariadb.service"
+MARIADB_DROPIN_PATH = f"{SYSTEMD_DIR}/{MARIADB_UNIT}.d/slurmstack.conf"
+MARIADB_CONF_PATH = "/etc/mysql/mariadb.conf.d/90-slurmstack.cnf"
+MARIADB_SOCKET = "/run/mysqld/mysqld.sock"
+# On the state volume, which outlives the instance: a replacement head mounts it and finds
+# the database, and the record of what slurmstack created in it (accounting-apply), as they were.
+MARIADB_DATA_DIR = f"{STATE_VOLUME_MOUNT}/mariadb"
+ACCOUNTING_OWNED_PATH = f"{STATE_VOLUME_MOUNT}/slurmstack/accounting-owned.json"
+
+# --- the agent's subcommands, as units, cloud-init and SSM documents call them -------------
+
+
+class Command(enum.StrEnum):
+    """``slurmstack-node`` subcommands (slurmstack.node.commands maps each to its handler)."""
+
+    SYNC_CONFIG = "sync-config"
+    PARAMS = "params"
+    HEAD_ADDRESS = "head-address"
+    MUNGE_KEY = "munge-key"
+    HEALTH = "health"
+    SCRATCH = "scratch"
+    MOUNTS = "mounts"
+    LNET_EFA = "lnet-efa"
+    STATE_VOLUME = "state-volume"
+    REAP = "reap"
+    ACCOUNTING_DB = "accounting-db"
+    ACCOUNTING_APPLY = "accounting-apply"
+    USAGE = "usage"
+
+
+def agent_command(command: Command, *args: str) -> str:
+    """The command line that runs ``command`` by the agent's absolute path (systemd units and
+    Run Command do not search the login PATH)."""
+    return " ".join((AGENT_PATH, command.value, *args))
+
+
+# The reaper: how long a dead node's record stays DOWN before it is deleted (long enough for
+# a reboot, which keeps the address and so the name), and how often it looks.
+REAPER_GRACE_SECONDS = 900
+REAPER_INTERVAL_MINUTES = 5
+
+# --- bootstrap.env ----------------------------------------------------------------------
+
+ENV_PREFIX = "SLURMSTACK_"
+
+
+def env_key(name: str) -> str:
+    """The variable of a BootstrapEnv or NodeEnv field, e.g. SLURMSTACK_HEAD_ADDRESS."""
+    return ENV_PREFIX + name.upper()
+
+
+def parse_env(text: str) -> dict[str, str]:
+    """KEY=value lines, comments skipped (also run by the first-boot script: kept short)."""
+    pairs = [line.split("=", 1) for line in text.splitlines() if "=" in line]
+    return {k.strip(): v.strip() for k, v in pairs if not k.lstrip().startswith("#")}
+
+
+@dataclass(frozen=True)
+class BootstrapEnv:
+    """Who the node is: the stable identifiers in its cloud-init document (BOOTSTRAP_ENV_PATH),
+    the same for every node of a role."""
+
+    cluster: str
+    region: str
+    role: str
+    parameter_prefix: str
+    munge_secret: str
+    manifest_parameter: str
+    bucket_parameter: str
+
+
+def bootstrap_env_text(env: BootstrapEnv) -> str:
+    return "".join(f"{env_key(f.name)}={getattr(env, f.name)}\n" for f in fields(env))
+
+
+def read_bootstrap_env(text: str) -> BootstrapEnv:
+    """The node's BootstrapEnv; KeyError names a missing variable."""
+    values = parse_env(text)
+    return BootstrapEnv(**{f.name: values[env_key(f.name)] for f in fields(BootstrapEnv)})
+
+
+# --- node.env ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeEnv:
+    """What the agent learns at boot (NODE_ENV_PATH); slurmd's unit reads it as its
+    EnvironmentFile (head_address, node_name). Empty fields are not written."""
+
+    instance_id: str = ""
+    address: str = ""
+    head_address: str = ""
+    node_name: str = ""
+    efs_id: str = ""
+    lustre_dns: str = ""
+    lustre_mount_name: str = ""
+
+    def text(self) -> str:
+        values = {env_key(f.name): getattr(self, f.name) for f in fields(self)}
+        return "".join(f"{k}={v}\n" for k, v in sorted(values.items()) if v)
+
+
+def read_node_env(text: str) -> NodeEnv:
+    values = parse_env(text)
+    return NodeEnv(**{f.name: values.get(env_key(f.name), "") for f in fields(NodeEnv)})
+
+
+def env_ref(name: str) -> str:
+    """``${SLURMSTACK_<NAME>}``: a NodeEnv field as a systemd unit expands it."""
+    if name not in {f.name for f in fields(NodeEnv)}:
+        raise KeyError(f"NodeEnv has no field {name!r}")
+    return "${" + env_key(name) + "}"
+
+
+# --- node.json ---------------------------------------------------------------------------
+
+
+class MountKind(enum.StrEnum):
+    NVME_RAID0 = "nvme-raid0"
+    LUSTRE = "lustre"
+    EFS = "efs"
+
+
+@dataclass(frozen=True)
+class Mount:
+    kind: MountKind
+    path: str
+
+
+@dataclass(frozen=True)
+class StateVolume:
+    device_name: str
+    mount: str
+    state_dir: str
+
+
+@dataclass(frozen=True)
+class PoolRef:
+    """A pool as the head node's reaper knows it."""
+
+    name: str
+    node_name_prefix: str
+    feature: str
+
+
+@dataclass(frozen=True)
+class Scratch:
+    mount: str
+
+
+@dataclass(frozen=True)
+class Health:
+    """Devices a node of the pool must have for its boot health check to pass."""
+
+    gpus: int = 0
+    neuron_devices: int = 0
+    efa_devices: int = 0
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """What the node agent knows about its role (NODE_CONFIG_PATH), written by render.
+    Head-only fields (state_volume, pools) and pool-only fields (node_name_prefix, scratch,
+    health, lustre_efa_interfaces) are left out of the file on the other role."""
+
+    cluster: str
+    region: str
+    role: str
+    parameter_prefix: str
+    munge_secret: str
+    mounts: tuple[Mount, ...]  # shared file systems (local scratch is ``scratch``)
+    # The head node.
+    state_volume: StateVolume | None = None
+    pools: tuple[PoolRef, ...] = ()  # whose dead records the reaper may delete
+    # A pool's node.
+    node_name_prefix: str = ""
+    scratch: Scratch | None = None
+    health: Health = field(default_factory=Health)
+    # EFA interfaces LNet uses for Lustre; 0: over TCP; None: the cluster has no Lustre.
+    lustre_efa_interfaces: int | None = None
+
+    @property
+    def is_head(self) -> bool:
+        return self.role == HEAD_ROLE
+
+
+GENERATED_BY = "slurmstack"
+
+
+def node_config_json(config: NodeConfig) -> str:
+    """node.json as render writes it (sorted keys, two-space indent)."""
+    data: dict[str, Any] = {
+        "generated_by": GENERATED_BY,
+        "cluster": config.cluster,
+        "region": config.region,
+        "role": config.role,
+        "parameter_prefix": config.parameter_prefix,
+        "munge_secret": config.munge_secret,
+        "mounts": [{"kind": m.kind.value, "path": m.path} for m in config.mounts],
+    }
+    if config.is_head:
+        volume = config.state_volume
+        data["state_volume"] = None if volume is None else vars(volume).copy()
+        data["pools"] = [vars(p).copy() for p in config.pools]
+    else:
+        data["node_name_prefix"] = config.node_name_prefix
+        data["scratch"] = None if config.scratch is None else {"mount": config.scratch.mount}
+        data["health"] = vars(config.health).copy()
+        if config.lustre_efa_interfaces is not None:
+            data["lustre_efa_interfaces"] = config.lustre_efa_interfaces
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def read_node_config(text: str) -> NodeConfig:
+    """The NodeConfig of a node.json (ValueError or KeyError for a malformed one)."""
+    data = json.loads(text)
+    volume = data.get("state_volume")
+    scratch = data.get("scratch")
+    return NodeConfig(
+        cluster=str(data["cluster"]),
+        region=str(data["region"]),
+        role=str(data["role"]),
+        parameter_prefix=str(data["parameter_prefix"]),
+        munge_secret=str(data["munge_secret"]),
+        mounts=tuple(Mount(MountKind(m["kind"]), str(m["path"])) for m in data["mounts"]),
+        state_volume=StateVolume(**volume) if volume else None,
+        pools=tuple(PoolRef(**p) for p in data.get("pools") or ()),
+        node_name_prefix=str(data.get("node_name_prefix") or ""),
+        scratch=Scratch(str(scratch["mount"])) if scratch else None,
+        health=Health(**(data.get("health") or {})),
+        lustre_efa_interfaces=data.get("lustre_efa_interfaces"),
+    )
+
+
+# --- accounting.json ----------------------------------------------------------------------
+
+
+# Slurm's own objects: the root of every cluster's association tree, and the QoS slurmdbd
+# creates. slurmstack never creates, changes or removes them.
+ROOT_ACCOUNT = "root"
+DEFAULT_QOS = "normal"
+
+
+class DatabaseType(enum.StrEnum):
+    """Where slurmdbd keeps its records (slurm.accounting.database.type)."""
+
+    LOCAL = "local"  # MariaDB on the head node, its data on the state volume
+    EXTERNAL = "external"  # a MySQL-compatible server the user runs
+    RDS = "rds"  # an RDS for MariaDB instance the stack creates
+
+
+@dataclass(frozen=True)
+class AccountingDatabase:
+    type: DatabaseType
+    host: str | None  # None: the ACCOUNTING_DB_HOST parameter, at boot (rds)
+    port: int
+    name: str
+    user: str
+    password_secret: str  # Secrets Manager name or ARN
+
+    @property
+    def local(self) -> bool:
+        return self.type is DatabaseType.LOCAL
+
+
+@dataclass(frozen=True)
+class AccountingQos:
+    name: str
+    description: str
+    priority: int
+    max_wall_minutes: int | None
+    max_jobs_per_user: int | None
+    max_tres_per_user: dict[str, int]  # TRES name -> limit (mem in MiB)
+    max_tres_per_job: dict[str, int]
+    grp_tres: dict[str, int]
+
+
+@dataclass(frozen=True)
+class AccountingAccount:
+    """An account as sacctmgr shows its association: qos and default_qos are the effective ones
+    (an account without its own has its parent's)."""
+
+    name: str
+    description: str
+    parent: str
+    fairshare: int
+    qos: tuple[str, ...]
+    default_qos: str | None
+    grp_tres: dict[str, int]
+
+
+@dataclass(frozen=True)
+class AccountingUser:
+    name: str
+    default_account: str
+    accounts: tuple[str, ...]  # the default first
+
+
+@dataclass(frozen=True)
+class PoolPrice:
+    """What the usage report charges for a pool's nodes."""
+
+    name: str
+    instance_type: str
+    usd_per_hour: float | None  # None: no price known (left out of costs, and said so)
+    price_source: str
+    gpus: int  # accelerators per node
+    cpus: int  # per node
+
+
+@dataclass(frozen=True)
+class AccountingConfig:
+    """What the head node's agent knows about accounting (ACCOUNTING_CONFIG_PATH), written by
+    render for every head, so the agent also learns that accounting is off. Accounts come
+    parents first (sacctmgr adds a child under an existing parent)."""
+
+    cluster: str
+    enabled: bool
+    slurmdbd_port: int = SLURMDBD_PORT
+    database: AccountingDatabase | None = None
+    qos: tuple[AccountingQos, ...] = ()
+    accounts: tuple[AccountingAccount, ...] = ()
+    users: tuple[AccountingUser, ...] = ()
+    pools: tuple[PoolPrice, ...] = ()
+
+
+def accounting_config_json(config: AccountingConfig) -> str:
+    """accounting.json as render writes it (sorted keys, two-space indent)."""
+    data: dict[str, Any] = {
+        "generated_by": GENERATED_BY,
+        "cluster": config.cluster,
+        "enabled": config.enabled,
+    }
+    if config.enabled:
+        database = None if config.database is None else vars(config.database).copy()
+        data.update(
+            slurmdbd_port=config.slurmdbd_port,
+            database=database,
+            qos=[vars(q) for q in config.qos],
+            accounts=[{**vars(a), "qos": list(a.qos)} for a in config.accounts],
+            users=[{**vars(u), "accounts": list(u.accounts)} for u in config.users],
+            pools=[vars(p) for p in config.pools],
+        )
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def read_accounting_config(text: str) -> AccountingConfig:
+    """The AccountingConfig of an accounting.json (ValueError or KeyError for a malformed one)."""
+    data = json.loads(text)
+    if not data["enabled"]:
+        return AccountingConfig(cluster=str(data["cluster"]), enabled=False)
+    db = data.get("database")
+    return AccountingConfig(
+        cluster=str(data["cluster"]),
+        enabled=True,
+        slurmdbd_port=int(data["slurmdbd_port"]),
+        database=None
+        if db is None
+        else AccountingDatabase(**{**db, "type": DatabaseType(db["type"])}),
+        qos=tuple(AccountingQos(**q) for q in data["qos"]),
+        accounts=tuple(
+            AccountingAccount(**{**a, "qos": tuple(a["qos"])}) for a in data["accounts"]
+        ),
+        users=tuple(
+            AccountingUser(**{**u, "accounts": tuple(u["accounts"])}) for u in data["users"]
+        ),
+        pools=tuple(PoolPrice(**p) for p in data["pools"]),
+    )
+
+
+# --- the node image ----------------------------------------------------------------------
+
+
+# What a node's image must hold, as items ``KIND:NAME``: ``cmd:NAME`` an executable in one of
+# COMMAND_DIRS, ``file:PATH`` a file, ``py:MODULE`` importable by the system python3. The plan
+# lists a role's items (slurmstack.plan.images); the first-boot script's ``check`` step checks
+# them before anything else runs, and the image's test phase runs that same check.
+class ImageItem(enum.StrEnum):
+    COMMAND = "cmd"
+    FILE = "file"
+    MODULE = "py"
+
+
+def image_item(kind: ImageItem, name: str) -> str:
+    return f"{kind.value}:{name}"
+
+
+# Where ``cmd:`` items are looked for: the PATH of runcmd and of systemd units.
+COMMAND_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+# Where `make install` of pyxis puts its SPANK plugin: the image bakes it there, plugstack.conf
+# loads it.
+PYXIS_PLUGIN = "/usr/local/lib/slurm/spank_pyxis.so"
+# The build's record inside the image: every version baked (the test phase and operators read it).
+IMAGE_MANIFEST_PATH = "/etc/slurmstack/image.json"
+# The mount helper of each shared file system's client (amazon-efs-utils, the Lustre client):
+# in the image; the agent's mounts step refuses to start without it.
+MOUNT_HELPERS = {MountKind.EFS: "mount.efs", MountKind.LUSTRE: "mount.lustre"}
+
+
+def _commands(*names: str) -> tuple[str, ...]:
+    return tuple(image_item(ImageItem.COMMAND, name) for name in names)
+
+
+# Every node: munge, the Slurm client, the metadata firewall's nft, the agent's boto3.
+IMAGE_BASE_ITEMS = (*_commands("munged", "scontrol", "nft"), image_item(ImageItem.MODULE, "boto3"))
+IMAGE_HEAD_ITEMS = _commands("slurmctld")
+IMAGE_WORKER_ITEMS = (
+    *_commands("slurmd", "srun", "enroot"),
+    image_item(ImageItem.FILE, PYXIS_PLUGIN),
+)
+IMAGE_SCRATCH_ITEMS = _commands("mdadm", "mkfs.ext4")  # the scratch step's RAID0 and file system
+# Accounting on the head (slurm.accounting): slurmdbd and Slurm's accounting clients, and
+# for the local database MariaDB's server, client and installer (the agent's accounting-db
+# runs them). The head's boot checks them only when its definition turns them on.
+ACCOUNTING_COMMANDS = ("slurmdbd", "sacctmgr", "sacct")
+LOCAL_DATABASE_COMMANDS = ("mariadbd", "mariadb", "mariadb-install-db")
+IMAGE_ACCOUNTING_ITEMS = _commands(*ACCOUNTING_COMMANDS)
+IMAGE_LOCAL_DATABASE_ITEMS = _commands(*LOCAL_DATABASE_COMMANDS)
+IMAGE_MOUNT_ITEMS = {
+    MountKind.EFS: _commands(MOUNT_HELPERS[MountKind.EFS]),
+    MountKind.LUSTRE: _commands(MOUNT_HELPERS[MountKind.LUSTRE], "lctl"),
+}
+
+# The build: bundles in the cluster bucket under IMAGE_PREFIX (read by the image build role
+# only, never by nodes), fetched to IMAGE_BUNDLE_DIR on the build and test instances.
+IMAGE_PREFIX = "images/"
+IMAGE_BUNDLE_DIR = "/var/lib/slurmstack/image/bundle"

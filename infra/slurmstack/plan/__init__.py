@@ -1,0 +1,131 @@
+"""The plan: a pure, frozen derivation from a valid definition and the catalog.
+
+Everything the templates and the Pulumi stack need that is not written literally in the
+definition is decided here, once, one module per concern: ``pools`` (Slurm's view of each
+pool's nodes, EFA layout, placement, mounts, NCCL environment), ``head``, ``storage``
+(mounts, Lustre), ``network`` (subnets, where the head sits), ``slurm`` (MaxNodeCount,
+GresTypes, extra keys), ``images`` (the node images baked, and what each node's image must
+hold), ``accounting`` (slurmdbd, its database, accounts, users, QoS and the usage report's
+prices); ``cluster`` puts them together (``build_plan``). Rules the checks apply too live in
+modules of their own (slurmstack.efa, slurmstack.subnets, slurmstack.fsx,
+slurmstack.accounting). ``build_plan`` expects a definition that passed the checks (it raises
+``PlanError`` when a fact it needs is missing, which the checks report first).
+
+The names below are the plan's public surface (``from slurmstack.plan import ...``).
+"""
+
+from slurmstack.contract import (
+    HEAD_ROLE,
+    NODE_INDEX_MAX,
+    REAPER_GRACE_SECONDS,
+    REAPER_INTERVAL_MINUTES,
+    SLURMCTLD_PORT,
+    SLURMD_PORT,
+    SRUN_PORT_RANGE,
+    STATE_SAVE_LOCATION,
+    STATE_VOLUME_MOUNT,
+    DeployParameter,
+    MountKind,
+)
+from slurmstack.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
+from slurmstack.plan.accounting import (
+    ENFORCE,
+    INNODB_BUFFER_POOL_MAX_MIB,
+    INNODB_BUFFER_POOL_MIN_MIB,
+    INNODB_LOCK_WAIT_TIMEOUT,
+    INNODB_LOG_FILE_MIB,
+    MAX_ALLOWED_PACKET_MIB,
+    RDS_ENGINE_VERSION,
+    RDS_PARAMETER_FAMILY,
+    AccountingPlan,
+    DatabasePlan,
+    accounting_plan,
+    buffer_pool_mib,
+    plan_rds_subnets,
+    pool_price,
+)
+from slurmstack.plan.cluster import ClusterPlan, build_plan
+from slurmstack.plan.errors import PlanError
+from slurmstack.plan.head import HeadPlan
+from slurmstack.plan.images import (
+    ImageKind,
+    ImagePlan,
+    head_packages,
+    image_contract,
+    image_of,
+    image_pins,
+    image_plans,
+    own_ami,
+    role_image_contract,
+)
+from slurmstack.plan.pools import (
+    MEMORY_HEADROOM_FRACTION,
+    MEMORY_HEADROOM_MIN_MIB,
+    RESERVED_CAPACITY,
+    GpuPlan,
+    PoolPlan,
+    existing_placement_group,
+    resolve_placement_group,
+    schedulable_memory_mib,
+)
+from slurmstack.plan.slurm import MAX_NODE_COUNT_FACTOR, MAX_NODE_COUNT_STEP
+from slurmstack.plan.storage import LustrePlan, MountPlan
+from slurmstack.subnets import carve as subnets
+
+__all__ = [
+    "ENFORCE",
+    "HEAD_ROLE",
+    "INNODB_BUFFER_POOL_MAX_MIB",
+    "INNODB_BUFFER_POOL_MIN_MIB",
+    "INNODB_LOCK_WAIT_TIMEOUT",
+    "INNODB_LOG_FILE_MIB",
+    "MAX_ALLOWED_PACKET_MIB",
+    "MAX_NODE_COUNT_FACTOR",
+    "MAX_NODE_COUNT_STEP",
+    "MEMORY_HEADROOM_FRACTION",
+    "MEMORY_HEADROOM_MIN_MIB",
+    "NODE_INDEX_MAX",
+    "RDS_ENGINE_VERSION",
+    "RDS_PARAMETER_FAMILY",
+    "REAPER_GRACE_SECONDS",
+    "REAPER_INTERVAL_MINUTES",
+    "RESERVED_CAPACITY",
+    "SLURMCTLD_PORT",
+    "SLURMD_PORT",
+    "SRUN_PORT_RANGE",
+    "STATE_SAVE_LOCATION",
+    "STATE_VOLUME_MOUNT",
+    "AccountingPlan",
+    "ClusterPlan",
+    "DatabasePlan",
+    "DeployParameter",
+    "GpuPlan",
+    "HeadPlan",
+    "ImageKind",
+    "ImagePlan",
+    "InterfaceType",
+    "LustrePlan",
+    "MountKind",
+    "MountPlan",
+    "NetworkInterfacePlan",
+    "PlanError",
+    "PoolPlan",
+    "accounting_plan",
+    "buffer_pool_mib",
+    "build_plan",
+    "efa_interfaces",
+    "existing_placement_group",
+    "head_packages",
+    "image_contract",
+    "image_of",
+    "image_pins",
+    "image_plans",
+    "own_ami",
+    "plan_rds_subnets",
+    "pool_price",
+    "resolve_efa",
+    "resolve_placement_group",
+    "role_image_contract",
+    "schedulable_memory_mib",
+    "subnets",
+]

@@ -1,0 +1,145 @@
+"""The plan of a whole cluster: the pools', the head node's and the storage's plans, and
+what follows from all of them (MaxNodeCount, GresTypes, the parameter names nodes read)."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from slurmstack.catalog import Catalog, load_catalog
+from slurmstack.contract import (
+    HEAD_ROLE,
+    DeployParameter,
+    munge_secret_name,
+    parameter_name,
+    parameter_prefix,
+)
+from slurmstack.facts import resolve_facts
+from slurmstack.fsx import LUSTRE_EFA_CONNECTION_LIMIT
+from slurmstack.plan.errors import PlanError
+from slurmstack.plan.head import HeadPlan
+from slurmstack.plan.network import head_in_public_subnet
+from slurmstack.plan.pools import PoolPlan, plan_pool
+from slurmstack.plan.slurm import gres_types, slurm_max_node_count, slurm_settings
+from slurmstack.plan.storage import LustrePlan, MountPlan, plan_lustre, shared_mounts
+from slurmstack.spec import ClusterSpec
+from slurmstack.subnets import carve
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    name: str
+    region: str
+    availability_zone: str
+    spec: ClusterSpec
+    head: HeadPlan
+    pools: tuple[PoolPlan, ...]
+    default_partition: str
+    lustre: LustrePlan | None
+    mounts: tuple[MountPlan, ...]  # shared mounts, on every node
+    vpc_cidr: ipaddress.IPv4Network | None
+    public_subnet_cidr: ipaddress.IPv4Network | None
+    compute_subnet_cidr: ipaddress.IPv4Network | None
+
+    @property
+    def max_node_count(self) -> int:
+        return sum(p.count for p in self.pools)
+
+    @property
+    def head_in_public_subnet(self) -> bool:
+        """SSH from ssh_cidrs needs a reachable address: the head node then sits in the public
+        subnet (the new VPC's, or network.public_subnet_id) with a public IP; otherwise it is
+        private, reached through Session Manager. (The stack decides the same way, from the
+        public subnet it has: stack.head_node.head_in_public_subnet.)"""
+        return head_in_public_subnet(self.spec)
+
+    @property
+    def lustre_efa_connections(self) -> int:
+        """EFA connections to the file system with every pool at full size: each EFA interface
+        a client configures counts as one, against a limit of LUSTRE_EFA_CONNECTION_LIMIT."""
+        return sum(p.count * p.lustre_efa_interfaces for p in self.pools)
+
+    @property
+    def lustre_efa_connections_exceed_limit(self) -> bool:
+        return self.lustre_efa_connections > LUSTRE_EFA_CONNECTION_LIMIT
+
+    @property
+    def gpus(self) -> int:
+        return sum(p.gpus for p in self.pools)
+
+    @property
+    def slurm_max_node_count(self) -> int:
+        """MaxNodeCount (slurmstack.plan.slurm)."""
+        return slurm_max_node_count(self.max_node_count)
+
+    @property
+    def gres_types(self) -> tuple[str, ...]:
+        """GresTypes (slurmstack.plan.slurm)."""
+        return gres_types(p.gpu.gres_name for p in self.pools if p.gpu is not None)
+
+    @property
+    def slurm_settings(self) -> tuple[tuple[str, str], ...]:
+        """The definition's extra slurm.conf keys, in the order written (appended last)."""
+        return slurm_settings(self.spec)
+
+    @property
+    def parameter_prefix(self) -> str:
+        """SSM parameter path holding deploy-time values nodes read at boot."""
+        return parameter_prefix(self.name)
+
+    @property
+    def munge_secret_name(self) -> str:
+        return munge_secret_name(self.name)
+
+    def parameter(self, key: DeployParameter) -> str:
+        """Full SSM parameter name of a deploy-time value, e.g.
+        /slurmstack/llm-train/head/address."""
+        return parameter_name(self.parameter_prefix, key)
+
+    def pool(self, name: str) -> PoolPlan:
+        for pool in self.pools:
+            if pool.name == name:
+                return pool
+        raise KeyError(name)
+
+
+def build_plan(spec: ClusterSpec, catalog: Catalog | None = None) -> ClusterPlan:
+    catalog = catalog or load_catalog()
+    head_facts = resolve_facts(spec.head_node.instance_type, spec.head_node.instance_facts, catalog)
+    if head_facts is None:
+        raise PlanError(f"no facts for instance type {spec.head_node.instance_type!r}")
+    lustre = plan_lustre(spec, catalog)
+    mounts = shared_mounts(spec, lustre)
+    overrides = dict(spec.nccl.env)
+    for pool in spec.pools:
+        if pool.name == HEAD_ROLE:
+            # "head" names the head node's role in the config store and the render layout.
+            raise PlanError("pools: 'head' is reserved for the head node; rename the pool")
+    lustre_efa = lustre is not None and lustre.efa
+    pools = tuple(plan_pool(p, catalog, mounts, overrides, lustre_efa) for p in spec.pools)
+    # The head node mounts Lustre over TCP: the stack gives it one plain ENA interface (EFA
+    # is the workers' fabric, and head instance sizes mostly lack it), an EFA-enabled file
+    # system still serves ENA clients, and the head's Lustre use (users staging data,
+    # administration) is not the bandwidth-bound training I/O that EFA is for.
+    head = HeadPlan(
+        instance_type=spec.head_node.instance_type,
+        facts=head_facts,
+        ami=spec.head_node.ami,
+        root_volume=spec.head_node.root_volume,
+        state_volume_gib=spec.head_node.state_volume_gib,
+    )
+    vpc, public, compute = carve(spec)
+    return ClusterPlan(
+        name=spec.name,
+        region=spec.region,
+        availability_zone=spec.availability_zone,
+        spec=spec,
+        head=head,
+        pools=pools,
+        default_partition=spec.slurm.default_partition or pools[0].name,
+        lustre=lustre,
+        mounts=mounts,
+        vpc_cidr=vpc,
+        public_subnet_cidr=public,
+        compute_subnet_cidr=compute,
+    )

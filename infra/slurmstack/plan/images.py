@@ -1,0 +1,246 @@
+"""The node images: which images a cluster bakes, from which parents, with what inside, and
+what each node's image must hold (the image contract its first boot checks).
+
+One image per distinct kind of node the cluster uses and per architecture: NVIDIA GPU
+nodes on the Deep Learning Base GPU AMI, Neuron nodes on the Neuron DLAMI, and CPU pools
+and the head node on plain Ubuntu 24.04. A node that names its own AMI (``image.ami``,
+``head_node.ami``, ``pools[].ami``) bakes nothing and boots that image; the contract is what
+it must hold, and its boot checks it.
+
+What goes in, and every version and download, is data: ``image_pins.json`` in the package.
+The build's inputs (settings, script, component document) are rendered by
+slurmstack.render.image; the stack's Image Builder resources are slurmstack.stack.image.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from slurmstack.catalog import Architecture, InstanceFacts
+from slurmstack.contract import (
+    HEAD_ROLE,
+    IMAGE_ACCOUNTING_ITEMS,
+    IMAGE_BASE_ITEMS,
+    IMAGE_HEAD_ITEMS,
+    IMAGE_LOCAL_DATABASE_ITEMS,
+    IMAGE_MOUNT_ITEMS,
+    IMAGE_SCRATCH_ITEMS,
+    IMAGE_WORKER_ITEMS,
+    MountKind,
+)
+from slurmstack.plan.accounting import accounting_plan
+from slurmstack.plan.cluster import ClusterPlan
+from slurmstack.plan.storage import MountPlan
+
+PINS_FILE = Path(__file__).resolve().parents[1] / "image_pins.json"
+
+# The build instance: any type of the image's architecture will do (nothing is compiled for
+# the instance, the Lustre modules are for the parent's kernel); a compute-optimised size
+# with 8 vCPUs keeps pyxis and efs-utils builds short.
+DEFAULT_BUILD_INSTANCE = {Architecture.X86_64: "c7i.2xlarge", Architecture.ARM64: "c7g.2xlarge"}
+# Image Builder's build and test stages of one image, an estimate from what they do: a build
+# instance boots the parent and installs packages, the Lustre client and enroot, compiles pyxis
+# and efs-utils (Rust) (15 to 30 min); the AMI's snapshot (5 to 15 min for 30 to 120 GiB); a
+# second instance boots the new AMI and runs the test phase (5 to 15 min). The AWS provider
+# gives an image build 60 minutes by default (Terraform AWS provider, aws_imagebuilder_image,
+# "Timeouts"), the stack allows slurmstack.stack.image.IMAGE_BUILD_TIMEOUT.
+BAKE_MINUTES = (30, 60)
+# Root volume of the build instance, so the AMI's snapshot: the DLAMIs need at least 100 GiB
+# (CUDA, frameworks); nodes grow it to their own root_volume size at launch.
+BUILD_VOLUME_GIB = {"nvidia": 120, "neuron": 120, "cpu": 30}
+
+
+class ImageKind(enum.StrEnum):
+    NVIDIA = "nvidia"
+    NEURON = "neuron"
+    CPU = "cpu"
+
+
+@cache
+def image_pins() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(PINS_FILE.read_text())
+    return data
+
+
+def kind_of(facts: InstanceFacts) -> ImageKind:
+    if facts.accelerator is None:
+        return ImageKind.CPU
+    return ImageKind.NEURON if facts.accelerator.kind == "neuron" else ImageKind.NVIDIA
+
+
+@dataclass(frozen=True)
+class ImagePlan:
+    """One image the cluster bakes."""
+
+    kind: ImageKind
+    architecture: Architecture
+    parent_parameter: str  # public SSM parameter of the parent AMI ("ssm:" in the recipe)
+    roles: tuple[str, ...]  # "head" and/or pool names that boot it
+    packages: tuple[str, ...]  # apt packages installed (build tools excluded)
+    build_instance_type: str
+    version: int  # the definition's image.version: a new one takes a new parent
+
+    @property
+    def key(self) -> str:
+        """Short, stable name: e.g. ``nvidia-x86-64``."""
+        return f"{self.kind.value}-{self.architecture.value.replace('_', '-')}"
+
+    @property
+    def serves_head(self) -> bool:
+        return HEAD_ROLE in self.roles
+
+    @property
+    def serves_workers(self) -> bool:
+        return any(role != HEAD_ROLE for role in self.roles)
+
+    @property
+    def volume_gib(self) -> int:
+        return BUILD_VOLUME_GIB[self.kind.value]
+
+    def baked(self) -> tuple[tuple[str, str], ...]:
+        """(piece, version) of everything the image carries, as plan shows it."""
+        p = image_pins()
+        out = [
+            ("Slurm", f"{p['slurm']['version']} (Ubuntu {p['slurm']['package_version']})"),
+            ("munge, PMIx", "Ubuntu 24.04's, held with Slurm"),
+            ("Lustre client", "FSx build for the parent's kernel (kernel held)"),
+            ("amazon-efs-utils", p["efs_utils"]["version"]),
+            ("enroot", p["enroot"]["version"]),
+            ("pyxis", f"{p['pyxis']['version']} (built against the Slurm above)"),
+            ("nftables", "Ubuntu 24.04's"),
+            ("node agent", "slurmstack's (refreshed from the config store at boot)"),
+        ]
+        if self.kind is ImageKind.CPU or self.serves_head:
+            out.append(("slurmdbd, MariaDB", "Ubuntu 24.04's, units off until accounting asks"))
+        if self.kind is ImageKind.NVIDIA:
+            out.append(("DCGM", p["dcgm"]["package"]))
+        return tuple(out)
+
+
+def own_ami(plan: ClusterPlan, role: str) -> str | None:
+    """The AMI the definition names for ``role`` (its own key first, then image.ami)."""
+    spec = plan.spec
+    own = spec.head_node.ami if role == HEAD_ROLE else plan.pool(role).ami
+    return own or spec.image.ami
+
+
+def _facts(plan: ClusterPlan, role: str) -> InstanceFacts:
+    return plan.head.facts if role == HEAD_ROLE else plan.pool(role).facts
+
+
+def _head_packages() -> list[str]:
+    """What an image that may boot the head carries for it: slurmctld, and accounting's
+    slurmdbd and MariaDB whatever the definition says of accounting (their units stay off in
+    the image; the head's agent starts what the definition asks), so turning accounting on or
+    off, or to another database, never builds a new image."""
+    table = image_pins()["packages"]
+    return [*table["head"], *table["accounting"], *table["accounting_local_database"]]
+
+
+def _packages(kind: ImageKind, serves_head: bool) -> tuple[str, ...]:
+    """The apt packages of an image: by its kind only (plus the head's when the head boots
+    an accelerated image), so adding, resizing or removing a pool never changes an image.
+    CPU images carry both daemons: the head and CPU pools share them."""
+    table = image_pins()["packages"]
+    wanted = list(table["common"]) + list(table["worker"])
+    if kind is ImageKind.CPU:
+        wanted += _head_packages() + table["efa_cpu"]
+    elif serves_head:
+        wanted += _head_packages()
+    return tuple(dict.fromkeys(wanted))
+
+
+def head_packages(plan: ClusterPlan) -> tuple[str, ...]:
+    """The packages this cluster's accounting needs in the head's image: slurmdbd, and
+    MariaDB's server for the local database (none with accounting off). Every image that
+    carries the head's packages bakes them (_head_packages); an image of your own must hold
+    them too, and the head's boot checks their commands (role_image_contract)."""
+    accounting = accounting_plan(plan)
+    if accounting is None:
+        return ()
+    table = image_pins()["packages"]
+    local = table["accounting_local_database"] if accounting.database.local else []
+    return (*table["accounting"], *local)
+
+
+def image_plans(plan: ClusterPlan) -> tuple[ImagePlan, ...]:
+    """Every image the cluster bakes, in a stable order (head's first, then by key)."""
+    groups: dict[tuple[ImageKind, Architecture], list[str]] = {}
+    for role in (HEAD_ROLE, *(p.name for p in plan.pools)):
+        if own_ami(plan, role) is not None:
+            continue
+        facts = _facts(plan, role)
+        groups.setdefault((kind_of(facts), facts.architecture), []).append(role)
+    parents = image_pins()["parents"]
+    image = plan.spec.image
+    out = []
+    for (kind, arch), roles in groups.items():
+        out.append(
+            ImagePlan(
+                kind=kind,
+                architecture=arch,
+                parent_parameter=parents[kind.value][arch.value],
+                roles=tuple(roles),
+                packages=_packages(kind, HEAD_ROLE in roles),
+                build_instance_type=image.build_instance_type or DEFAULT_BUILD_INSTANCE[arch],
+                version=image.version,
+            )
+        )
+    return tuple(out)
+
+
+def image_of(plan: ClusterPlan, role: str) -> ImagePlan | None:
+    """The baked image ``role`` boots, or None when it brings its own AMI."""
+    for image in image_plans(plan):
+        if role in image.roles:
+            return image
+    return None
+
+
+def parent_available(kind: ImageKind, arch: Architecture) -> bool:
+    return arch.value in image_pins()["parents"][kind.value]
+
+
+# --- the image contract (its items: slurmstack.contract, "the node image") ---------------------
+
+
+def image_contract(image: ImagePlan) -> tuple[str, ...]:
+    """What the image's test phase checks with the boot's own check: everything any node of
+    its kind may need (a role's own contract is a subset: no scratch, no Lustre, ...)."""
+    items = [*IMAGE_BASE_ITEMS, *IMAGE_WORKER_ITEMS, *IMAGE_SCRATCH_ITEMS]
+    items += [item for group in IMAGE_MOUNT_ITEMS.values() for item in group]
+    if image.kind is ImageKind.CPU or image.serves_head:
+        items += [*IMAGE_HEAD_ITEMS, *IMAGE_ACCOUNTING_ITEMS, *IMAGE_LOCAL_DATABASE_ITEMS]
+    return tuple(dict.fromkeys(items))
+
+
+def role_image_contract(plan: ClusterPlan, role: str) -> tuple[str, ...]:
+    """What the image of ``role`` must hold, as the first-boot script's ``check`` step reads
+    it. A baked image holds all of it; an image of your own must too, or the node fails its
+    boot (and a worker is replaced)."""
+    items = list(IMAGE_BASE_ITEMS)
+    mounts: tuple[MountPlan, ...]
+    if role == HEAD_ROLE:
+        items += IMAGE_HEAD_ITEMS
+        # Accounting's, as the definition asks (slurmdbd; MariaDB for the local database).
+        accounting = accounting_plan(plan)
+        if accounting is not None:
+            items += IMAGE_ACCOUNTING_ITEMS
+            if accounting.database.local:
+                items += IMAGE_LOCAL_DATABASE_ITEMS
+        mounts = plan.mounts
+    else:
+        pool = plan.pool(role)
+        items += IMAGE_WORKER_ITEMS
+        if pool.local_scratch_mount is not None:
+            items += IMAGE_SCRATCH_ITEMS
+        mounts = pool.mounts
+    for kind in (MountKind.EFS, MountKind.LUSTRE):
+        if any(m.kind is kind for m in mounts):
+            items += IMAGE_MOUNT_ITEMS[kind]
+    return tuple(items)

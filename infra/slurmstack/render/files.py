@@ -1,0 +1,80 @@
+"""Every file a role receives through the config store (the cloud-init document aside), by
+its absolute path on the node, and the whole cluster's render layout."""
+
+from __future__ import annotations
+
+from slurmstack.contract import (
+    ENROOT_CONF_PATH,
+    FABRIC_PROFILE_PATH,
+    HEAD_ROLE,
+    NCCL_CONF_PATH,
+    NODE_CONFIG_PATH,
+    SLURM_CONF_PATH,
+    SLURM_DIR,
+    SLURMCTLD_DROPIN_PATH,
+    TASK_PROLOG_PATH,
+    node_config_json,
+)
+from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.render import nccl, slurm
+from slurmstack.render.accounting import accounting_files
+from slurmstack.render.cloud_init import CLOUD_INIT, user_data
+from slurmstack.render.node import agent_files, node_config
+from slurmstack.render.roles import pool_named, roles
+
+
+def head_files(plan: ClusterPlan) -> dict[str, str]:
+    """Absolute node path -> text, for the head node (cloud-init document excluded)."""
+    return {
+        SLURM_CONF_PATH: slurm.slurm_conf(plan),
+        f"{SLURM_DIR}/gres.conf": slurm.gres_conf(plan),
+        f"{SLURM_DIR}/cgroup.conf": slurm.cgroup_conf(plan),
+        f"{SLURM_DIR}/plugstack.conf": slurm.plugstack_conf(plan),
+        SLURMCTLD_DROPIN_PATH: slurm.slurmctld_dropin(plan),
+        slurm.REAPER_SERVICE_PATH: slurm.reaper_service(plan),
+        slurm.REAPER_TIMER_PATH: slurm.reaper_timer(plan),
+        NODE_CONFIG_PATH: node_config_json(node_config(plan, None)),
+        **accounting_files(plan),
+        **agent_files(),
+    }
+
+
+def pool_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
+    """Absolute node path -> text, for a node of ``pool`` (cloud-init document excluded)."""
+    files = {
+        slurm.SLURMD_UNIT_PATH: slurm.slurmd_unit(plan, pool),
+        TASK_PROLOG_PATH: nccl.task_prolog(pool),
+        ENROOT_CONF_PATH: nccl.enroot_conf(pool),
+        NODE_CONFIG_PATH: node_config_json(node_config(plan, pool)),
+        **agent_files(),
+    }
+    optional = {
+        NCCL_CONF_PATH: nccl.nccl_conf(pool),
+        slurm.LNET_EFA_UNIT_PATH: slurm.lnet_efa_unit(plan, pool),
+        FABRIC_PROFILE_PATH: nccl.fabric_profile(pool),
+    }
+    files.update({path: text for path, text in optional.items() if text is not None})
+    return dict(sorted(files.items()))
+
+
+def role_files(plan: ClusterPlan, role: str) -> dict[str, str]:
+    if role == HEAD_ROLE:
+        return head_files(plan)
+    return pool_files(plan, pool_named(plan, role))
+
+
+def _prefix(role: str) -> str:
+    return HEAD_ROLE if role == HEAD_ROLE else f"pools/{role}"
+
+
+def render_cluster(plan: ClusterPlan) -> dict[str, str]:
+    """Every file a node receives, keyed by a relative path mirroring where it lands:
+    "head/..." for the head node, "pools/<pool>/..." per pool, the cloud-init documents at
+    "<role>/cloud-init.yaml"."""
+    out: dict[str, str] = {}
+    for role in roles(plan):
+        prefix = _prefix(role)
+        out[f"{prefix}/{CLOUD_INIT}"] = user_data(plan, role)
+        for path, text in role_files(plan, role).items():
+            out[prefix + path] = text
+    return dict(sorted(out.items()))

@@ -1,0 +1,87 @@
+"""The node agent's files: node.json (the contract's NodeConfig, from the plan) and the
+agent itself, its launcher and its modules, which every role receives."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from slurmstack.contract import (
+    AGENT_LIB_DIR,
+    AGENT_PACKAGE,
+    AGENT_PATH,
+    HEAD_ROLE,
+    STATE_SAVE_LOCATION,
+    STATE_VOLUME_DEVICE,
+    STATE_VOLUME_MOUNT,
+    Health,
+    Mount,
+    MountKind,
+    NodeConfig,
+    PoolRef,
+    Scratch,
+    StateVolume,
+    node_name_prefix,
+)
+from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.render.templates import PACKAGE_DIR, render_template
+
+# The node agent's tree on a node: this package's __init__, the contract and slurmstack/node
+# and its subpackages (all but the bootstrap), below AGENT_LIB_DIR as the package has them.
+AGENT_DIR = f"{AGENT_LIB_DIR}/{AGENT_PACKAGE}"
+NODE_DIR = PACKAGE_DIR / "node"
+BOOTSTRAP_SOURCE = NODE_DIR / "bootstrap.py"
+
+
+def node_config(plan: ClusterPlan, pool: PoolPlan | None) -> NodeConfig:
+    """What the node agent needs to know about its role (node.json): the head node's
+    (``pool`` None) or a node's of ``pool``."""
+    mounts = tuple(
+        Mount(m.kind, m.path)
+        for m in (pool.mounts if pool is not None else plan.mounts)
+        if m.kind is not MountKind.NVME_RAID0
+    )
+    common = NodeConfig(
+        cluster=plan.name,
+        region=plan.region,
+        role=HEAD_ROLE if pool is None else pool.name,
+        parameter_prefix=plan.parameter_prefix,
+        munge_secret=plan.munge_secret_name,
+        mounts=mounts,
+    )
+    if pool is None:
+        return replace(
+            common,
+            state_volume=StateVolume(STATE_VOLUME_DEVICE, STATE_VOLUME_MOUNT, STATE_SAVE_LOCATION),
+            # The reaper deletes dead records of these pools' nodes only.
+            pools=tuple(PoolRef(p.name, node_name_prefix(p.name), p.feature) for p in plan.pools),
+        )
+    scratch = pool.local_scratch_mount
+    return replace(
+        common,
+        node_name_prefix=node_name_prefix(pool.name),
+        scratch=Scratch(scratch.path) if scratch is not None else None,
+        health=Health(pool.expected_gpus, pool.expected_neuron_devices, pool.expected_efa_devices),
+        # EFA interfaces LNet uses for Lustre; 0: the pool mounts Lustre over TCP.
+        lustre_efa_interfaces=pool.lustre_efa_interfaces if plan.lustre is not None else None,
+    )
+
+
+def agent_modules() -> tuple[Path, ...]:
+    """The node agent's modules, as the nodes receive them: the package's __init__, the
+    contract, and every module of slurmstack/node and its subpackages but the bootstrap,
+    which travels in the cloud-init document and installs them."""
+    tree = [PACKAGE_DIR / "__init__.py", PACKAGE_DIR / "contract.py"]
+    tree += [p for p in NODE_DIR.rglob("*.py") if p != BOOTSTRAP_SOURCE]
+    return tuple(sorted(tree))
+
+
+def agent_files() -> dict[str, str]:
+    """Absolute node path -> text: the agent's launcher and its modules, for every role."""
+    launcher = render_template(
+        "node/slurmstack-node.j2", lib_dir=AGENT_LIB_DIR, module=f"{AGENT_PACKAGE}.node.cli"
+    )
+    files = {AGENT_PATH: launcher}
+    for module in agent_modules():
+        files[f"{AGENT_DIR}/{module.relative_to(PACKAGE_DIR).as_posix()}"] = module.read_text()
+    return files

@@ -1,0 +1,136 @@
+"""Slurm's files: slurm.conf, gres.conf, cgroup.conf, plugstack.conf (the head node serves
+them configless), and the systemd units of Slurm's daemons and of the head's reaper."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from slurmstack.contract import (
+    LNET_EFA_UNIT,
+    PYXIS_PLUGIN,
+    REAPER_GRACE_SECONDS,
+    REAPER_INTERVAL_MINUTES,
+    REAPER_SERVICE,
+    REAPER_TIMER,
+    SLURMCTLD_PORT,
+    SLURMD_PORT,
+    SLURMD_UNIT,
+    SRUN_PORT_RANGE,
+    STATE_SAVE_LOCATION,
+    STATE_VOLUME_MOUNT,
+    head_host,
+    unit_path,
+)
+from slurmstack.plan import ClusterPlan, PoolPlan, accounting_plan
+from slurmstack.render.templates import render_template
+
+SLURMD_UNIT_PATH = unit_path(SLURMD_UNIT)
+# The head node's dead-node reaper (`slurmstack-node reap`) and the timer that runs it.
+REAPER_SERVICE_PATH = unit_path(REAPER_SERVICE)
+REAPER_TIMER_PATH = unit_path(REAPER_TIMER)
+# Pools that reach an EFA-enabled Lustre file system over EFA: LNet setup before the mount.
+LNET_EFA_UNIT_PATH = unit_path(LNET_EFA_UNIT)
+
+
+@dataclass(frozen=True)
+class Ports:
+    slurmctld: int = SLURMCTLD_PORT
+    slurmd: int = SLURMD_PORT
+    srun: tuple[int, int] = SRUN_PORT_RANGE
+
+
+def slurm_conf(plan: ClusterPlan) -> str:
+    return render_template(
+        "slurm/slurm.conf.j2",
+        plan=plan,
+        head_host=head_host(plan.name),
+        ports=Ports(),
+        state_save_location=STATE_SAVE_LOCATION,
+        accounting=accounting_plan(plan),
+    )
+
+
+def gres_conf(plan: ClusterPlan) -> str:
+    return render_template("slurm/gres.conf.j2", plan=plan)
+
+
+def cgroup_conf(plan: ClusterPlan) -> str:
+    return render_template("slurm/cgroup.conf.j2", plan=plan)
+
+
+def plugstack_conf(plan: ClusterPlan) -> str:
+    return render_template("slurm/plugstack.conf.j2", plan=plan, pyxis_plugin=PYXIS_PLUGIN)
+
+
+def slurmctld_dropin(plan: ClusterPlan) -> str:
+    return render_template(
+        "systemd/slurmctld-dropin.conf.j2", plan=plan, state_volume_mount=STATE_VOLUME_MOUNT
+    )
+
+
+def reaper_service(plan: ClusterPlan) -> str:
+    return render_template(
+        "systemd/slurmstack-reaper.service.j2", plan=plan, grace_seconds=REAPER_GRACE_SECONDS
+    )
+
+
+def reaper_timer(plan: ClusterPlan) -> str:
+    return render_template(
+        "systemd/slurmstack-reaper.timer.j2", plan=plan, interval_minutes=REAPER_INTERVAL_MINUTES
+    )
+
+
+def slurmd_unit(plan: ClusterPlan, pool: PoolPlan) -> str:
+    scratch = pool.local_scratch_mount
+    return render_template(
+        "systemd/slurmstack-slurmd.service.j2",
+        plan=plan,
+        pool=pool,
+        ports=Ports(),
+        scratch_mount_unit=mount_unit_name(scratch.path) if scratch is not None else None,
+    )
+
+
+def lnet_efa_unit(plan: ClusterPlan, pool: PoolPlan) -> str | None:
+    """The LNet-over-EFA unit of a pool that reaches Lustre over EFA; None otherwise."""
+    if not pool.lustre_over_efa or plan.lustre is None:
+        return None
+    return render_template(
+        "systemd/slurmstack-lustre-efa.service.j2",
+        plan=plan,
+        pool=pool,
+        lustre_mount=plan.lustre.spec.mount,
+    )
+
+
+def mount_unit_name(path: str) -> str:
+    """systemd's mount unit for ``path`` (as `systemd-escape --path --suffix=mount` names it):
+    slashes become dashes, and anything but ASCII letters, digits, ':', '_' and a '.' that does
+    not lead is written \\xNN."""
+    parts = path.strip("/")
+    if not parts:
+        return "-.mount"
+    out = []
+    for index, char in enumerate(parts):
+        if char == "/":
+            out.append("-")
+        elif char.isascii() and (char.isalnum() or char in ":_" or (char == "." and index)):
+            out.append(char)
+        else:
+            out.append(f"\\x{ord(char):02x}")
+    return "".join(out) + ".mount"
+
+
+_KEY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*=")
+
+
+def slurm_conf_keys(text: str) -> list[str]:
+    """The keys a slurm.conf text sets, in order (NodeSet and PartitionName lines count
+    once per line, by their first key)."""
+    keys: list[str] = []
+    for line in text.splitlines():
+        match = _KEY.match(line.split("#", 1)[0])
+        if match:
+            keys.append(match.group(1))
+    return keys

@@ -1,0 +1,454 @@
+"""A bake rehearsal, for real: templates/image/build.sh (the file the Image Builder component
+runs) bakes a Debian root made by mmdebstrap (.ci/image-chroot), its internet downloads
+(enroot's .debs, pyxis' source tarball) served from a file server on loopback holding
+artifacts this test builds, so download, checksum, build and install execute; it runs twice
+(the second run changes nothing); the image's test phase passes (Debian's real srun lists
+--container-image from the plugin built against Debian's spank.h); then the node's boot
+steps that check the image run in it with apt and dpkg replaced by tripwires.
+
+Debian, not Ubuntu, is what is reachable here. The differences are the settings in
+REHEARSAL_DIFFERENCES, each with its reason; everything else is the image's own settings
+(slurmstack.render.image.build_env)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from helpers_examples import example_plan
+from slurmstack import contract, render
+from slurmstack.plan import ImageKind, images
+from slurmstack.render import image as build
+
+pytestmark = pytest.mark.image
+
+REPO = Path(__file__).resolve().parents[2]
+CHROOT_SCRIPT = REPO / ".ci/image-chroot"
+BUILD_SCRIPT = REPO / "templates/image/build.sh"
+IN_ROOT = contract.IMAGE_BUNDLE_DIR
+ENROOT = images.image_pins()["enroot"]["version"]
+PYXIS = images.image_pins()["pyxis"]["version"]
+
+# What the rehearsal sets differently from the Ubuntu image, and why.
+REHEARSAL_DIFFERENCES = {
+    "SLURM_VERSION, SLURM_PACKAGE_VERSION": "Debian 12 has Slurm 22.05, not Ubuntu's 23.11: "
+    "the rehearsal pins the root's own version the same way",
+    "HELD_PACKAGES": "Debian 12 names its Slurm library libslurm38 (Ubuntu 24.04: libslurm40t64)",
+    "LUSTRE=skip": "the FSx repository builds the client for Ubuntu's AWS kernels only, and a "
+    "chroot has no kernel of its own",
+    "KERNEL_HOLD=no": "same reason: there is no kernel package in the root to hold",
+    "EFS_UTILS=skip": "efs-utils 2 compiles its Rust proxy (minutes); its download-checksum-"
+    "build-install path is the same function shape as pyxis', which the rehearsal runs",
+    "BUILD_PACKAGES": "without efs-utils no Rust, Go or CMake toolchain is needed",
+    "ENROOT_DEBS, ENROOT_SHA256S, PYXIS_URL, PYXIS_SHA256": "no internet: stand-in artifacts "
+    "this test builds, served on loopback, with their real checksums",
+    "CONTRACT": "less mount.efs, mount.lustre and lctl (the two clients skipped above)",
+}
+SKIPPED_CONTRACT = {"cmd:mount.efs", "cmd:mount.lustre", "cmd:lctl"}
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
+
+
+def need(condition: bool, why: str) -> None:
+    if not condition:
+        if in_ci():
+            pytest.fail(f"CI=true but {why}")
+        pytest.skip(why)
+
+
+# --- the artifacts the file server holds ------------------------------------------------------
+
+
+def build_deb(out: Path, package: str, control: str, files: dict[str, str]) -> Path:
+    tree = out / f"{package}-tree"
+    (tree / "DEBIAN").mkdir(parents=True)
+    (tree / "DEBIAN/control").write_text(control)
+    for path, text in files.items():
+        target = tree / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        target.chmod(0o755)
+    deb = out / f"{package}_{ENROOT}-1_all.deb"
+    subprocess.run(
+        ["dpkg-deb", "--root-owner-group", "--build", str(tree), str(deb)],
+        check=True,
+        capture_output=True,
+    )
+    return deb
+
+
+STAND_IN_PLUGIN = r"""
+/* pyxis stand-in: a SPANK plugin with pyxis' --container-image option, built by the image's
+   build script against the installed Slurm's spank.h. */
+#include <stddef.h>
+#include <slurm/spank.h>
+
+SPANK_PLUGIN(pyxis, 1);
+
+static int container_image(int val, const char *optarg, int remote) { return 0; }
+
+int slurm_spank_init(spank_t sp, int ac, char **av) { return ESPANK_SUCCESS; }
+
+struct spank_option spank_options[] = {
+    {"container-image", "[USER@][REGISTRY#]IMAGE[:TAG]|PATH",
+     "[pyxis] the container image to run the job in", 1, 0, container_image},
+    SPANK_OPTIONS_TABLE_END
+};
+"""
+STAND_IN_MAKEFILE = """\
+prefix ?= /usr/local
+libdir = $(prefix)/lib
+
+all: spank_pyxis.so
+
+spank_pyxis.so: spank_pyxis.c
+\t$(CC) -Wall -Werror -shared -fPIC -o $@ $<
+
+install: spank_pyxis.so
+\tinstall -d $(DESTDIR)$(libdir)/slurm
+\tinstall -m 0755 spank_pyxis.so $(DESTDIR)$(libdir)/slurm/spank_pyxis.so
+"""
+
+
+def build_artifacts(out: Path) -> dict[str, Path]:
+    enroot = build_deb(
+        out,
+        "enroot",
+        f"Package: enroot\nVersion: {ENROOT}-1\nArchitecture: all\nMaintainer: test <t@t.invalid>\n"
+        "Depends: bash\nDescription: enroot stand-in\n",
+        {"/usr/bin/enroot": f'#!/bin/sh\n[ "$1" = version ] && echo {ENROOT}\n'},
+    )
+    caps = build_deb(
+        out,
+        "enroot+caps",
+        f"Package: enroot+caps\nVersion: {ENROOT}-1\nArchitecture: all\n"
+        f"Maintainer: test <t@t.invalid>\nDepends: enroot (= {ENROOT}-1)\n"
+        "Description: enroot+caps stand-in\n",
+        {"/usr/share/enroot/caps": "#!/bin/sh\n"},
+    )
+    source = out / f"pyxis-{PYXIS}"
+    source.mkdir()
+    (source / "spank_pyxis.c").write_text(STAND_IN_PLUGIN)
+    (source / "Makefile").write_text(STAND_IN_MAKEFILE)
+    tarball = out / f"v{PYXIS}.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        tar.add(source, arcname=f"pyxis-{PYXIS}")
+    return {"enroot": enroot, "caps": caps, "pyxis": tarball}
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    served: list[str]
+
+    def log_message(self, format: str, *args: object) -> None:
+        self.served.append(self.path)
+
+
+@dataclass
+class FileServer:
+    url: str
+    served: list[str]
+
+
+@pytest.fixture
+def file_server(tmp_path: Path) -> Iterator[tuple[FileServer, dict[str, Path]]]:
+    """A file server on loopback (an ephemeral port), stopped in teardown."""
+    root = tmp_path / "www"
+    root.mkdir()
+    artifacts = build_artifacts(root)
+    served: list[str] = []
+    handler = functools.partial(
+        type("Handler", (QuietHandler,), {"served": served}), directory=str(root)
+    )
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield FileServer(f"http://127.0.0.1:{server.server_address[1]}", served), artifacts
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+# --- the root, and running in it -----------------------------------------------------------
+
+
+def rehearsal_image() -> images.ImagePlan:
+    plan = example_plan("cpu-hpc")
+    (image,) = [i for i in images.image_plans(plan) if i.kind is ImageKind.CPU]
+    return image
+
+
+def settings_value(settings: str, key: str) -> str:
+    match = re.search(rf"^{key}='([^']*)'$", settings, re.M)
+    assert match, key
+    return match.group(1)
+
+
+def rehearsal_packages(settings: str) -> list[str]:
+    apt = settings_value(settings, "APT_PACKAGES").split()
+    build = ["build-essential", "libslurm-dev", "pkg-config"]
+    # python3 for the bootstrap and the agent; systemd so the unit steps run as on an image.
+    return sorted({*apt, *build, "python3", "systemd"})
+
+
+@pytest.fixture(scope="module")
+def base_root() -> Path:
+    need(os.geteuid() == 0, "the rehearsal needs root (chroot, mounts)")
+    need(shutil.which("mmdebstrap") is not None, "mmdebstrap is missing (apt: mmdebstrap)")
+    need(shutil.which("unshare") is not None, "unshare is missing (apt: util-linux)")
+    need(shutil.which("dpkg-deb") is not None, "dpkg-deb is missing")
+    packages = rehearsal_packages(build.build_env(rehearsal_image()))
+    out = subprocess.run(
+        [str(CHROOT_SCRIPT), ",".join(packages)], capture_output=True, text=True, timeout=1800
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+@dataclass
+class Rooted:
+    """An overlay of the cached root: what a run writes lands in ``upper``."""
+
+    lower: Path
+    upper: Path
+    work: Path
+    merged: Path
+
+    def run(self, script: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+        """``script`` (bash) as root in the overlay, in a mount namespace of its own (its mounts
+        vanish with it), sharing this machine's network (the file server on loopback)."""
+        mounts = (
+            f"mount -t overlay overlay -o lowerdir={self.lower},upperdir={self.upper},"
+            f"workdir={self.work} {self.merged} && mount -t proc proc {self.merged}/proc && "
+            f"mount --rbind /dev {self.merged}/dev && "
+        )
+        command = mounts + f"exec chroot {self.merged} /bin/bash -c {shq(script)}"
+        return subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "--fork", "sh", "-c", command],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={
+                "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                "LANG": "C.UTF-8",
+            },
+        )
+
+
+def shq(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+@pytest.fixture
+def rooted(base_root: Path, tmp_path: Path) -> Rooted:
+    parts = {name: tmp_path / name for name in ("upper", "work", "merged")}
+    for path in parts.values():
+        path.mkdir()
+    return Rooted(lower=base_root, **parts)
+
+
+def chroot_version(rooted: Rooted, package: str) -> str:
+    out = rooted.run(f"dpkg-query -W -f='${{Version}}' {package}")
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def rehearsal_settings(rooted: Rooted, server: FileServer, artifacts: dict[str, Path]) -> str:
+    settings = build.build_env(rehearsal_image())
+    slurm = chroot_version(rooted, "slurm-client")
+    libslurm = [
+        line.split()[1]
+        for line in rooted.run("dpkg -l 'libslurm[0-9]*'").stdout.splitlines()
+        if line.startswith("ii")
+    ]
+
+    def sha(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    items = [c for c in settings_value(settings, "CONTRACT").split() if c not in SKIPPED_CONTRACT]
+    held = settings_value(settings, "HELD_PACKAGES").split()
+    held = [p for p in held if not p.startswith("libslurm")] + libslurm
+    overrides = {
+        "SLURM_VERSION": slurm.split("-")[0],
+        "SLURM_PACKAGE_VERSION": slurm,
+        "HELD_PACKAGES": " ".join(held),
+        "LUSTRE": "skip",
+        "KERNEL_HOLD": "no",
+        "EFS_UTILS": "skip",
+        "BUILD_PACKAGES": "build-essential libslurm-dev pkg-config",
+        "ENROOT_DEBS": f"{server.url}/{artifacts['enroot'].name} {server.url}/{artifacts['caps'].name}",
+        "ENROOT_SHA256S": f"{sha(artifacts['enroot'])} {sha(artifacts['caps'])}",
+        "PYXIS_URL": f"{server.url}/{artifacts['pyxis'].name}",
+        "PYXIS_SHA256": sha(artifacts["pyxis"]),
+        "CONTRACT": " ".join(items),
+    }
+    for key, value in overrides.items():
+        settings, count = re.subn(rf"^{key}='[^']*'$", f"{key}='{value}'", settings, flags=re.M)
+        assert count == 1, key
+    return settings
+
+
+def stage_bundle(rooted: Rooted, settings: str) -> None:
+    bundle = rooted.upper / IN_ROOT.lstrip("/")
+    bundle.mkdir(parents=True)
+    shutil.copyfile(BUILD_SCRIPT, bundle / "build.sh")  # the very file the component runs
+    (bundle / "image.env").write_text(settings)
+    (bundle / build.AGENT_ARCHIVE).write_bytes(build.agent_archive())
+
+
+BUILD = f"bash {IN_ROOT}/build.sh build {IN_ROOT}/image.env {IN_ROOT}"
+TEST = f"bash {IN_ROOT}/build.sh test {IN_ROOT}/image.env {IN_ROOT}"
+# What a second run must not do: anything but report what is there.
+CHANGES = re.compile(r"apt: installing|fetched|installed [0-9a-f]{64}|held |disabled |wrote ")
+
+
+def tree_state(root: Path) -> dict[str, tuple[int, int]]:
+    """(size, mtime) of every file the runs wrote (the overlay's upper layer), logs aside."""
+    out = {}
+    for path in root.rglob("*"):
+        relative = str(path.relative_to(root))
+        if path.is_file() and not relative.startswith(("var/log", "tmp", "var/cache")):
+            stat = path.stat()
+            out[relative] = (stat.st_size, stat.st_mtime_ns)
+    return out
+
+
+def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
+    rooted: Rooted, file_server: tuple[FileServer, dict[str, Path]]
+) -> None:
+    server, artifacts = file_server
+    stage_bundle(rooted, rehearsal_settings(rooted, server, artifacts))
+
+    first = rooted.run(BUILD)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-4000:]
+    log = first.stderr
+    # Downloaded and verified, built, installed.
+    assert f"download: enroot_{ENROOT}-1_all.deb fetched, checksum ok" in log
+    assert f"download: pyxis-{PYXIS}.tar.gz fetched, checksum ok" in log
+    assert sorted(server.served) == sorted(
+        f"/{artifacts[name].name}" for name in ("enroot", "caps", "pyxis")
+    )
+    assert "held slurm-client" in log
+    assert "lustre: skipped (LUSTRE=skip)" in log and "efs-utils: skipped" in log
+    # The head's accounting daemons are baked (a CPU image may boot the head) and left off:
+    # the head's agent starts them when its definition asks.
+    for unit in ("slurmdbd.service", "mariadb.service"):
+        assert f"units: disabled {unit}" in log, unit
+    merged_like = rooted.upper
+    assert (merged_like / contract.PYXIS_PLUGIN.lstrip("/")).is_file()
+    assert (merged_like / contract.AGENT_PATH.lstrip("/")).is_file()
+    assert (merged_like / contract.BOOTSTRAP_PATH.lstrip("/")).is_file()
+    manifest = (merged_like / contract.IMAGE_MANIFEST_PATH.lstrip("/")).read_text()
+    assert f'"enroot": "{ENROOT}"' in manifest and f'"pyxis": "{PYXIS}"' in manifest
+    assert '"slurmdbd": ""' not in manifest and '"mariadb": ""' not in manifest
+
+    # Idempotent: the second run finds everything done, downloads and writes nothing.
+    served_before, state_before = len(server.served), tree_state(rooted.upper)
+    second = rooted.run(BUILD)
+    assert second.returncode == 0, second.stderr[-4000:]
+    assert not CHANGES.search(second.stderr), second.stderr
+    for step in (
+        "apt: all",
+        f"enroot: {ENROOT} already installed",
+        f"pyxis: {PYXIS} already built",
+        "agent: ",
+        "manifest: /etc/slurmstack/image.json unchanged",
+    ):
+        assert step in second.stderr, step
+    assert len(server.served) == served_before
+    assert tree_state(rooted.upper) == state_before
+
+    # The image's test phase: every piece, Debian's real srun loading the built plugin.
+    tested = rooted.run(TEST)
+    assert tested.returncode == 0, tested.stdout + tested.stderr[-3000:]
+    results = dict(
+        (line.split()[1].rstrip(":"), line.split()[0])
+        for line in tested.stdout.splitlines()
+        if line.split()[:1] in (["ok"], ["FAIL"])
+    )
+    for piece in ("slurm", "munge", "pmix", "nftables", "enroot", "pyxis", "agent", "contract"):
+        assert results.get(piece) == "ok", (piece, tested.stdout)
+    assert "srun --help lists --container-image" in tested.stdout
+
+
+def test_the_test_phase_fails_an_image_missing_a_piece(
+    rooted: Rooted, file_server: tuple[FileServer, dict[str, Path]]
+) -> None:
+    """The test phase can fail: the same root without the pyxis plugin."""
+    server, artifacts = file_server
+    stage_bundle(rooted, rehearsal_settings(rooted, server, artifacts))
+    assert rooted.run(BUILD).returncode == 0
+    broken = rooted.run(f"rm {contract.PYXIS_PLUGIN} && {TEST}")
+    assert broken.returncode != 0
+    assert re.search(r"^FAIL\s+pyxis:", broken.stdout, re.M), broken.stdout
+    assert "image cpu-x86-64 failed its tests" in broken.stderr
+
+
+TRIPWIRE = """#!/bin/sh
+echo "$0 $*" >> /var/lib/slurmstack/tripwire
+exit 97
+"""
+
+
+def test_the_node_boots_from_the_baked_root_with_no_apt(
+    rooted: Rooted, file_server: tuple[FileServer, dict[str, Path]]
+) -> None:
+    """After the bake, the boot's image steps in that root: the bootstrap's contract check (as
+    cloud-init runs it for a pool of the example) and the baked agent, with apt-get, apt and
+    dpkg replaced by tripwires first on PATH. The unbaked root fails the same check, naming
+    what it lacks."""
+    server, artifacts = file_server
+    stage_bundle(rooted, rehearsal_settings(rooted, server, artifacts))
+    plan = example_plan("cpu-hpc")
+    items = [c for c in images.role_image_contract(plan, "batch") if c not in SKIPPED_CONTRACT]
+    check = "slurmstack-bootstrap check " + " ".join(items)
+
+    # The bootstrap as cloud-init writes it (write_files), on the root before the bake.
+    bootstrap = rooted.upper / contract.BOOTSTRAP_PATH.lstrip("/")
+    bootstrap.parent.mkdir(parents=True)
+    bootstrap.write_text(render.bootstrap_source())
+    bootstrap.chmod(0o755)
+    unbaked = rooted.run(check)
+    assert unbaked.returncode == 1
+    assert "the image lacks cmd:enroot, file:/usr/local/lib/slurm/spank_pyxis.so" in (
+        unbaked.stderr
+    ), unbaked.stderr
+
+    assert rooted.run(BUILD).returncode == 0
+    wires = " && ".join(
+        f"printf %s {shq(TRIPWIRE)} > /usr/local/sbin/{tool} && chmod 755 /usr/local/sbin/{tool}"
+        for tool in ("apt-get", "apt", "dpkg")
+    )
+    booted = rooted.run(f"{wires} && {check} && slurmstack-node --help >/dev/null && echo booted")
+    assert booted.returncode == 0, booted.stdout + booted.stderr
+    assert "image contract met" in booted.stderr and "booted" in booted.stdout
+    assert not (rooted.upper / "var/lib/slurmstack/tripwire").exists()
+    # The same check on a root that lacks a piece fails and says which (no apt either).
+    missing = rooted.run(f"{wires} && rm /usr/bin/enroot && {check}")
+    assert missing.returncode == 1
+    assert "the image lacks cmd:enroot" in missing.stderr
+    assert not (rooted.upper / "var/lib/slurmstack/tripwire").exists()
+
+
+def test_every_difference_from_the_image_is_named() -> None:
+    """The overrides above and the named differences agree (a new override needs a reason)."""
+    named = {k.split("=")[0] for key in REHEARSAL_DIFFERENCES for k in key.split(", ")}
+    source = Path(__file__).read_text()
+    block = source[source.index("    overrides = {") : source.index("    for key, value in")]
+    overridden = set(re.findall(r'^\s+"([A-Z_0-9]+)":', block, re.M))
+    assert overridden == named

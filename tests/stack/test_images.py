@@ -1,0 +1,288 @@
+"""The node images under the offline engine: one Image Builder image per kind of node each
+example uses, built from the parent's SSM parameter by a valid AWSTOE component whose build
+script is templates/image/build.sh itself; the head and every launch template boot the baked
+AMI; images do not change when pools do; image.version takes new parents."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from functools import cache
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from helpers_stack import (
+    EXAMPLE_IDS,
+    REPO,
+    T_ASG,
+    T_EGRESS,
+    T_INGRESS,
+    T_INSTANCE,
+    T_LT,
+    T_OBJECT,
+    T_SG,
+    example,
+    plan_of,
+    run_ok,
+)
+from slurmstack.offline import OfflineRun
+from slurmstack.plan import images
+from slurmstack.render import image as build
+
+pytestmark = pytest.mark.stack
+
+T_COMPONENT = "aws:imagebuilder/component:Component"
+T_RECIPE = "aws:imagebuilder/imageRecipe:ImageRecipe"
+T_INFRA = "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration"
+T_IMAGE = "aws:imagebuilder/image:Image"
+AWSTOE_SCHEMA = REPO / "tests/schemas/awstoe-component.schema.json"
+
+
+@cache
+def awstoe_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(AWSTOE_SCHEMA.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return schema
+
+
+def validate_awstoe(document: dict[str, Any]) -> None:
+    jsonschema.validate(document, awstoe_schema())
+    names = [phase["name"] for phase in document["phases"]]
+    assert len(names) == len(set(names)), f"phase names repeat: {names}"
+    for phase in document["phases"]:
+        steps = [step["name"] for step in phase["steps"]]
+        assert len(steps) == len(set(steps)), f"step names repeat in {phase['name']}: {steps}"
+
+
+def ami(image: Any) -> str:
+    return str(image.outputs["outputResources"][0]["amis"][0]["image"])
+
+
+def objects_by_key(result: OfflineRun) -> dict[str, bytes]:
+    out = {}
+    for obj in result.of_type(T_OBJECT):
+        if "contentBase64" in obj.inputs:
+            out[obj.inputs["key"]] = base64.b64decode(obj.inputs["contentBase64"])
+    return out
+
+
+@pytest.mark.parametrize("stem", EXAMPLE_IDS)
+def test_an_image_per_kind_of_node_and_every_node_boots_one(stem: str) -> None:
+    definition = example(stem)
+    plan = plan_of(definition)
+    result = run_ok(definition)
+    wanted = images.image_plans(plan)
+    assert wanted, "every example bakes at least one image"
+    built = {i.inputs["tags"]["slurmstack:image"]: i for i in result.of_type(T_IMAGE)}
+    assert set(built) == {w.key for w in wanted}
+    # Kinds as the catalog says: accelerators decide the parent.
+    kinds = {images.kind_of(p.facts) for p in plan.pools} | {images.ImageKind.CPU}
+    assert {w.kind for w in wanted} == kinds
+    recipes = {r.inputs["name"]: r for r in result.of_type(T_RECIPE)}
+    for image in wanted:
+        (recipe,) = [
+            r for n, r in recipes.items() if n.startswith(f"{plan.name}-image-{image.key}-")
+        ]
+        assert recipe.inputs["parentImage"] == f"ssm:{image.parent_parameter}"
+        assert recipe.inputs["parentImage"].startswith("ssm:/aws/service/")
+        assert built[image.key].inputs["imageRecipeArn"] == recipe.outputs["arn"]
+        tests = built[image.key].inputs["imageTestsConfiguration"]
+        assert tests["imageTestsEnabled"] is True
+    # The head and every launch template: the baked AMI, nothing resolved at launch.
+    head_image = images.image_of(plan, "head")
+    assert head_image is not None
+    assert result.one(T_INSTANCE).inputs["ami"] == ami(built[head_image.key])
+    for pool in plan.pools:
+        lt = result.one(T_LT, f"{plan.name}-pool-{pool.name}").inputs
+        image = images.image_of(plan, pool.name)
+        assert image is not None
+        assert lt["imageId"] == ami(built[image.key])
+        assert "resolve:ssm" not in json.dumps(lt)
+    for template in result.of_type(T_LT):
+        assert not str(template.inputs["imageId"]).startswith("resolve:")
+
+
+@pytest.mark.parametrize("stem", EXAMPLE_IDS)
+def test_components_are_valid_awstoe_and_run_the_build_script_itself(stem: str) -> None:
+    definition = example(stem)
+    plan = plan_of(definition)
+    result = run_ok(definition)
+    stored = objects_by_key(result)
+    script = (REPO / "templates/image/build.sh").read_bytes()
+    bucket = result.one("aws:s3/bucket:Bucket").id
+    for component in result.of_type(T_COMPONENT):
+        document = yaml.safe_load(component.inputs["data"])
+        validate_awstoe(document)
+        assert component.inputs["platform"] == "Linux"
+        assert document["name"] == component.inputs["name"]
+        phases = {p["name"]: p for p in document["phases"]}
+        assert set(phases) == {"build", "validate", "test"}
+        downloads = {
+            item["destination"].rsplit("/", 1)[-1]: item["source"]
+            for phase in phases.values()
+            for step in phase["steps"]
+            if step["action"] == "S3Download"
+            for item in step["inputs"]
+        }
+        assert set(downloads) == {"build.sh", "image.env", build.AGENT_ARCHIVE}
+        for source in downloads.values():
+            assert source.startswith(f"s3://{bucket}/images/")
+            key = source.removeprefix(f"s3://{bucket}/")
+            assert key in stored, f"{key} is not uploaded"
+        # The same file the rehearsal runs (tests/image), byte for byte.
+        assert stored[downloads["build.sh"].removeprefix(f"s3://{bucket}/")] == script
+        settings = stored[downloads["image.env"].removeprefix(f"s3://{bucket}/")].decode()
+        assert "SLURM_PACKAGE_VERSION='23.11.4-1.2ubuntu5'" in settings
+        assert f"PYXIS_SHA256='{images.image_pins()['pyxis']['sha256']}'" in settings
+        commands = [
+            command
+            for phase in phases.values()
+            for step in phase["steps"]
+            if step["action"] == "ExecuteBash"
+            for command in step["inputs"]["commands"]
+        ]
+        assert sum("build.sh build " in c for c in commands) == 1
+        assert sum("build.sh test " in c for c in commands) == 2  # validate and test
+    assert len(result.of_type(T_COMPONENT)) == len(images.image_plans(plan))
+
+
+def test_the_schema_is_not_a_rubber_stamp() -> None:
+    good = {
+        "schemaVersion": 1.0,
+        "phases": [
+            {
+                "name": "build",
+                "steps": [
+                    {"name": "Run", "action": "ExecuteBash", "inputs": {"commands": ["true"]}}
+                ],
+            }
+        ],
+    }
+    validate_awstoe(good)
+    for broken in (
+        {**good, "schemaVersion": 2.0},
+        {**good, "phases": [{"name": "bake", "steps": good["phases"][0]["steps"]}]},
+        {
+            **good,
+            "phases": [
+                {
+                    "name": "build",
+                    "steps": [
+                        {"name": "Run", "action": "ExecuteBash", "inputs": {"command": ["x"]}}
+                    ],
+                }
+            ],
+        },
+        {
+            **good,
+            "phases": [
+                {
+                    "name": "build",
+                    "steps": [
+                        {
+                            "name": "Get",
+                            "action": "S3Download",
+                            "inputs": [{"source": "https://x/y", "destination": "/tmp/y"}],
+                        }
+                    ],
+                }
+            ],
+        },
+        {
+            **good,
+            "phases": [
+                {"name": "build", "steps": [{"name": "Run", "action": "RunBash", "inputs": {}}]}
+            ],
+        },
+        {
+            **good,
+            "phases": [
+                {
+                    "name": "build",
+                    "steps": [
+                        {
+                            "name": "Run",
+                            "action": "ExecuteBash",
+                            "timeoutSeconds": 0,
+                            "inputs": {"commands": ["x"]},
+                        }
+                    ],
+                }
+            ],
+        },
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            validate_awstoe(broken)
+    with pytest.raises(AssertionError, match="phase names repeat"):
+        validate_awstoe({**good, "phases": good["phases"] * 2})
+
+
+def test_build_instances_run_in_the_cluster_subnet_behind_an_egress_only_group() -> None:
+    definition = example("p5-training")
+    plan = plan_of(definition)
+    result = run_ok(definition)
+    (infra,) = result.of_type(T_INFRA)
+    subnet = [s for s in result.of_type("aws:ec2/subnet:Subnet") if s.name.endswith("compute")]
+    assert infra.inputs["subnetId"] == subnet[0].id
+    assert infra.inputs["instanceTypes"] == ["c7i.2xlarge"]
+    assert infra.inputs["terminateInstanceOnFailure"] is True
+    assert infra.inputs["instanceProfileName"] == f"{plan.name}-image-build"
+    assert infra.inputs["instanceMetadataOptions"]["httpTokens"] == "required"
+    (group_id,) = infra.inputs["securityGroupIds"]
+    (group,) = [g for g in result.of_type(T_SG) if g.id == group_id]
+    assert not [r for r in result.of_type(T_INGRESS) if r.inputs["securityGroupId"] == group_id]
+    egress = [r for r in result.of_type(T_EGRESS) if r.inputs["securityGroupId"] == group_id]
+    assert [r.inputs["cidrIpv4"] for r in egress] == ["0.0.0.0/0"]
+    assert group.inputs["vpcId"] == result.one("aws:ec2/vpc:Vpc").id
+
+
+def image_inputs(result: OfflineRun) -> dict[str, Any]:
+    out = {}
+    for kind in (T_COMPONENT, T_RECIPE, T_INFRA, T_IMAGE):
+        for resource in result.of_type(kind):
+            out[f"{kind}::{resource.name}"] = resource.inputs
+    return out
+
+
+def test_images_do_not_change_when_pools_do() -> None:
+    """A pool added, resized or removed never builds an image: image inputs name no pool."""
+    definition = example("p5-training")
+    before = image_inputs(run_ok(definition))
+    changed = copy.deepcopy(definition)
+    changed["pools"].append({"name": "more", "instance_type": "p5.48xlarge", "count": 3})
+    changed["pools"][0]["count"] = 4
+    assert image_inputs(run_ok(changed)) == before
+
+
+def test_a_new_image_version_builds_on_new_parents() -> None:
+    """image.version: a new recipe (Image Builder resolves the parent parameter again), so a
+    new Image and AMI; the version before stays what it was (same inputs)."""
+    definition = example("cpu-hpc")
+    first = run_ok(definition)
+    again = run_ok(copy.deepcopy(definition))
+    assert image_inputs(first) == image_inputs(again)
+    bumped = copy.deepcopy(definition)
+    bumped["image"] = {"version": 2}
+    second = run_ok(bumped)
+    (old,), (new,) = first.of_type(T_RECIPE), second.of_type(T_RECIPE)
+    assert old.inputs["name"] != new.inputs["name"]
+    assert old.inputs["parentImage"] == new.inputs["parentImage"]
+    (old_image,), (new_image,) = first.of_type(T_IMAGE), second.of_type(T_IMAGE)
+    assert old_image.inputs["imageRecipeArn"] != new_image.inputs["imageRecipeArn"]
+
+
+def test_own_images_bake_nothing() -> None:
+    definition = example("cpu-hpc")
+    definition["image"] = {"ami": "ami-0123456789abcdef0"}
+    result = run_ok(definition)
+    for kind in (T_COMPONENT, T_RECIPE, T_INFRA, T_IMAGE):
+        assert not result.of_type(kind)
+    assert result.one(T_INSTANCE).inputs["ami"] == "ami-0123456789abcdef0"
+    assert {lt.inputs["imageId"] for lt in result.of_type(T_LT)} == {"ami-0123456789abcdef0"}
+    assert not [r for r in result.of_type("aws:iam/role:Role") if "image" in r.name]
+    for group in result.of_type(T_ASG):
+        assert group.inputs["instanceRefresh"]["strategy"] == "Rolling"

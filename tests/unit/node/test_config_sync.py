@@ -1,0 +1,101 @@
+"""sync-config: the role's files from the config store, checked by their hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from node.support import BUCKET, PLAN, Runner, make_node, publish_config
+from slurmstack.node import config_sync
+from slurmstack.node.context import AgentError
+from slurmstack.render import config_store, role_files
+
+
+def test_sync_config_writes_the_role_files_then_reports_no_change(aws, tmp_path: Path) -> None:
+    publish_config(aws, "train")
+    run = Runner()
+    node = make_node(tmp_path, aws, "train", run=run)
+    changed = config_sync.sync_config(node, poll=0)
+    expected = role_files(PLAN, "train")
+    assert changed == sorted(expected)
+    for path, text in expected.items():
+        assert (tmp_path / path.lstrip("/")).read_text() == text
+    assert os.stat(tmp_path / "etc/slurmstack/task-prolog.sh").st_mode & 0o777 == 0o755
+    assert os.stat(tmp_path / "etc/nccl.conf").st_mode & 0o777 == 0o644
+    assert ["systemctl", "daemon-reload"] in run.calls
+    assert config_sync.sync_config(node, poll=0) == []
+
+
+def test_sync_config_rejects_an_object_that_does_not_match_its_hash(aws, tmp_path) -> None:
+    publish_config(aws, "head")
+    key = config_store(PLAN).manifest["head"]["/etc/slurm/slurm.conf"]
+    aws.client("s3").put_object(Bucket=BUCKET, Key=key, Body=b"ClusterName=evil\n")
+    node = make_node(tmp_path, aws, "head")
+    with pytest.raises(AgentError, match="sha256"):
+        config_sync.sync_config(node, poll=0)
+    assert not (tmp_path / "etc/slurm/slurm.conf").exists()
+
+
+def test_sync_config_restarts_slurmctld_when_max_node_count_changes(aws, tmp_path) -> None:
+    publish_config(aws, "head")
+    old = tmp_path / "etc/slurm/slurm.conf"
+    old.parent.mkdir(parents=True)
+    old.write_text("MaxNodeCount=1\n")
+    run = Runner()
+    config_sync.sync_config(make_node(tmp_path, aws, "head", run=run), poll=0)
+    assert ["systemctl", "restart", "slurmctld"] in run.calls
+
+
+def test_sync_config_refuses_a_manifest_that_does_not_match_its_key(aws, tmp_path: Path) -> None:
+    publish_config(aws, "train")
+    store = config_store(PLAN)
+    aws.client("s3").put_object(Bucket=BUCKET, Key=store.manifest_key, Body=b'{"train": {}}')
+    with pytest.raises(AgentError, match="does not match its sha256"):
+        config_sync.sync_config(make_node(tmp_path, aws, "train"), poll=0)
+
+
+def test_sync_config_waits_for_the_manifest(aws, tmp_path: Path) -> None:
+    node = make_node(tmp_path, aws, "train")
+    with pytest.raises(AgentError, match="did not appear"):
+        config_sync.sync_config(node, timeout=30, poll=10)
+
+
+def test_manifest_sha_keys_name_their_content() -> None:
+    store = config_store(PLAN)
+    for key, text in store.objects.items():
+        assert key == "config/" + hashlib.sha256(text.encode()).hexdigest()
+    assert json.loads(store.manifest_json()) == store.manifest
+
+
+class SystemctlRunner(Runner):
+    def __init__(self, enabled: str) -> None:
+        super().__init__()
+        self.enabled = enabled
+
+    def __call__(self, cmd: list[str], check: bool = True):
+
+        if cmd[:2] == ["systemctl", "is-enabled"]:
+            self.calls.append(cmd)
+            return subprocess.CompletedProcess(cmd, 1, f"{self.enabled}\n", "")
+        return super().__call__(cmd, check)
+
+
+@pytest.mark.parametrize(
+    ("enabled", "enables"), [("disabled", True), ("masked", False), ("enabled", False)]
+)
+def test_sync_config_enables_the_reaper_timer_on_the_head(aws, tmp_path, enabled, enables) -> None:
+    publish_config(aws, "head")
+    run = SystemctlRunner(enabled)
+    config_sync.sync_config(make_node(tmp_path, aws, "head", run=run), poll=0)
+    assert (tmp_path / config_sync.REAPER_TIMER_PATH.lstrip("/")).exists()
+    start = ["systemctl", "enable", "--now", config_sync.REAPER_TIMER]
+    assert (start in run.calls) is enables
+    # A pool node has no reaper.
+    pool = SystemctlRunner("disabled")
+    config_sync.sync_config(make_node(tmp_path / "pool", aws, "train", run=pool), poll=0)
+    assert not any("is-enabled" in c for c in pool.calls)

@@ -1,0 +1,98 @@
+"""The agent's tree: standard library and boto3 only, small modules, and all of it reaches
+the nodes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from slurmstack.node import bootstrap
+from slurmstack.render import AGENT_PATH, PACKAGE_DIR, agent_modules, bootstrap_source
+
+
+def test_agent_is_self_contained() -> None:
+    """Standard library and boto3 only: it runs on nodes without slurmstack installed; what it
+    imports of slurmstack (relatively) is shipped with it. The bootstrap imports the contract
+    only, and its copy in the user data imports nothing of slurmstack."""
+    import ast
+
+    shipped = {m.relative_to(PACKAGE_DIR).with_suffix("").as_posix() for m in agent_modules()}
+    for path in [*agent_modules(), Path(bootstrap.__file__)]:
+        module = path.relative_to(PACKAGE_DIR).with_suffix("").parts
+        tree = ast.parse(path.read_text())
+        # Imports for the type checker only (boto3's stubs) do not run on the node.
+        tree.body = [
+            s
+            for s in tree.body
+            if not (isinstance(s, ast.If) and ast.unparse(s.test) == "TYPE_CHECKING")
+        ]
+        names = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level:
+                base = module[: len(module) - node.level]
+                within = [node.module] if node.module else [a.name for a in node.names]
+                for name in within:
+                    target = "/".join([*base, *name.split(".")])
+                    assert target in shipped or f"{target}/__init__" in shipped, (path, target)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module.split(".")[0])
+                if node.module.startswith("slurmstack"):
+                    assert (path.name, node.module) == ("bootstrap.py", "slurmstack.contract")
+        assert names <= set(sys.stdlib_module_names) | {"boto3", "__future__", "slurmstack"}, path
+    inlined = ast.parse(bootstrap_source())
+    assert not [
+        n for n in ast.walk(inlined) if isinstance(n, ast.ImportFrom) and "slurmstack" in n.module
+    ]
+
+
+def test_agent_modules_stay_small() -> None:
+    for module in agent_modules():
+        if module.parent.name == "node":
+            assert len(module.read_text().splitlines()) <= 300, module.name
+
+
+def _tree_on_disk(package: Path) -> set[str]:
+    """Every module the agent's tree holds, found independently of render: the package's
+    __init__, the contract, every .py below node/ (subpackages too) but the bootstrap."""
+    found = {"__init__.py", "contract.py"}
+    found |= {
+        p.relative_to(package).as_posix()
+        for p in (package / "node").rglob("*.py")
+        if p.name != "bootstrap.py"
+    }
+    return found
+
+
+def test_every_module_of_the_agent_reaches_every_node() -> None:
+    """The config store's manifest lists each module for every role: what a node installs."""
+    from helpers_examples import example_plan
+    from slurmstack.render import AGENT_DIR, config_store
+
+    expected = {f"{AGENT_DIR}/{m}" for m in _tree_on_disk(PACKAGE_DIR)}
+    manifest = config_store(example_plan("p5-training")).manifest
+    for role, files in manifest.items():
+        assert expected <= set(files), role
+
+
+def test_a_subpackage_of_the_agent_ships_too(tmp_path: Path, monkeypatch) -> None:
+    """A later subpackage (a controller) reaches the nodes without a change to render."""
+    import shutil
+
+    from slurmstack.render import node as node_config
+
+    package = tmp_path / "slurmstack"
+    shutil.copytree(PACKAGE_DIR / "node", package / "node")
+    shutil.copy(PACKAGE_DIR / "__init__.py", package)
+    shutil.copy(PACKAGE_DIR / "contract.py", package)
+    (package / "node" / "controller").mkdir()
+    (package / "node" / "controller" / "__init__.py").write_text('"""a controller"""\n')
+    (package / "node" / "controller" / "decide.py").write_text("RULES = ()\n")
+    monkeypatch.setattr(node_config, "PACKAGE_DIR", package)
+    monkeypatch.setattr(node_config, "NODE_DIR", package / "node")
+    monkeypatch.setattr(node_config, "BOOTSTRAP_SOURCE", package / "node" / "bootstrap.py")
+    files = node_config.agent_files()
+    assert f"{node_config.AGENT_DIR}/node/controller/decide.py" in files
+    shipped = {p[len(node_config.AGENT_DIR) + 1 :] for p in files if p != AGENT_PATH}
+    assert shipped == _tree_on_disk(package)

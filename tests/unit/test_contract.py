@@ -1,0 +1,76 @@
+"""The contract between the control plane and the nodes: its layouts read back what was
+written, its name scheme, and the first-boot script's copy of it."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from helpers_examples import EXAMPLE_IDS, example_plan
+from slurmstack import contract
+from slurmstack.render import bootstrap_env, bootstrap_source, node_config, roles
+
+
+def test_node_name_is_pool_and_low_16_bits_of_the_address() -> None:
+    assert contract.node_name("train-", "10.42.7.19") == f"train-{7 * 256 + 19}"
+    assert contract.node_name("train-", "10.43.255.255") == "train-65535"
+    assert contract.is_node_name_of("train-65535", "train-")
+    assert not contract.is_node_name_of("train-65536", "train-")
+    assert not contract.is_node_name_of("training-1", "train-")
+    assert contract.node_name_pattern("train") == "train-[0-65535]"
+
+
+@pytest.mark.parametrize("example", EXAMPLE_IDS)
+def test_node_json_reads_back_what_render_wrote(example: str) -> None:
+    plan = example_plan(example)
+    for role in roles(plan):
+        written = node_config(plan, None if role == contract.HEAD_ROLE else plan.pool(role))
+        text = contract.node_config_json(written)
+        assert contract.read_node_config(text) == written
+        assert contract.node_config_json(contract.read_node_config(text)) == text
+
+
+def test_bootstrap_env_reads_back_what_render_wrote() -> None:
+    env = bootstrap_env(example_plan("p5-training"), "train")
+    assert contract.read_bootstrap_env(contract.bootstrap_env_text(env)) == env
+    with pytest.raises(KeyError, match="SLURMSTACK_REGION"):
+        contract.read_bootstrap_env("SLURMSTACK_CLUSTER=x\n")
+
+
+def test_node_env_writes_only_what_it_knows() -> None:
+    env = contract.NodeEnv(head_address="10.42.0.10", node_name="train-1811")
+    assert env.text() == "SLURMSTACK_HEAD_ADDRESS=10.42.0.10\nSLURMSTACK_NODE_NAME=train-1811\n"
+    assert contract.read_node_env(env.text()) == env
+    assert contract.env_ref("head_address") == "${SLURMSTACK_HEAD_ADDRESS}"
+    with pytest.raises(KeyError):
+        contract.env_ref("head_adress")
+
+
+def test_store_keys_name_their_content() -> None:
+    key = contract.store_key(b"slurm.conf")
+    assert key.startswith(contract.CONFIG_PREFIX)
+    assert contract.matches_key(b"slurm.conf", key) and not contract.matches_key(b"x", key)
+
+
+def test_the_first_boot_script_carries_its_own_copy_of_the_contract(monkeypatch) -> None:
+    """The user data's bootstrap runs without slurmstack: the names it takes from the contract
+    are defined in it, equal to the contract's, and its readers read what render writes."""
+    module = types.ModuleType("user_data_bootstrap")
+    monkeypatch.setitem(sys.modules, module.__name__, module)  # dataclasses look it up
+    exec(compile(bootstrap_source(), "slurmstack-bootstrap", "exec"), module.__dict__)
+    namespace = module.__dict__
+    for name in ("AGENT_PATH", "AGENT_LIB_DIR", "BOOTSTRAP_DONE", "BOOTSTRAP_FAILED"):
+        assert namespace[name] == getattr(contract, name)
+    # The image contract's check reads the items as the contract writes them.
+    assert namespace["COMMAND_DIRS"] == contract.COMMAND_DIRS
+    copied = namespace["ImageItem"]
+    assert {i.name: i.value for i in copied} == {i.name: i.value for i in contract.ImageItem}  # type: ignore[attr-defined]
+    env = bootstrap_env(example_plan("p5-training"), "train")
+    read = namespace["read_bootstrap_env"](contract.bootstrap_env_text(env))  # type: ignore[operator]
+    assert (read.region, read.role, read.manifest_parameter) == (
+        env.region,
+        env.role,
+        env.manifest_parameter,
+    )

@@ -1,0 +1,65 @@
+"""The layers hold: import-linter's contracts (pyproject.toml) pass, no module imports another's
+private name, and the pure layers load without Pulumi at run time too."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "infra" / "slurmstack"
+
+
+def test_import_contracts_are_kept() -> None:
+    lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    assert lint is not None, "import-linter is a dev dependency (uv sync)"
+    done = subprocess.run(
+        [lint, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("slurmstack"):
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                if private:
+                    offenders.append(f"{path.relative_to(PACKAGE)}: {node.module} {private}")
+    assert offenders == []
+
+
+def test_pure_layers_load_without_pulumi() -> None:
+    """What `validate`, `render` and the report's pure parts import, in a fresh interpreter."""
+    modules = [
+        "slurmstack.cli",
+        "slurmstack.validate",
+        "slurmstack.plan",
+        "slurmstack.render",
+        "slurmstack.report.plan_report",
+        "slurmstack.report.diagram",
+        "slurmstack.offline",
+        "slurmstack.stack",
+        "slurmstack.stack.common",
+        "slurmstack.stack.policies",
+        "slurmstack.stack.user_data",
+        "slurmstack.node.cli",
+    ]
+    probe = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0].startswith('pulumi')))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "infra")}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
