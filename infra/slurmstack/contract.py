@@ -130,9 +130,12 @@ def accounting_password_secret_name(cluster: str) -> str:
 
 # --- the config store ------------------------------------------------------------------
 
-# Rendered files are S3 objects keyed by their content's sha256 under this prefix; the
-# manifest (role -> node path -> key) is one such object, named by the CONFIG_MANIFEST
-# parameter. The instance roles may read, and never write, below it.
+# Objects keyed by their content's sha256 under this prefix; the instance roles may read, and
+# never write, below it. A role's files travel in bundles (one JSON object of node path ->
+# text): the agent's files in one bundle every role shares, the rest of a role's files in one
+# bundle of its own, so the number of objects grows with roles, not with files. The manifest,
+# named by the CONFIG_MANIFEST parameter, lists each role's files (node path -> the key of the
+# file's own content, which the node checks after unpacking) and the bundles that carry them.
 CONFIG_PREFIX = "config/"
 
 
@@ -145,9 +148,46 @@ def matches_key(body: bytes, key: str) -> bool:
     return hashlib.sha256(body).hexdigest() == key.rsplit("/", 1)[-1]
 
 
-def manifest_json(manifest: dict[str, dict[str, str]]) -> str:
+def _compact_json(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def bundle_text(files: dict[str, str]) -> str:
+    """A bundle as stored: node path -> text, deterministic and compact."""
+    return _compact_json(files)
+
+
+def read_bundle(body: bytes) -> dict[str, bytes]:
+    """A bundle's files: node path -> content."""
+    files = json.loads(body)
+    return {str(path): str(text).encode() for path, text in files.items()}
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The config store's index: role -> node path -> key of the file's content, and role ->
+    keys of the bundles that carry the role's files."""
+
+    files: dict[str, dict[str, str]]
+    bundles: dict[str, tuple[str, ...]]
+
+
+def manifest_json(manifest: Manifest) -> str:
     """The manifest as stored: deterministic and compact."""
-    return json.dumps(manifest, sort_keys=True, separators=(",", ":"))
+    bundles = {role: list(keys) for role, keys in manifest.bundles.items()}
+    return _compact_json({"bundles": bundles, "files": manifest.files})
+
+
+def read_manifest(body: bytes) -> Manifest:
+    data = json.loads(body)
+    bundles = {str(role): tuple(keys) for role, keys in data["bundles"].items()}
+    return Manifest(files=data["files"], bundles=bundles)
+
+
+def is_agent_file(node_path: str) -> bool:
+    """Whether a node file belongs to the agent (its launcher and package tree), which every
+    role installs alike and the bootstrap installs first."""
+    return node_path == AGENT_PATH or node_path.startswith(AGENT_LIB_DIR + "/")
 
 
 # --- where things land on a node -------------------------------------------------------

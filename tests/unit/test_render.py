@@ -11,6 +11,7 @@ from jinja2 import UndefinedError
 
 from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack import render
+from slurmstack.contract import matches_key, read_bundle
 from slurmstack.imds_firewall import IMDS_IPV4
 from slurmstack.plan import build_plan
 from slurmstack.render import (
@@ -102,10 +103,14 @@ def test_config_store(example: str) -> None:
     for role, entries in store.manifest.items():
         files = render.role_files(plan, role)
         assert set(entries) == set(files)
+        carried: dict[str, bytes] = {}
+        for bundle in store.bundles[role]:
+            carried |= read_bundle(store.objects[bundle].encode())
         for path, key in entries.items():
-            assert path.startswith("/") and store.objects[key] == files[path]
+            assert path.startswith("/") and carried[path] == files[path].encode()
+            assert matches_key(carried[path], key)
     assert store.manifest_json() == config_store(plan).manifest_json()
-    assert json.loads(store.manifest_json()) == store.manifest
+    assert json.loads(store.manifest_json())["files"] == store.manifest
     # The manifest is a store object like the rest; its parameter holds only its key,
     # which names the manifest's content.
     assert (

@@ -1,8 +1,10 @@
 """The config store and live updates.
 
-Rendered files are uploaded as S3 objects keyed by content hash (``config/<sha256>``), so a
-file shared by pools is stored once and the number of objects grows with distinct files.
-The manifest (role -> node path -> key) is stored the same way, and the CONFIG_MANIFEST
+Rendered files are uploaded in bundles (render.config_store): one object for the agent's
+files, which every role shares, and one per role for the rest, each keyed by its content's
+hash (``config/<sha256>``), so the number of objects grows with roles, not with files.
+The manifest (contract.Manifest: each role's files by hash, and the bundles carrying them) is
+stored the same way, and the CONFIG_MANIFEST
 parameter holds only its key, so it stays small however many pools there are. A Command
 document and an association targeting the head node apply it: the node agent's
 ``sync-config`` and ``accounting-db``, then ``scontrol reconfigure`` and ``accounting-apply``.
@@ -177,7 +179,7 @@ class ConfigStore(pulumi.ComponentResource):
                 bucket=bucket,
                 key=key,
                 content=text,
-                content_type="text/plain; charset=utf-8",
+                content_type="application/json",
                 tags=object_tags,
                 opts=child,
             )

@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from node.support import BUCKET, PLAN, NoAws, Runner, asg_with_instance, make_node, publish_config
+from node.support import (
+    PLAN,
+    NoAws,
+    Runner,
+    asg_with_instance,
+    make_node,
+    publish_config,
+    tamper,
+)
 from slurmstack.contract import PYXIS_PLUGIN, ImageItem
 from slurmstack.node import bootstrap
 from slurmstack.plan import role_image_contract
@@ -21,7 +29,6 @@ from slurmstack.render import (
     AGENT_PATH,
     PACKAGE_DIR,
     agent_modules,
-    config_store,
     role_files,
     roles,
 )
@@ -61,8 +68,7 @@ def test_bootstrap_installs_the_agent_from_the_store(aws, tmp_path: Path) -> Non
 )
 def test_bootstrap_refuses_a_tampered_agent(aws, tmp_path: Path, path: str) -> None:
     publish_config(aws, "train")
-    key = config_store(PLAN).manifest["train"][path]
-    aws.client("s3").put_object(Bucket=BUCKET, Key=key, Body=b"evil")
+    tamper(aws, "train", path, b"evil")
     node = make_node(tmp_path, aws, "train")
     with pytest.raises(SystemExit, match="does not match"):
         bootstrap.install(node.bootstrap_env(), aws, root=str(tmp_path), poll=0)
