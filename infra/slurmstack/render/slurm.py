@@ -22,7 +22,7 @@ from slurmstack.contract import (
     head_host,
     unit_path,
 )
-from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.plan import ClusterPlan, PoolPlan, accounting_plan
 from slurmstack.render.templates import render_template
 
 SLURMD_UNIT_PATH = unit_path(SLURMD_UNIT)
@@ -47,6 +47,7 @@ def slurm_conf(plan: ClusterPlan) -> str:
         head_host=head_host(plan.name),
         ports=Ports(),
         state_save_location=STATE_SAVE_LOCATION,
+        accounting=accounting_plan(plan),
     )
 
 
