@@ -115,6 +115,9 @@ def main():
         weights_sha256=digests,
         identical=len(set(digests)) == 1,
     )
+    # Every rank done before any tears the group down: a rank that leaves early can leave
+    # another hanging in its own teardown (seen with gloo).
+    dist.barrier()
     dist.destroy_process_group()
 
 

@@ -7,7 +7,8 @@
 #   torchrun.sh TRAINING_SCRIPT [ARGS...]
 set -eu
 # shellcheck disable=SC2086 # TORCHRUN_ARGS is a list of options
-exec "${PYTHON:-python3}" -m torch.distributed.run ${TORCHRUN_ARGS:-} \
+# -u: torchrun tees its workers' output (--tee) through its own stdout, a pipe to srun here.
+exec "${PYTHON:-python3}" -u -m torch.distributed.run ${TORCHRUN_ARGS:-} \
   --nnodes="${SLURM_NNODES:?run inside a Slurm job step}" \
   --node_rank="${SLURM_NODEID:?run inside a Slurm job step}" \
   --nproc_per_node="${NPROC_PER_NODE:-1}" \

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from slurmstack.contract import NCCL_TESTS_DIR
+
 NODE_SIDE = Path(__file__).resolve().parent / "node_side"
 STEP = str(NODE_SIDE / "steps.py")
 
@@ -153,6 +155,15 @@ STAND_INS: tuple[StandIn, ...] = (
         "no images here: every node runs this machine's system",
         "moto's instances and launch templates carry a placeholder image id",
     ),
+    StandIn(
+        "workload-tools",
+        "nvidia-smi, libfabric's fi_info and nccl-tests' all_reduce_perf on a GPU node",
+        "no GPUs, no EFA and no CUDA here",
+        "one program (node_side/workload_tools.py) answering as each from the node's stand-in "
+        "GPU device files and EFA entries; its all_reduce_perf prints a sweep in nccl-tests' "
+        "format, slowed when the run holds a node named in VCLUSTER_SLOW_NODES. The workload "
+        "scenarios link it into the workers for their run and remove it after",
+    ),
 )
 
 BY_NAME = {s.name: s for s in STAND_INS}
@@ -202,6 +213,15 @@ REPLACED_STEPS = {
     ("slurmstack-node", "mounts"): "mounts",
     ("slurmstack-node", "state-volume"): "state-volume",
 }
+
+# "workload-tools": where each tool is linked in a worker (the image's paths of the real ones
+# are /usr/bin and the EFA installer's; /usr/local/bin comes first on PATH), and the program.
+WORKLOAD_TOOL = NODE_SIDE / "workload_tools.py"
+WORKLOAD_TOOL_PATHS = (
+    "/usr/local/bin/nvidia-smi",
+    "/usr/local/bin/fi_info",
+    f"{NCCL_TESTS_DIR}/all_reduce_perf",
+)
 
 # "gpus": the character-device major of /dev/nvidia<n> (NVIDIA's driver).
 NVIDIA_MAJOR = 195
