@@ -20,6 +20,7 @@ FAMILIES = [
     "nccl",
     "tags",
     "images",
+    "health",
 ]
 
 

@@ -30,8 +30,8 @@ def head_files(plan: ClusterPlan) -> dict[str, str]:
         f"{SLURM_DIR}/cgroup.conf": slurm.cgroup_conf(plan),
         f"{SLURM_DIR}/plugstack.conf": slurm.plugstack_conf(plan),
         SLURMCTLD_DROPIN_PATH: slurm.slurmctld_dropin(plan),
-        slurm.REAPER_SERVICE_PATH: slurm.reaper_service(plan),
-        slurm.REAPER_TIMER_PATH: slurm.reaper_timer(plan),
+        slurm.CONTROLLER_SERVICE_PATH: slurm.controller_service(plan),
+        slurm.CONTROLLER_TIMER_PATH: slurm.controller_timer(plan),
         NODE_CONFIG_PATH: node_config_json(node_config(plan, None)),
         **agent_files(),
     }
