@@ -66,8 +66,8 @@ def breakers(ctx: Context) -> dict[str, Any]:
 
 
 def reset_breaker(ctx: Context, pool_name: str) -> dict[str, Any]:
-    """Close a pool's breaker: its replacement history cleared, its group replacing Unhealthy
-    instances again; the nodes held get replaced on the next pass."""
+    """Close a pool's breaker: its replacement history and its nodes' reboots forgotten, its
+    group replacing Unhealthy instances again; the nodes held get replaced on the next pass."""
     config = ctx.config()
     pool = next((p for p in config.pools if p.name == pool_name), None)
     if pool is None:
@@ -77,7 +77,7 @@ def reset_breaker(ctx: Context, pool_name: str) -> dict[str, Any]:
         if not mine:
             raise AgentError("a controller pass holds the lock: try again in a moment")
         state = memory.load(ctx)
-        memory.save(ctx, state.reset(pool.name))
+        memory.save(ctx, state.reset(pool.name, pool.node_name_prefix))
     if pool.group:
         ctx.aws.autoscaling().resume_processes(
             AutoScalingGroupName=pool.group, ScalingProcesses=[SUSPENDED_PROCESS]

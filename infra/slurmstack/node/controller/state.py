@@ -59,10 +59,13 @@ class ControllerState:
     def trip(self, pool: str, now: float, why: str) -> ControllerState:
         return replace(self, breakers={**self.breakers, pool: Trip(now, why)})
 
-    def reset(self, pool: str) -> ControllerState:
+    def reset(self, pool: str, node_prefix: str) -> ControllerState:
+        """An operator's word that the pool is fine: its breaker closed, its replacements and
+        the reboots of its nodes forgotten."""
         breakers = {k: v for k, v in self.breakers.items() if k != pool}
         replacements = {k: v for k, v in self.replacements.items() if k != pool}
-        return replace(self, breakers=breakers, replacements=replacements)
+        reboots = {n: r for n, r in self.reboots.items() if not n.startswith(node_prefix)}
+        return replace(self, breakers=breakers, replacements=replacements, reboots=reboots)
 
     def pruned(self, now: float, policy: RepairPolicy, terminating: set[str]) -> ControllerState:
         window = policy.breaker_window_minutes * 60

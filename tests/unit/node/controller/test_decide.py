@@ -200,7 +200,7 @@ def test_a_replacement_counts_once_and_the_breaker_trips_on_the_next() -> None:
     suspended = {POOL.group: frozenset({"ReplaceUnhealthy"})}
     later = replace(observe(row), now=NOW + 7 * 24 * 3600, suspended=suspended)
     assert [a.kind for a in decide(later, (POOL,), POLICY, tripped.state).actions] == [Kind.HOLD]
-    reset = tripped.state.reset("gpu")
+    reset = tripped.state.reset("gpu", "gpu-")
     assert [a.kind for a in decide(observe(row), (POOL,), POLICY, reset).actions] == [Kind.REPLACE]
 
 

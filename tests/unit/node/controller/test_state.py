@@ -44,6 +44,9 @@ def test_old_entries_age_out_and_a_trip_stays() -> None:
     assert set(pruned.terminating) == {"i-9"}
     assert pruned.recent("gpu", NOW, POLICY) == 1
     assert state.count("gpu", "i-3", NOW).count("gpu", "i-3", NOW).recent("gpu", NOW, POLICY) == 2
+    reset = state.reset("gpu", "gpu-")
+    assert "gpu" not in reset.breakers and "gpu" not in reset.replacements
+    assert reset.reboots == {} and reset.replacements["cpu"] == state.replacements["cpu"]
 
 
 def test_one_pass_at_a_time(tmp_path: Path) -> None:
