@@ -76,6 +76,7 @@ class ClusterIam:
     bucket_policy: dict[str, Any]
     bucket_arn: str
     secret_arn: str
+    accounting_secret_arn: str | None  # the accounting database's password (head node only)
     groups: dict[str, tuple[str, dict[str, str]]]  # pool -> (ASG ARN, ASG tags)
     deployer_user_id: str
     build_policy: dict[str, Any] | None  # the image build role's (None: no image is baked)
@@ -123,7 +124,15 @@ def cluster_iam(stem: str) -> ClusterIam:
         },
         bucket_policy=json.loads(result.one(T_BUCKET_POLICY).inputs["policy"]),
         bucket_arn=result.one(T_BUCKET).outputs["arn"],
-        secret_arn=result.one(T_SECRET).id,
+        secret_arn=result.one(T_SECRET, f"{plan.name}-munge-key").id,
+        accounting_secret_arn=next(
+            (
+                str(r.id)
+                for r in result.of_type(T_SECRET)
+                if r.name == f"{plan.name}-accounting-db-password"
+            ),
+            None,
+        ),
         groups=groups,
         deployer_user_id=user_id,
     )
@@ -177,6 +186,7 @@ def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
         f"{iam.bucket_arn}/logs/*",  # the head reads the nodes' logs
         *(f"{iam.bucket_arn}/logs/{p.name}/${{ec2:SourceInstanceARN}}/*" for p in plan.pools),
     )
+    head_only = (iam.accounting_secret_arn,)
     group_prefix = f"arn:aws:autoscaling:{region}:{ACCOUNT_ID}:autoScalingGroup:*:"
     for role, policy in iam.role_policies.items():
         # IAM quota: a role's inline policies total at most 10,240 characters (whitespace
@@ -194,9 +204,13 @@ def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
                     # No mutating action on every resource without a condition.
                     assert not mutating or statement.get("Condition"), (role, mutating)
                     continue
-                assert resource in own or (
-                    resource.startswith(group_prefix)
-                    and f"autoScalingGroupName/{plan.name}-pool-" in resource
+                assert (
+                    resource in own
+                    or (role == iam.head and resource in head_only)
+                    or (
+                        resource.startswith(group_prefix)
+                        and f"autoScalingGroupName/{plan.name}-pool-" in resource
+                    )
                 ), (role, resource)
 
 
@@ -282,6 +296,56 @@ def test_nodes_read_the_config_store_and_write_nothing(iam: ClusterIam) -> None:
         assert ask("secretsmanager:GetSecretValue", other_secret) == "implicit-deny"
         assert ask("ssm:GetParameter", f"{parameter}{prefix}/head/address") == "allow"
         assert ask("ssm:GetParameter", f"{parameter}/another-app/db-password") == "implicit-deny"
+
+
+def test_only_the_head_node_reads_the_accounting_password(iam: ClusterIam) -> None:
+    arn = iam.accounting_secret_arn
+    assert arn is not None  # every example keeps accounting on, with the local database
+    assert arn.startswith(
+        f"arn:aws:secretsmanager:{iam.plan.region}:{ACCOUNT_ID}:secret:"
+        f"slurmstack/{iam.plan.name}/accounting-db-password-"
+    )
+    action = "secretsmanager:GetSecretValue"
+    assert decide([iam.role_policies[iam.head]], action, arn) == "allow"
+    for pool in iam.plan.pools:
+        assert decide([iam.role_policies[iam.pool_role(pool.name)]], action, arn) == (
+            "implicit-deny"
+        )
+
+
+def test_an_external_database_secret_is_read_by_name_or_arn() -> None:
+    """The definition names an external database's secret; the head reads that one only."""
+    from slurmstack.stack.policies import accounting_secret_arn, head_policy
+
+    for given, expected in (
+        ("db/slurm", f"arn:aws:secretsmanager:us-east-1:{ACCOUNT_ID}:secret:db/slurm-??????"),
+        (
+            f"arn:aws:secretsmanager:us-east-1:{ACCOUNT_ID}:secret:db/slurm-AbCdEf",
+            f"arn:aws:secretsmanager:us-east-1:{ACCOUNT_ID}:secret:db/slurm-AbCdEf",
+        ),
+    ):
+        definition = example("p5-training")
+        definition["slurm"]["accounting"]["database"] = {
+            "type": "external",
+            "host": "db.example.internal",
+            "password_secret": given,
+        }
+        plan = plan_of(definition)
+        arn = accounting_secret_arn(plan, ACCOUNT_ID, None)
+        assert arn == expected
+        munge = f"arn:aws:secretsmanager:us-east-1:{ACCOUNT_ID}:secret:munge-AbCdEf"
+        scope = {"account": ACCOUNT_ID, "bucket_arn": "arn:aws:s3:::bucket", "secret_arn": munge}
+        policy = head_policy(plan, **scope, accounting_secret=arn)
+        action = "secretsmanager:GetSecretValue"
+        real = f"arn:aws:secretsmanager:us-east-1:{ACCOUNT_ID}:secret:db/slurm-AbCdEf"
+        assert decide([policy], action, real) == "allow"
+        other = f"arn:aws:secretsmanager:us-east-1:{ACCOUNT_ID}:secret:db/other-AbCdEf"
+        assert decide([policy], action, other) == "implicit-deny"
+        for _, issue, detail in lint(policy):
+            assert ("node", issue, detail) in ACCEPTED_FINDINGS, (issue, detail)
+        # The stack creates no password for it.
+        result = run_ok(definition)
+        assert not result.of_type("random:index/randomPassword:RandomPassword")
 
 
 def test_ssm_agent_writes_only_in_the_clusters_region(iam: ClusterIam) -> None:

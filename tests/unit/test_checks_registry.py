@@ -17,6 +17,7 @@ FAMILIES = [
     "network",
     "storage",
     "slurm",
+    "accounting",
     "nccl",
     "tags",
     "images",

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from ..contract import REAPER_GRACE_SECONDS, Command
 from . import (
+    accounting_db,
+    associations,
     config_sync,
     controller,
     lnet,
@@ -21,8 +23,9 @@ from . import (
     reaper,
     scratch,
     state_volume,
+    usage,
 )
-from .context import Context
+from .context import Context, log
 from .health import boot, periodic
 
 Handler = Callable[[Context, argparse.Namespace], int]
@@ -115,6 +118,43 @@ def _reap(ctx: Context, args: argparse.Namespace) -> int:
     result = reaper.reap(ctx, grace=args.grace, ec2=not args.no_ec2, dry_run=args.dry_run)
     print(json.dumps(result, sort_keys=True))
     return 1 if result["failed"] else 0
+
+
+def _accounting_db(ctx: Context, _args: argparse.Namespace) -> int:
+    print(json.dumps(accounting_db.accounting_db(ctx), sort_keys=True))
+    return 0
+
+
+def _apply_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dry-run", action="store_true", help="print what would be done")
+
+
+def _accounting_apply(ctx: Context, args: argparse.Namespace) -> int:
+    result = associations.accounting_apply(ctx, dry_run=args.dry_run)
+    print(json.dumps(result, sort_keys=True))
+    return 1 if result.get("failed") else 0
+
+
+def _usage_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--start", help="YYYY-MM-DD[THH:MM[:SS]] (default: this month's first day)")
+    parser.add_argument("--end", help="YYYY-MM-DD[THH:MM[:SS]] (default: now)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _usage(ctx: Context, args: argparse.Namespace) -> int:
+    try:
+        start = usage.parse_when(args.start) if args.start else None
+        end = usage.parse_when(args.end) if args.end else None
+    except ValueError as exc:
+        log(f"usage: {exc}")
+        return 2
+    report = usage.usage(ctx, start, end)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
+    else:
+        pools = accounting_db.require_accounting(ctx).pools
+        print(usage.render_table(report, pools), end="")
+    return 0
 
 
 COMMANDS: tuple[Subcommand, ...] = (
@@ -217,6 +257,27 @@ COMMANDS: tuple[Subcommand, ...] = (
         "closes one (automatic replacement resumes)",
         _breaker,
         _breaker_arguments,
+    ),
+    Subcommand(
+        Command.ACCOUNTING_DB,
+        "(head) the accounting database (local MariaDB on the state volume, or the external "
+        "one) and slurmdbd, with the database password from Secrets Manager; idempotent, a "
+        "no-op with accounting off",
+        _accounting_db,
+    ),
+    Subcommand(
+        Command.ACCOUNTING_APPLY,
+        "(head) the definition's QoS, accounts and users, applied with sacctmgr; removes only "
+        "what slurmstack created and the definition no longer names",
+        _accounting_apply,
+        _apply_arguments,
+    ),
+    Subcommand(
+        Command.USAGE,
+        "(head) GPU hours and cost per account and per user over a period (--start, --end; "
+        "default this month), from sacct and the pools' prices; --json",
+        _usage,
+        _usage_arguments,
     ),
 )
 

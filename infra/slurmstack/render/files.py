@@ -17,6 +17,7 @@ from slurmstack.contract import (
 )
 from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.render import nccl, slurm
+from slurmstack.render.accounting import accounting_files
 from slurmstack.render.cloud_init import CLOUD_INIT, user_data
 from slurmstack.render.node import agent_files, node_config
 from slurmstack.render.roles import pool_named, roles
@@ -33,6 +34,7 @@ def head_files(plan: ClusterPlan) -> dict[str, str]:
         slurm.CONTROLLER_SERVICE_PATH: slurm.controller_service(plan),
         slurm.CONTROLLER_TIMER_PATH: slurm.controller_timer(plan),
         NODE_CONFIG_PATH: node_config_json(node_config(plan, None)),
+        **accounting_files(plan),
         **agent_files(),
     }
 

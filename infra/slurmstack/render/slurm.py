@@ -23,7 +23,7 @@ from slurmstack.contract import (
     head_host,
     unit_path,
 )
-from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.plan import ClusterPlan, PoolPlan, accounting_plan
 from slurmstack.plan.health import REBOOT_TIMEOUT_SECONDS
 from slurmstack.render.templates import render_template
 
@@ -50,6 +50,7 @@ def slurm_conf(plan: ClusterPlan) -> str:
         ports=Ports(),
         state_save_location=STATE_SAVE_LOCATION,
         reboot_timeout=REBOOT_TIMEOUT_SECONDS,
+        accounting=accounting_plan(plan),
     )
 
 
