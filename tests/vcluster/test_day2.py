@@ -22,6 +22,7 @@ from vcluster.harness import VirtualCluster, wait_until
 from vcluster.harness.faults import gpu_faults, log_kernel, lose_gpu, xid
 from vcluster.harness.imds import ACCOUNT_ID
 from vcluster.harness.node import Node
+from vcluster.harness.standins import EFA_PORT_ACTIVE
 
 pytestmark = [pytest.mark.vcluster, pytest.mark.day2]
 
@@ -387,3 +388,41 @@ def test_a_healthy_cluster_gives_the_controller_nothing_to_do(cluster: VirtualCl
     for node in cluster.pool_nodes("gpu"):
         assert "diag -r 2" in node.run("cat", "/var/log/vcluster/dcgmi.log").stdout
     gpu_faults(cluster.pool_nodes("gpu")[0], None)
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason", "remedy"),
+    [
+        ("efa-port-down", "slurmstack:efa-port: efa_0 port 1 is 1: DOWN", "reboot"),
+        ("ecc", "slurmstack:gpu-ecc: GPU 2 ", "reboot"),
+    ],
+)
+def test_a_periodic_check_drains_a_node_with_its_reason_and_the_table_says_what_to_do(
+    cluster: VirtualCluster, fault: str, reason: str, remedy: str
+) -> None:
+    """The cheap checks slurmd runs every interval, each fault on its own: an EFA port that
+    is not ACTIVE, uncorrectable ECC errors. Each drains the node with its reason, and the
+    controller's table (README) names the remedy; the fault cleared, the node comes back."""
+    assert cluster.head is not None
+    node = cluster.pool_nodes("gpu")[0]
+    name = cluster.slurm_name(node)
+    port = "/sys/class/infiniband/efa_0/ports/1/state"
+    if fault == "efa-port-down":
+        node.write_file(port, "1: DOWN\n", "0644", "root:root")
+    else:
+        gpu_faults(node, {"ecc": {"2": 3}})
+    try:
+        drained, took = wait_drained(cluster, name, reason)
+        print(f"\nday2: {name} drained {took:.1f} s after {fault}: {drained['Reason']}")
+        assert "DRAIN" in drained["State"]
+        would = control(cluster, "control", "--dry-run")["would"]
+        assert [a["action"] for a in would if a["node"] == name] == [remedy]
+    finally:
+        node.write_file(port, EFA_PORT_ACTIVE, "0644", "root:root")
+        gpu_faults(node, None)
+    cluster.head.run("scontrol", "update", f"nodename={name}", "state=resume")
+    wait_until(
+        lambda: "DRAIN" not in record(cluster, name).get("State", "DRAIN"),
+        f"{name} back in service",
+        timeout=DRAIN_SECONDS,
+    )
