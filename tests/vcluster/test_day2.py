@@ -396,6 +396,7 @@ def test_a_healthy_cluster_gives_the_controller_nothing_to_do(cluster: VirtualCl
         ("efa-port-down", "slurmstack:efa-port: efa_0 port 1 is 1: DOWN", "reboot"),
         ("ecc", "slurmstack:gpu-ecc: GPU 2 ", "reboot"),
     ],
+    ids=["efa-port", "gpu-ecc"],
 )
 def test_a_periodic_check_drains_a_node_with_its_reason_and_the_table_says_what_to_do(
     cluster: VirtualCluster, fault: str, reason: str, remedy: str
