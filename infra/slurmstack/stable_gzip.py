@@ -6,8 +6,8 @@ a new launch template version, and the instance refresh would replace every node
 zlib's output is not specified, only its decoding is, and Python builds link different zlibs
 (zlib, zlib-ng), so this module writes the stream itself: one DEFLATE block with the fixed
 Huffman codes (RFC 1951, 3.2.6) and greedy LZ77 matches, in a gzip member with no name and no
-time (RFC 1952). About 40% of the text's size for a cloud-init document (45% in parts); any gzip reader
-(cloud-init's, Python's) reads it.
+time (RFC 1952). About 40% of the text's size for a cloud-init document (45% in parts); any
+gzip reader (cloud-init's, Python's) reads it.
 
 A document may also be written as several members, one per part (``compress_parts``): a gzip
 file is a series of members and readers join them (RFC 1952, 2.2). Parts that many documents
