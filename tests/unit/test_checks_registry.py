@@ -21,6 +21,7 @@ FAMILIES = [
     "nccl",
     "tags",
     "images",
+    "health",
 ]
 
 

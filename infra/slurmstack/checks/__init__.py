@@ -2,8 +2,8 @@
 that yields findings with a path; all rules run and every finding is collected.
 
 Rules live in one module per resource family (names, region, instances, capacity, network,
-storage, slurm, accounting, nccl, tags). The rule id is the function name with dashes for underscores;
-the comment above each rule says why it exists.
+storage, slurm, accounting, nccl, tags, health). The rule id is the function name with dashes for
+underscores; the comment above each rule says why it exists.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ def _with_rule(finding: Finding, name: str) -> Finding:
 from slurmstack.checks import (  # noqa: E402
     accounting,
     capacity,
+    health,
     images,
     instances,
     names,
@@ -62,6 +63,7 @@ __all__ = [
     "Rule",
     "accounting",
     "capacity",
+    "health",
     "images",
     "instances",
     "names",

@@ -34,6 +34,9 @@ from slurmstack.contract import (
 from slurmstack.contract import (
     STATE_VOLUME_DEVICE as STATE_VOLUME_DEVICE,
 )
+from slurmstack.contract import (
+    partition as partition,
+)
 from slurmstack.plan import ClusterPlan
 
 
@@ -87,15 +90,6 @@ def tags(plan: ClusterPlan, role: Role, name: str | None = None, **extra: str) -
         out["Name"] = name
     out.update(extra)
     return out
-
-
-def partition(region: str) -> str:
-    """AWS partition of a region (ARNs and managed-policy ARNs depend on it)."""
-    if region.startswith("cn-"):
-        return "aws-cn"
-    if region.startswith("us-gov-"):
-        return "aws-us-gov"
-    return "aws"
 
 
 def ssm_parameter_arn(region: str, account: str, name: str) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from .groups import ACTIONS
 from .netns import Fabric, run_in_namespace
 
 # Any port works inside the fabric namespace; this one reads as "the moto port".
@@ -29,6 +30,9 @@ class MotoServer:
         from moto.server import DomainDispatcherApplication, create_backend_app
 
         self.region = region
+        # Stand-in "asg-lifecycle": the lifecycle calls moto lacks.
+        ACTIONS.install()
+        self.lifecycle = ACTIONS
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # not one line per request
         app = DomainDispatcherApplication(create_backend_app)
         self._local = make_server("127.0.0.1", 0, app, threaded=True)

@@ -1,9 +1,8 @@
 #!/usr/bin/python3
 """Stand-ins for the GPU node's tools the node check and the acceptance run call (stand-in
-"workload-tools", ../standins.py), one program by the name it is called as:
+"workload-tools", ../standins.py; nvidia-smi is stand-in "gpu-tools"), one program by the name
+it is called as:
 
-  nvidia-smi --query-gpu=... --format=csv,noheader   one line per /dev/nvidia<N> of the node
-  nvidia-smi topo -m                                 a topology matrix of those GPUs
   fi_info -p efa ...                                 one EFA domain per /sys/class/infiniband
                                                      entry, or fi_getinfo's -61 when none
   all_reduce_perf ARGS                               rank 0 prints a sweep in nccl-tests' own
@@ -16,32 +15,11 @@ Standard library only: it runs on the node's system python.
 """
 
 import os
-import re
 import subprocess
 import sys
 
 HEALTHY_BUSBW = 11.2  # GB/s at 2 GiB: about what 100 Gbit/s of EFA gives four L40S per node
 SLOW_BUSBW = 2.9
-
-
-def gpus() -> list[int]:
-    found = [int(m[1]) for n in os.listdir("/dev") if (m := re.fullmatch(r"nvidia(\d+)", n))]
-    return sorted(found)
-
-
-def nvidia_smi(args: list[str]) -> int:
-    if args[:2] == ["topo", "-m"]:
-        names = [f"GPU{i}" for i in gpus()]
-        print("\t" + "\t".join(names))
-        for a in names:
-            print(a + "\t" + "\t".join(" X " if a == b else "SYS" for b in names))
-        return 0
-    if any(a.startswith("--query-gpu") for a in args):
-        for i in gpus():
-            print(f"{i}, NVIDIA L40S, 00000000:{0x53 + i:02X}:00.0")
-        return 0
-    print("NVIDIA-SMI (virtual cluster stand-in)")
-    return 0
 
 
 def fi_info(args: list[str]) -> int:
@@ -93,7 +71,7 @@ def all_reduce_perf(args: list[str]) -> int:
     return 0
 
 
-TOOLS = {"nvidia-smi": nvidia_smi, "fi_info": fi_info, "all_reduce_perf": all_reduce_perf}
+TOOLS = {"fi_info": fi_info, "all_reduce_perf": all_reduce_perf}
 
 if __name__ == "__main__":
     sys.exit(TOOLS[os.path.basename(sys.argv[0])](sys.argv[1:]))
