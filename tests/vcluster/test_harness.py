@@ -119,6 +119,7 @@ def test_systemctl_reads_the_rendered_slurmd_unit_as_systemd_does(
     assert loaded["Service.ExecStartPre"] == [
         "/usr/local/bin/slurmstack-node head-address",
         "/usr/local/bin/slurmstack-node scratch",
+        "/usr/local/bin/slurmstack-node job-dirs",
         "/usr/local/bin/slurmstack-node health",
     ]
     # A word that is only an unset variable disappears (munge.service: munged $OPTIONS).
