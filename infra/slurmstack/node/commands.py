@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from ..contract import REAPER_GRACE_SECONDS, Command
 from . import config_sync, health, lnet, mounts, munge, params, reaper, scratch, state_volume
-from .context import Context
+from .context import Context, log
+from .power import environment, resume, suspend, sweep
 
 Handler = Callable[[Context, argparse.Namespace], int]
 
@@ -64,6 +65,36 @@ def _reap(ctx: Context, args: argparse.Namespace) -> int:
     result = reaper.reap(ctx, grace=args.grace, ec2=not args.no_ec2, dry_run=args.dry_run)
     print(json.dumps(result, sort_keys=True))
     return 1 if result["failed"] else 0
+
+
+def _hostlist_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("hostlist", help="the nodes, as a Slurm hostlist (e.g. gpu-e[1-4])")
+
+
+def _power(step: Callable[[Context, str], dict[str, object]], program: str) -> Handler:
+    """A program slurmctld runs: its environment first (power.environment), then the step."""
+
+    def run(ctx: Context, args: argparse.Namespace) -> int:
+        environment.prepare(ctx, program)
+        result = step(ctx, args.hostlist)
+        log(f"{program}: {json.dumps(result, sort_keys=True)}")
+        print(json.dumps(result, sort_keys=True))
+        return 0
+
+    return run
+
+
+def _sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dry-run", action="store_true", help="print what would be done")
+
+
+def _sweep(ctx: Context, args: argparse.Namespace) -> int:
+    environment.prepare(ctx, Command.POWER_SWEEP.value)
+    result = sweep.sweep(ctx, dry_run=args.dry_run)
+    if result["returned"] or result["terminated"]:
+        log(f"{Command.POWER_SWEEP.value}: {json.dumps(result, sort_keys=True)}")
+    print(json.dumps(result, sort_keys=True))
+    return 0
 
 
 COMMANDS: tuple[Subcommand, ...] = (
@@ -132,6 +163,36 @@ COMMANDS: tuple[Subcommand, ...] = (
         "every few minutes by slurmstack-reaper.timer",
         _reap,
         _reap_arguments,
+    ),
+    Subcommand(
+        Command.POWER_RESUME,
+        "(head; slurm.conf's ResumeProgram, run by slurmctld as SlurmUser) launch an instance "
+        "per elastic node of the hostlist with an EC2 Fleet of type instant from the pool's "
+        "launch template, tag it with its node name, set the node's address in Slurm; nodes "
+        "that get none go DOWN with EC2's error (slurmstack:launch: ...) and their pool waits",
+        _power(resume.resume, Command.POWER_RESUME.value),
+        _hostlist_argument,
+    ),
+    Subcommand(
+        Command.POWER_SUSPEND,
+        "(head; SuspendProgram) terminate the instances of the elastic nodes of the hostlist",
+        _power(suspend.suspend, Command.POWER_SUSPEND.value),
+        _hostlist_argument,
+    ),
+    Subcommand(
+        Command.POWER_RESUME_FAIL,
+        "(head; ResumeFailProgram) terminate the instances of elastic nodes that did not "
+        "register within ResumeTimeout; their pool waits before it launches again",
+        _power(suspend.resume_fail, Command.POWER_RESUME_FAIL.value),
+        _hostlist_argument,
+    ),
+    Subcommand(
+        Command.POWER_SWEEP,
+        "(head, as SlurmUser) return to service the powered-down elastic nodes a failed launch "
+        "(once their pool's retry is due), a health check or Slurm took out; terminate "
+        "instances no elastic node owns; run every minute by slurmstack-power.timer",
+        _sweep,
+        _sweep_arguments,
     ),
 )
 

@@ -6,6 +6,7 @@ import json
 
 from ..contract import (
     HEAD_ROLE,
+    POWER_TIMER,
     REAPER_TIMER,
     SLURM_CONF_PATH,
     DeployParameter,
@@ -15,11 +16,15 @@ from ..contract import (
 from . import system
 from .context import AgentError, Context, log, write_atomic
 
-# Keys of slurm.conf that scontrol reconfigure does not apply: slurmctld must restart.
-RESTART_KEYS = ("MaxNodeCount", "SlurmctldPort", "SlurmdPort", "SlurmctldParameters")
-# The reaper's timer (head node) is enabled by sync-config wherever it is merely disabled;
-# an operator turns the reaper off for good with `systemctl mask slurmstack-reaper.timer`.
+# Keys of slurm.conf that scontrol reconfigure does not apply: slurmctld must restart. NodeName
+# too: the nodes slurm.conf declares (the elastic pools' CLOUD nodes) are fixed until a restart
+# ("node count has changed before reconfiguration ... You have to restart slurmctld",
+# read_config.c, Slurm 23.11).
+RESTART_KEYS = ("MaxNodeCount", "SlurmctldPort", "SlurmdPort", "SlurmctldParameters", "NodeName")
+# The reaper's timer and the elastic nodes' sweep (head node) are enabled by sync-config
+# wherever they are merely disabled; an operator turns one off for good with `systemctl mask`.
 REAPER_TIMER_PATH = unit_path(REAPER_TIMER)
+HEAD_TIMERS = (REAPER_TIMER, POWER_TIMER)
 
 
 def file_mode(node_path: str) -> int:
@@ -28,11 +33,13 @@ def file_mode(node_path: str) -> int:
 
 
 def restart_keys(slurm_conf: str) -> dict[str, str]:
-    out = {}
+    """The values of RESTART_KEYS (a key on several lines, as NodeName: all of them)."""
+    out: dict[str, str] = {}
     for line in slurm_conf.splitlines():
         key, _, value = line.split("#", 1)[0].partition("=")
         if key.strip() in RESTART_KEYS:
-            out[key.strip()] = value.strip()
+            key = key.strip()
+            out[key] = f"{out[key]}\n{value.strip()}" if key in out else value.strip()
     return out
 
 
@@ -63,7 +70,8 @@ def sync_config(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> li
     if any(p.startswith("/etc/systemd/") for p in changed):
         ctx.sh("systemctl", "daemon-reload", check=False)
     if role == HEAD_ROLE:
-        _enable_reaper(ctx)
+        for timer in HEAD_TIMERS:
+            _enable_timer(ctx, timer)
     if role == HEAD_ROLE and SLURM_CONF_PATH in changed and old_slurm_conf:
         new = system.read(ctx, SLURM_CONF_PATH) or ""
         if restart_keys(old_slurm_conf) != restart_keys(new):
@@ -74,11 +82,12 @@ def sync_config(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> li
     return changed
 
 
-def _enable_reaper(ctx: Context) -> None:
-    """Enable the reaper's timer where it is installed and merely disabled: on a new head
-    node, and on one that got the timer from an older agent. A masked timer stays off."""
-    if not ctx.path(REAPER_TIMER_PATH).exists():
+def _enable_timer(ctx: Context, timer: str) -> None:
+    """Enable a head timer where it is installed and merely disabled: on a new head node, and
+    on one that got the timer from an older agent or a new elastic pool. A masked timer stays
+    off."""
+    if not ctx.path(unit_path(timer)).exists():
         return
-    state = ctx.sh("systemctl", "is-enabled", REAPER_TIMER, check=False).stdout.strip()
+    state = ctx.sh("systemctl", "is-enabled", timer, check=False).stdout.strip()
     if state == "disabled":
-        ctx.sh("systemctl", "enable", "--now", REAPER_TIMER, check=False)
+        ctx.sh("systemctl", "enable", "--now", timer, check=False)

@@ -50,7 +50,12 @@ from slurmstack.plan.pools import (
     resolve_placement_group,
     schedulable_memory_mib,
 )
-from slurmstack.plan.slurm import MAX_NODE_COUNT_FACTOR, MAX_NODE_COUNT_STEP
+from slurmstack.plan.slurm import (
+    MAX_NODE_COUNT_FACTOR,
+    MAX_NODE_COUNT_STEP,
+    RESUME_TIMEOUT_SECONDS,
+    SUSPEND_TIMEOUT_SECONDS,
+)
 from slurmstack.plan.storage import LustrePlan, MountPlan
 from slurmstack.subnets import carve as subnets
 
@@ -64,11 +69,13 @@ __all__ = [
     "REAPER_GRACE_SECONDS",
     "REAPER_INTERVAL_MINUTES",
     "RESERVED_CAPACITY",
+    "RESUME_TIMEOUT_SECONDS",
     "SLURMCTLD_PORT",
     "SLURMD_PORT",
     "SRUN_PORT_RANGE",
     "STATE_SAVE_LOCATION",
     "STATE_VOLUME_MOUNT",
+    "SUSPEND_TIMEOUT_SECONDS",
     "ClusterPlan",
     "DeployParameter",
     "GpuPlan",

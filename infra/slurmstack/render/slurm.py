@@ -8,6 +8,14 @@ from dataclasses import dataclass
 
 from slurmstack.contract import (
     LNET_EFA_UNIT,
+    POWER_PROGRAMS,
+    POWER_SERVICE,
+    POWER_SWEEP_INTERVAL_SECONDS,
+    POWER_TIMER,
+    RESUME_FAIL_PROGRAM,
+    RESUME_PROGRAM,
+    SLURM_USER,
+    SUSPEND_PROGRAM,
     PYXIS_PLUGIN,
     REAPER_GRACE_SECONDS,
     REAPER_INTERVAL_MINUTES,
@@ -22,7 +30,12 @@ from slurmstack.contract import (
     head_host,
     unit_path,
 )
-from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.plan import (
+    RESUME_TIMEOUT_SECONDS,
+    SUSPEND_TIMEOUT_SECONDS,
+    ClusterPlan,
+    PoolPlan,
+)
 from slurmstack.render.templates import render_template
 
 SLURMD_UNIT_PATH = unit_path(SLURMD_UNIT)
@@ -31,6 +44,9 @@ REAPER_SERVICE_PATH = unit_path(REAPER_SERVICE)
 REAPER_TIMER_PATH = unit_path(REAPER_TIMER)
 # Pools that reach an EFA-enabled Lustre file system over EFA: LNet setup before the mount.
 LNET_EFA_UNIT_PATH = unit_path(LNET_EFA_UNIT)
+# The head's sweep of the elastic nodes (`slurmstack-node power-sweep`) and its timer.
+POWER_SERVICE_PATH = unit_path(POWER_SERVICE)
+POWER_TIMER_PATH = unit_path(POWER_TIMER)
 
 
 @dataclass(frozen=True)
@@ -47,6 +63,8 @@ def slurm_conf(plan: ClusterPlan) -> str:
         head_host=head_host(plan.name),
         ports=Ports(),
         state_save_location=STATE_SAVE_LOCATION,
+        resume_timeout=RESUME_TIMEOUT_SECONDS,
+        suspend_timeout=SUSPEND_TIMEOUT_SECONDS,
     )
 
 
@@ -77,6 +95,49 @@ def reaper_service(plan: ClusterPlan) -> str:
 def reaper_timer(plan: ClusterPlan) -> str:
     return render_template(
         "systemd/slurmstack-reaper.timer.j2", plan=plan, interval_minutes=REAPER_INTERVAL_MINUTES
+    )
+
+
+def power_programs(plan: ClusterPlan) -> dict[str, str]:
+    """The head's ResumeProgram, SuspendProgram and ResumeFailProgram (node path -> text),
+    when a pool is elastic: one-line launchers of the agent's power-* subcommands."""
+    if not plan.elastic_pools:
+        return {}
+    keys = {
+        RESUME_PROGRAM: "ResumeProgram",
+        SUSPEND_PROGRAM: "SuspendProgram",
+        RESUME_FAIL_PROGRAM: "ResumeFailProgram",
+    }
+    return {
+        path: render_template(
+            "node/power-program.j2", plan=plan, key=keys[path], command=command.value
+        )
+        for path, command in POWER_PROGRAMS.items()
+    }
+
+
+def power_units(plan: ClusterPlan) -> dict[str, str]:
+    """The head's sweep of the elastic nodes and its timer, when a pool is elastic."""
+    if not plan.elastic_pools:
+        return {}
+    return {
+        POWER_SERVICE_PATH: render_template(
+            "systemd/slurmstack-power.service.j2", plan=plan, slurm_user=SLURM_USER
+        ),
+        POWER_TIMER_PATH: render_template(
+            "systemd/slurmstack-power.timer.j2",
+            plan=plan,
+            interval_seconds=POWER_SWEEP_INTERVAL_SECONDS,
+        ),
+    }
+
+
+def slurmd_elastic_dropin(plan: ClusterPlan, pool: PoolPlan) -> str | None:
+    """The slurmd drop-in of the pool's elastic nodes (CLOUD nodes); None if it has none."""
+    if not pool.elastic:
+        return None
+    return render_template(
+        "systemd/slurmstack-slurmd-elastic.conf.j2", plan=plan, pool=pool, ports=Ports()
     )
 
 
