@@ -1,8 +1,8 @@
 """Rules that need the catalog or span several fields. Each rule is a small named function
 that yields findings with a path; all rules run and every finding is collected.
 
-Rules live in one module per resource family (names, region, instances, capacity, network,
-storage, slurm, nccl, tags). The rule id is the function name with dashes for underscores;
+Rules live in one module per resource family (names, region, instances, capacity, elastic,
+network, storage, slurm, nccl, tags, images). The rule id is the function name with dashes for underscores;
 the comment above each rule says why it exists.
 """
 
@@ -45,6 +45,7 @@ def _with_rule(finding: Finding, name: str) -> Finding:
 # The rule modules register themselves on import; keep this list in resource-family order.
 from slurmstack.checks import (  # noqa: E402
     capacity,
+    elastic,
     images,
     instances,
     names,
@@ -60,6 +61,7 @@ __all__ = [
     "RULES",
     "Rule",
     "capacity",
+    "elastic",
     "images",
     "instances",
     "names",

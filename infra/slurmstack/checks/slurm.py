@@ -192,7 +192,8 @@ DROPPED_AFTER_KEYS: dict[str, str] = {
     **dict.fromkeys(("AccountingStorageLoc", "AccountingStorageUser"), "25.11"),
 }
 
-# Features slurmstack does not provision yet, so their keys would point Slurm at nothing.
+# Accounting: a feature slurmstack does not provision yet, so its keys would point Slurm at
+# nothing. Power saving: managed through the pools (max_count, scale_down_idle_minutes).
 ACCOUNTING_PREFIX = "accountingstorage"
 ACCOUNTING_REASON = (
     "slurmstack provisions no slurmdbd yet, so accounting storage would point slurmctld at a "
@@ -215,9 +216,10 @@ POWER_SAVING_KEYS = frozenset(
     )
 )
 POWER_SAVING_REASON = (
-    "pools are Auto Scaling groups of always-running nodes and Slurm's power saving is not wired "
-    "to them, so slurmctld would power nodes down that nothing brings back (elastic pools are "
-    "planned; they will manage these keys)"
+    "Slurm's power saving is managed by pools[].max_count: slurmstack sets ResumeProgram, "
+    "SuspendProgram, ResumeFailProgram and the timeouts for the elastic nodes, and each pool's "
+    "SuspendTime from its scale_down_idle_minutes; set those instead (a global SuspendTime "
+    "would power down the always-on nodes, which nothing brings back)"
 )
 
 # slurm.conf keys are words of letters and digits.
@@ -338,8 +340,9 @@ def slurm_setting_dropped_later(spec: ClusterSpec, catalog: Catalog) -> Iterator
             )
 
 
-# why: accounting storage and power saving need daemons and programs slurmstack does not
-# provision yet; their keys would point slurmctld at nothing (see the *_REASON texts).
+# why: accounting storage needs a daemon slurmstack does not provision yet (its keys would
+# point slurmctld at nothing), and power saving is slurmstack's, through pools[].max_count
+# (see the *_REASON texts).
 @rule
 def slurm_setting_unprovisioned(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     for key in spec.slurm.settings:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from slurmstack.catalog import load_catalog
-from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.plan import RESERVED_CAPACITY, ClusterPlan, PoolPlan
 from slurmstack.spec import CapacityType, LustreDeployment, RootVolume
 
 PRICES_FILE = Path(__file__).with_name("service_prices.json")
@@ -174,7 +174,10 @@ def _pool_lines(pool: PoolPlan, plan: ClusterPlan) -> list[CostLine]:
             source=source,
             note=notes,
             pool=pool.name,
-            elastic_hourly_usd=0.0 if price is None else price * pool.elastic_nodes,
+            # A reservation is paid whether its nodes run or not: idle saves nothing of it.
+            elastic_hourly_usd=0.0
+            if price is None or pool.capacity.type in RESERVED_CAPACITY
+            else price * pool.elastic_nodes,
         )
     ]
     _, ebs_source = _price("gp3_usd_per_gb_month")
