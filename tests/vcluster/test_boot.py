@@ -1,12 +1,15 @@
 """A definition with two pools boots: the head node and every instance its Auto Scaling groups
-launched run their rendered user data, and each worker registers in its pool's partition, under
-the name its address gives it, with its pool's feature, GRES, CPUs and memory."""
+launched run their rendered user data, every step through the bootstrap runner, and each worker
+registers in its pool's partition, under the name its address gives it, with its pool's feature,
+GRES, CPUs and memory."""
 
 from __future__ import annotations
 
 import pytest
 
+from slurmstack import contract
 from vcluster.harness import VirtualCluster
+from vcluster.harness.cloudinit import parse
 
 pytestmark = pytest.mark.vcluster
 
@@ -53,3 +56,16 @@ def test_the_head_node_runs_from_the_config_store(vcluster: VirtualCluster) -> N
     assert (
         head.run("systemctl", "is-enabled", "slurmstack-reaper.timer").stdout.strip() == "enabled"
     )
+
+
+def test_every_node_booted_through_the_bootstrap_runner(vcluster: VirtualCluster) -> None:
+    """The runner's done marker on every node and no failed marker: every step ran through it,
+    the image contract check first (nothing is installed at boot)."""
+    assert vcluster.head is not None
+    for node in [vcluster.head, *vcluster.workers.values()]:
+        label = node.label()
+        assert node.run("test", "-s", contract.BOOTSTRAP_DONE, check=False).returncode == 0, label
+        assert node.run("test", "-e", contract.BOOTSTRAP_FAILED, check=False).returncode, label
+        runcmd = parse(node.instance.user_data).runcmd
+        steps = [e for e in runcmd if isinstance(e, tuple) and e[0] != "systemctl"]
+        assert steps[0][:2] == ("slurmstack-bootstrap", "check"), label

@@ -29,6 +29,8 @@ def vcluster_plan():  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("example", EXAMPLE_IDS)
 def test_runcmd_runs_every_step_as_rendered_but_the_named_hardware_ones(example: str) -> None:
+    """Each entry becomes one line of the script, as written; a replaced step keeps its
+    runner (`slurmstack-bootstrap run`) and only the command it runs is the stand-in."""
     plan = example_plan(example)
     for role in render.roles(plan):
         user_data = cloudinit.parse(render.user_data(plan, role))
@@ -36,7 +38,7 @@ def test_runcmd_runs_every_step_as_rendered_but_the_named_hardware_ones(example:
         assert lines[:2] == ["#!/bin/sh", "set -eu"]
         assert len(lines) == len(user_data.runcmd) + 1
         for entry, line in zip(user_data.runcmd, lines[1:], strict=True):
-            step = standins.REPLACED_STEPS.get(entry) if isinstance(entry, tuple) else None
+            step = cloudinit.replaced_step(entry) if isinstance(entry, tuple) else None
             if isinstance(entry, str):
                 assert line == entry
             elif entry[:2] == standins.CONTRACT_STEP:
@@ -45,13 +47,12 @@ def test_runcmd_runs_every_step_as_rendered_but_the_named_hardware_ones(example:
             elif step is None:
                 assert shlex.split(line) == list(entry)
             else:
+                assert entry[:2] == ("slurmstack-bootstrap", "run")
                 assert shlex.split(line) == [
-                    "/usr/bin/python3",
-                    standins.STEP,
-                    step,
-                    STEP_DIRS[step],
-                ]
-        assert user_data.files and not user_data.packages  # nothing installed at boot
+                    *entry[:2], "/usr/bin/python3", standins.STEP, step, STEP_DIRS[step]
+                ]  # fmt: skip
+        assert user_data.files  # and nothing installed at boot: no packages step
+        assert not any(isinstance(e, tuple) and e[1:2] == ("packages",) for e in user_data.runcmd)
 
 
 def test_the_virtual_clusters_definition_meets_every_hardware_stand_in() -> None:
@@ -59,10 +60,7 @@ def test_the_virtual_clusters_definition_meets_every_hardware_stand_in() -> None
     the GPU pool's NVMe scratch, and shared file systems everywhere."""
     plan = vcluster_plan()
     replaced = {
-        role: {
-            standins.REPLACED_STEPS[e]
-            for e in cloudinit.parse(render.user_data(plan, role)).replaced()
-        }
+        role: set(cloudinit.parse(render.user_data(plan, role)).replaced())
         for role in render.roles(plan)
     }
     assert replaced == {
@@ -118,10 +116,43 @@ def test_systemctl_reads_the_rendered_slurmd_unit_as_systemd_does(
         "/usr/sbin/slurmd", "-D", "-s", "-Z", "--conf-server", "10.99.0.4:6817",
         "-N", "gpu-6", "--conf", pool.dynamic_node_conf,
     ]  # fmt: skip
-    assert loaded["Service.ExecStartPre"] == ["/usr/local/bin/slurmstack-node health"]
+    assert loaded["Service.ExecStartPre"] == [
+        "/usr/local/bin/slurmstack-node head-address",
+        "/usr/local/bin/slurmstack-node scratch",
+        "/usr/local/bin/slurmstack-node health",
+    ]
     # A word that is only an unset variable disappears (munge.service: munged $OPTIONS).
     assert systemctl.command("/usr/sbin/munged $OPTIONS", {})[0] == ["/usr/sbin/munged"]
     assert systemctl.command("-/bin/true ${X}y", {"X": "x"}) == (["/bin/true", "xy"], True)
+
+
+def test_systemctl_reads_environment_files_again_for_exec_start_and_follows_required_by(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As systemd: ExecStart sees what an ExecStartPre step wrote to an EnvironmentFile (the
+    slurmd unit's head-address step), and a unit enabled with RequiredBy=X starts before X
+    (the metadata firewall before munge and Slurm)."""
+    units, out, env_file = tmp_path / "units", tmp_path / "out", tmp_path / "env"
+    units.mkdir()
+    (units / "guard.service").write_text(
+        f"[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sh -c 'echo guard >> {out}'\n"
+        "[Install]\nRequiredBy=app.service\n"
+    )
+    (units / "app.service").write_text(
+        f"[Service]\nType=oneshot\nEnvironmentFile={env_file}\n"
+        f"ExecStartPre=/bin/sh -c 'echo VALUE=fresh > {env_file}'\n"
+        f"ExecStart=/bin/sh -c 'echo app ${{VALUE}} >> {out}'\n"
+    )
+    env_file.write_text("VALUE=stale\n")
+    monkeypatch.setattr(systemctl, "UNIT_DIRS", (str(units),))
+    monkeypatch.setattr(systemctl, "STATE", str(tmp_path / "state"))
+    monkeypatch.setattr(systemctl, "LOGS", str(tmp_path / "logs"))
+    systemctl.enable("guard.service")
+    assert (units / "app.service.requires" / "guard.service").is_symlink()
+    assert systemctl.enabled_state("guard.service") == "enabled"
+    systemctl.start("app.service")
+    assert out.read_text() == "guard\napp fresh\n"
+    assert systemctl.is_active("guard.service") and not systemctl.is_active("app.service")
 
 
 def test_metadata_service_needs_a_token_and_answers_each_node_by_address() -> None:

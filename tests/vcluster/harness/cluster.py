@@ -190,6 +190,7 @@ class VirtualCluster:
             instance_type=found["InstanceType"],
             availability_zone=found["Placement"]["AvailabilityZone"],
             user_data=user_data,
+            mac=found["NetworkInterfaces"][0]["MacAddress"],
         )
         return instance, tags.get(POOL_TAG, HEAD)
 
@@ -263,11 +264,15 @@ class VirtualCluster:
         )
         return self.boot(new)[0]
 
-    def replace_head(self) -> Node:
+    def replace_head(self, new_interface: bool = False) -> Node:
         """The head instance is replaced (`pulumi up --replace`): the old one stops (slurmctld
-        is stopped cleanly, the state volume is detached) and is terminated; the new one boots
-        with the same state volume, on the same network interface, so at the same address
-        (stand-in "stable-head-address")."""
+        is stopped cleanly, the state volume is detached) and is terminated; the new one is
+        launched as the program launches it, on the head's own network interface, which
+        outlived the old one: at the same address. It boots with the same state volume.
+
+        ``new_interface``: the interface is replaced as well (what `pulumi up` does when the
+        head moves to another subnet): the new head gets a new interface, so a new address,
+        which the head address parameter (the interface's address in the program) takes."""
         assert self.head is not None and self._imds is not None
         old, self.head = self.head, None
         old.run("systemctl", "stop", "slurmctld")
@@ -275,9 +280,28 @@ class VirtualCluster:
         self._imds.unregister(old.address)
         self.gone.append(old)
         self.aws.client("ec2").terminate_instances(InstanceIds=[old.instance_id])
+        if new_interface:
+            self._replace_head_interface()
         new_id = deploy.launch_head(self.offline, self.aws, self.deployment.head_interface)
         self.head = self.boot([new_id])[0]
         return self.head
+
+    def _replace_head_interface(self) -> None:
+        """The old interface deleted, a new one made as the program describes it, and the
+        head address parameter set to its address, as `pulumi up` would."""
+        old = self.deployment.head_interface
+        self.aws.client("ec2").delete_network_interface(NetworkInterfaceId=old)
+        new = deploy.create_interface(
+            self.aws,
+            deploy.head_interface(self.offline),
+            self.deployment.subnet_ids,
+            self.deployment.security_groups,
+        )
+        self.deployment.head_interface = new
+        name = self.deployment.parameter(deploy.HEAD_ADDRESS_SUFFIX)
+        address = deploy.interface_address(self.aws, new)
+        self.aws.client("ssm").put_parameter(Name=name, Value=address, Overwrite=True)
+        self.deployment.parameters[name] = address
 
     # --- Slurm, seen from the head node --------------------------------------------------
 
@@ -316,9 +340,7 @@ class VirtualCluster:
         run = self.program(definition)
         manifest_key = deploy.publish_config(run, self.aws, self.deployment.bucket)
         ssm = self.aws.client("ssm")
-        manifest_parameter = next(
-            n for n in self.deployment.parameters if n.endswith(deploy.MANIFEST_SUFFIX)
-        )
+        manifest_parameter = self.deployment.parameter(deploy.MANIFEST_SUFFIX)
         ssm.put_parameter(Name=manifest_parameter, Value=manifest_key, Overwrite=True)
         association = next(iter(run.of_type(deploy.ASSOCIATION)))
         content = json.loads(ssm.get_document(Name=self.deployment.document)["Content"])

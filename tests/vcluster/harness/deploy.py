@@ -1,13 +1,14 @@
 """Put what the Pulumi program registers into moto, as `pulumi up` would create it.
 
 The program runs under the offline engine (``slurmstack.offline``); every resource the nodes
-read at boot is created in moto from the inputs the program gave it: the compute network, the
-bucket and the config store's objects and manifest, the munge secret, the SSM parameters and
-the apply-config document, the head instance, the pools' launch templates and Auto Scaling
-groups. Nothing here knows what the files say or how many there are; it copies what was
-registered. Values that only exist once AWS has created a resource are the virtual cluster's
-own: the head node's address is the one moto gave its instance, the bucket is made under the
-name the program's stand-in output gave it.
+read at boot is created in moto from the inputs the program gave it: the compute network and
+its security groups, the bucket and the config store's objects and manifest, the munge secret,
+the SSM parameters and the apply-config document, the head node's network interface and the
+head instance launched on it, the pools' launch templates and Auto Scaling groups. Nothing here
+knows what the files say or how many there are; it copies what was registered. Values that
+only exist once AWS has created a resource are moto's: the head node's address is the one moto
+gave the head's interface (the parameter the program fills from the interface's address gets
+it), the bucket is made under the name the program's stand-in output gave it.
 
 One change on the way (standins.STORE_PATCHES): the head node's slurm.conf as this machine
 runs it. The patched file is stored under its own hash and the manifest, stored the same way,
@@ -28,6 +29,8 @@ from .standins import PLACEHOLDER_AMI, STORE_PATCHES
 
 VPC = "aws:ec2/vpc:Vpc"
 SUBNET = "aws:ec2/subnet:Subnet"
+SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
+NETWORK_INTERFACE = "aws:ec2/networkInterface:NetworkInterface"
 BUCKET = "aws:s3/bucket:Bucket"
 OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
 SECRET = "aws:secretsmanager/secret:Secret"
@@ -50,13 +53,18 @@ class Deployment:
     subnet_ids: dict[str, str]  # the program's subnet id -> moto's
     compute_subnet: str  # moto's id of the subnet the head and pools use
     compute_cidr: str
+    security_groups: dict[str, str]  # the program's security group id -> moto's
     bucket: str
     head_instance_id: str
-    head_interface: str  # stand-in "stable-head-address"
+    head_interface: str  # moto's id of the head node's own network interface
     groups: dict[str, str]  # pool -> Auto Scaling group name
     document: str  # the apply-config document's name
     manifest_key: str = ""
     parameters: dict[str, str] = field(default_factory=dict)  # name -> value as put
+
+    def parameter(self, suffix: str) -> str:
+        """The name of the parameter ending in ``suffix``."""
+        return next(n for n in self.parameters if n.endswith(suffix))
 
 
 def _one(run: OfflineRun, type_: str) -> RecordedResource:
@@ -126,22 +134,23 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
         Tags=_tags(secret.inputs.get("tags") or {}),
     )
 
-    head = _one(run, INSTANCE)
-    compute_subnet = subnet_ids[head.inputs["subnetId"]]
-    # Stand-in "stable-head-address": the head instance runs on an interface that outlives it.
-    head_interface = aws.client("ec2").create_network_interface(
-        SubnetId=compute_subnet, Description=f"{head.name}: the head node's stable address"
-    )["NetworkInterface"]["NetworkInterfaceId"]
-    head_id = launch_head(run, aws, head_interface)
-    head_address = instance_address(aws, head_id)
+    security_groups = create_security_groups(run, aws, vpc)
+    interface = head_interface(run)
+    head_interface_id = create_interface(aws, interface, subnet_ids, security_groups)
+    compute_subnet = subnet_ids[interface.inputs["subnetId"]]
+    head_id = launch_head(run, aws, head_interface_id)
+    head_address = interface_address(aws, head_interface_id)
 
     manifest_key = publish_config(run, aws, bucket)
-    # The values only AWS knows once it has made the resource: the head node's address.
-    live_values = {HEAD_ADDRESS_SUFFIX: head_address, MANIFEST_SUFFIX: manifest_key}
+    # Values only AWS knows once it has made the resource: the head node's address (the
+    # program publishes its interface's address, which the offline engine made up).
+    live_values = {str(interface.outputs["privateIp"]): head_address}
     parameters = {}
     for param in run.of_type(PARAMETER):
         name = param.inputs["name"]
-        value = next((v for s, v in live_values.items() if name.endswith(s)), param.inputs["value"])
+        value = live_values.get(param.inputs["value"], param.inputs["value"])
+        if name.endswith(MANIFEST_SUFFIX):
+            value = manifest_key  # the manifest as published here (STORE_PATCHES)
         ssm.put_parameter(Name=name, Value=value, Type=param.inputs["type"], Overwrite=True)
         parameters[name] = value
 
@@ -163,9 +172,10 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
         subnet_ids=subnet_ids,
         compute_subnet=compute_subnet,
         compute_cidr=compute_cidr(run),
+        security_groups=security_groups,
         bucket=bucket,
         head_instance_id=head_id,
-        head_interface=head_interface,
+        head_interface=head_interface_id,
         groups=groups,
         document=document.inputs["name"],
         manifest_key=manifest_key,
@@ -173,18 +183,64 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
     )
 
 
-def compute_cidr(run: OfflineRun) -> str:
-    """The CIDR of the subnet the head node (and every pool) is placed in."""
+def head_interface(run: OfflineRun) -> RecordedResource:
+    """The network interface the program launches the head instance on (its address for good)."""
     head = _one(run, INSTANCE)
-    return str(
-        next(s.inputs["cidrBlock"] for s in run.of_type(SUBNET) if s.id == head.inputs["subnetId"])
+    eni = head.inputs["primaryNetworkInterface"]["networkInterfaceId"]
+    return next(i for i in run.of_type(NETWORK_INTERFACE) if str(i.id) == eni)
+
+
+def compute_cidr(run: OfflineRun) -> str:
+    """The CIDR of the subnet the head node's interface (and every pool) is placed in."""
+    subnet = head_interface(run).inputs["subnetId"]
+    return str(next(s.inputs["cidrBlock"] for s in run.of_type(SUBNET) if s.id == subnet))
+
+
+def create_security_groups(run: OfflineRun, aws: MotoServer, vpc: str) -> dict[str, str]:
+    """The program's security groups (without their rules: the fabric filters nothing);
+    returns the program's id -> moto's."""
+    ec2 = aws.client("ec2")
+    out = {}
+    for group in run.of_type(SECURITY_GROUP):
+        created = ec2.create_security_group(
+            GroupName=group.inputs["name"],
+            Description=group.inputs["description"],
+            VpcId=vpc,
+            TagSpecifications=[
+                {"ResourceType": "security-group", "Tags": _tags(group.inputs.get("tags") or {})}
+            ],
+        )
+        out[str(group.id)] = created["GroupId"]
+    return out
+
+
+def create_interface(
+    aws: MotoServer,
+    interface: RecordedResource,
+    subnets: dict[str, str],
+    security_groups: dict[str, str],
+) -> str:
+    """A network interface as the program describes it; moto gives it its address (the
+    program names none: AWS picks one in the subnet). Returns moto's id."""
+    created = aws.client("ec2").create_network_interface(
+        SubnetId=subnets[interface.inputs["subnetId"]],
+        Groups=[security_groups[g] for g in interface.inputs.get("securityGroups") or []],
+        Description=interface.inputs.get("description", ""),
+        TagSpecifications=[
+            {"ResourceType": "network-interface", "Tags": _tags(interface.inputs.get("tags") or {})}
+        ],
     )
+    return str(created["NetworkInterface"]["NetworkInterfaceId"])
 
 
 def launch_head(run: OfflineRun, aws: MotoServer, interface: str) -> str:
-    """The head instance as the program describes it (type, user data, tags), on the network
-    interface ``interface`` (stand-in "stable-head-address")."""
+    """The head instance as the program describes it (type, user data, tags, metadata
+    options), on the network interface ``interface`` (moto's id), as its
+    ``primaryNetworkInterface`` says: the instance has the interface's address."""
     head = _one(run, INSTANCE)
+    metadata = head.inputs.get("metadataOptions") or {}
+    options = {"HttpTokens": "httpTokens", "HttpEndpoint": "httpEndpoint",
+               "HttpPutResponseHopLimit": "httpPutResponseHopLimit"}  # fmt: skip
     reservation = aws.client("ec2").run_instances(
         ImageId=PLACEHOLDER_AMI,
         InstanceType=head.inputs["instanceType"],
@@ -192,9 +248,15 @@ def launch_head(run: OfflineRun, aws: MotoServer, interface: str) -> str:
         MaxCount=1,
         NetworkInterfaces=[{"DeviceIndex": 0, "NetworkInterfaceId": interface}],
         UserData=base64.b64decode(head.inputs["userDataBase64"]),  # gzip, as EC2 gets it
+        MetadataOptions={k: metadata[v] for k, v in options.items() if v in metadata},
         TagSpecifications=[{"ResourceType": "instance", "Tags": _tags(head.inputs["tags"])}],
     )
     return str(reservation["Instances"][0]["InstanceId"])
+
+
+def interface_address(aws: MotoServer, interface_id: str) -> str:
+    found = aws.client("ec2").describe_network_interfaces(NetworkInterfaceIds=[interface_id])
+    return str(found["NetworkInterfaces"][0]["PrivateIpAddress"])
 
 
 def instance_address(aws: MotoServer, instance_id: str) -> str:

@@ -41,6 +41,7 @@ class Instance:
     instance_type: str
     availability_zone: str
     user_data: str
+    mac: str = ""  # the primary network interface's MAC address
 
     def meta_data(self) -> dict[str, str]:
         hostname = "ip-" + self.address.replace(".", "-")
@@ -50,6 +51,7 @@ class Instance:
             "instance-type": self.instance_type,
             "placement/availability-zone": self.availability_zone,
             "placement/region": self.availability_zone[:-1],
+            "mac": self.mac,
             "local-hostname": hostname,
             "hostname": hostname,
             "iam/security-credentials/": ROLE,

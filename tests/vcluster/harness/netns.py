@@ -26,6 +26,11 @@ CLONE_NEWNET = 0x40000000
 # metadata"): nodes reach it through their default route, the fabric namespace answers.
 METADATA_ADDRESS = "169.254.169.254"
 BRIDGE = "br0"
+# The bridge's own MAC address, fixed: a Linux bridge otherwise takes the lowest MAC of its
+# ports, which changes as nodes come and go, and every node's neighbour entry for the router
+# (moto, the metadata service) would point nowhere until it expired (about 30 s). Outside
+# moto's range (02:00:00:xx:xx:xx).
+BRIDGE_MAC = "02:76:63:00:00:01"
 NAME_PREFIX = "vc"  # every namespace of a run: vc<run id>-<role>
 
 
@@ -93,12 +98,16 @@ class Fabric:
         fab = ("-n", self.namespace)
         ip(*fab, "link", "set", "lo", "up")
         ip(*fab, "link", "add", BRIDGE, "type", "bridge")
+        ip(*fab, "link", "set", BRIDGE, "address", BRIDGE_MAC)
         ip(*fab, "addr", "add", f"{self.router}/{subnet.prefixlen}", "dev", BRIDGE)
         ip(*fab, "addr", "add", f"{METADATA_ADDRESS}/32", "dev", BRIDGE)
         ip(*fab, "link", "set", BRIDGE, "up")
 
-    def add_node(self, label: str, address: str) -> str:
-        """A namespace for one node, wired to the bridge with ``address``; returns its name."""
+    def add_node(self, label: str, address: str, mac: str = "") -> str:
+        """A namespace for one node, wired to the bridge with ``address`` and, when given, the
+        MAC address ``mac`` (the instance's network interface's: an instance launched on an
+        existing interface keeps its MAC as well as its address, so the other nodes' neighbour
+        entries stay right); returns its name."""
         with self._lock:
             self._count += 1
             veth = f"v{self._count}"
@@ -111,6 +120,8 @@ class Fabric:
            "netns", namespace)  # fmt: skip
         ip("-n", self.namespace, "link", "set", veth, "master", BRIDGE, "up")
         ip(*node, "link", "set", "lo", "up")
+        if mac:
+            ip(*node, "link", "set", "eth0", "address", mac)
         ip(*node, "addr", "add", f"{address}/{self.subnet.prefixlen}", "dev", "eth0")
         ip(*node, "link", "set", "eth0", "up")
         ip(*node, "route", "add", "default", "via", self.router)

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cloudinit import SCRIPT_PATH, UserData
+from .cloudinit import INSTANCE_ID_PATH, SCRIPT_PATH, UserData
 from .imds import Instance
 from .netns import NETNS_DIR, Fabric
 from .standins import NODE_PYTHON_MODULES, NODE_SIDE, NODE_TOOLS, NVIDIA_MAJOR
@@ -99,7 +99,7 @@ class Node:
         self.env = {**BASE_ENV, "AWS_ENDPOINT_URL": aws_endpoint}
         self.alive = False
         directory.mkdir(parents=True)
-        self.namespace = fabric.add_node(label, instance.address)
+        self.namespace = fabric.add_node(label, instance.address, instance.mac)
         self._init = self._start_init(hardware)
         self.alive = True
 
@@ -207,6 +207,7 @@ class Node:
     def boot(self, user_data: UserData, step_dirs: dict[str, str]) -> None:
         """Run the user data as cloud-init would (cloudinit.py); the output is kept as
         cloud-init keeps it, in the node's /var/log/cloud-init-output.log."""
+        self.write_file(INSTANCE_ID_PATH, self.instance_id + "\n", "0644", "root:root")
         for file in user_data.files:
             self.write_file(file.path, file.content, file.permissions, file.owner)
         self.write_file(SCRIPT_PATH, user_data.script(step_dirs), "0700", "root:root")

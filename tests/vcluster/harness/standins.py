@@ -1,9 +1,10 @@
 """Every stand-in of the virtual cluster, in one place, each with the reason it is one.
 
 Everything a node runs is the real thing (the rendered cloud-init document's write_files and
-runcmd, the bootstrap and the node agent installed from the config store, munged, slurmctld and
-slurmd with the rendered configuration and unit commands) except what is listed here: hardware
-and kernel features this machine lacks, systemd, and what an image or AWS provides.
+runcmd, the metadata firewall loaded with nft in the node's own network namespace, the bootstrap
+runner and the node agent installed from the config store, munged, slurmctld and slurmd with the
+rendered configuration and unit commands) except what is listed here: hardware and kernel
+features this machine lacks, systemd, and what an image or AWS provides.
 ``STAND_INS`` is the list the README and the closing notes quote; the constants below it are what
 the harness code uses, each next to the entry that explains it.
 """
@@ -62,7 +63,9 @@ STAND_INS: tuple[StandIn, ...] = (
         "there is no EC2 here",
         "an IMDSv2 server at 169.254.169.254 in the fabric namespace answers each node by its "
         "source address: instance id, address, type, zone, user data, role credentials; "
-        "it can be slower than EC2's, so nodes give botocore's metadata calls 5 s and 3 tries",
+        "it can be slower than EC2's, so nodes give botocore's metadata calls 5 s and 3 tries. "
+        "Each node's own rendered nftables rule set (loaded for real by its firewall unit) "
+        "lets only root's calls reach it",
     ),
     StandIn(
         "systemd",
@@ -70,7 +73,8 @@ STAND_INS: tuple[StandIn, ...] = (
         "a namespace has no init system; this machine's systemd must not run cluster daemons",
         "a systemctl that reads the same unit files (rendered and packaged) and runs their "
         "ExecStartPre/ExecStart as the unit says (User, EnvironmentFile, Type, RuntimeDirectory, "
-        "RequiresMountsFor); timers are enabled but never fire: a scenario runs the service",
+        "RequiresMountsFor, Requires and the RequiredBy links enabling makes); timers are "
+        "enabled but never fire: a scenario runs the service",
     ),
     StandIn(
         "hostnamectl",
@@ -96,7 +100,8 @@ STAND_INS: tuple[StandIn, ...] = (
         "nvme-raid",
         "`slurmstack-node scratch`: RAID0 over the instance-store NVMe disks",
         "no instance-store disks (and no mdadm arrays) here",
-        "a per-node directory bind-mounted at the pool's scratch path",
+        "the boot's step binds a per-node directory at the pool's scratch path; the agent's "
+        "own step before every slurmd start (ExecStartPre) runs for real and finds it mounted",
     ),
     StandIn(
         "shared-storage",
@@ -143,14 +148,6 @@ STAND_INS: tuple[StandIn, ...] = (
         "(TerminateInstanceInAutoScalingGroup, capacity kept) and moto launches the replacement",
     ),
     StandIn(
-        "stable-head-address",
-        "a head node address that survives the head node's replacement",
-        "today's program gives the head instance only the address EC2 assigns it, and workers "
-        "keep the address they started with (the field-readiness issue adds a stable one)",
-        "the head instance is launched on a network interface the harness makes, which outlives "
-        "the instance: its replacement is launched on the same interface, so at the same address",
-    ),
-    StandIn(
         "amis",
         "the node images (the AMIs Image Builder bakes, or a pinned AMI)",
         "no images here: every node runs this machine's system",
@@ -178,7 +175,8 @@ PLACEHOLDER_AMI = "ami-0123456789abcdef0"
 # "image-boto3": the modules botocore needs, linked from this environment.
 NODE_PYTHON_MODULES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
 
-# "systemd", "hostnamectl": executables put first on the node's PATH (/usr/local/sbin).
+# "systemd", "hostnamectl": executables put first on the node's PATH
+# (/usr/local/sbin).
 NODE_TOOLS = {
     "/usr/local/sbin/systemctl": NODE_SIDE / "systemctl.py",
     "/usr/local/sbin/hostnamectl": NODE_SIDE / "hostnamectl.py",
@@ -197,7 +195,8 @@ ABSENT_FROM_THIS_MACHINE = frozenset(
     }
 )
 
-# "nvme-raid", "shared-storage", "state-volume": runcmd steps replaced by steps.py.
+# "nvme-raid", "shared-storage", "state-volume": commands the bootstrap runner runs
+# (`slurmstack-bootstrap run slurmstack-node <step>`) replaced by steps.py; the runner is real.
 REPLACED_STEPS = {
     ("slurmstack-node", "scratch"): "scratch",
     ("slurmstack-node", "mounts"): "mounts",

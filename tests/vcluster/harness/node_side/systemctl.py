@@ -2,16 +2,19 @@
 """systemctl on a virtual-cluster node: a stand-in for systemd (a namespace has no init system).
 
 It reads the same unit files systemd would (/etc/systemd/system, then /lib/systemd/system, with
-drop-ins from <unit>.d/*.conf) and runs what they say: ConditionPathExists, Requires (started
-first), RequiresMountsFor (must be mounted), Environment/EnvironmentFile, User/Group,
+drop-ins from <unit>.d/*.conf) and runs what they say: ConditionPathExists, Requires and the
+units linked in <unit>.requires/ (started first; if one fails, the unit does not start),
+RequiresMountsFor (must be mounted), Environment/EnvironmentFile, User/Group,
 RuntimeDirectory, Limit*, ExecStartPre, then ExecStart as Type says (simple: left running;
 forking: waited for, main pid from PIDFile; oneshot: run to the end). Enabling makes the
-[Install] WantedBy links systemd makes. Timers are enabled and started but never fire.
+[Install] WantedBy and RequiredBy links systemd makes (<target>.wants/, <unit>.requires/).
+Timers are enabled and started but never fire.
 
 Verbs: start stop restart reload enable disable is-active is-enabled mask daemon-reload.
 Standard library only: it runs on the node's system python.
 """
 
+import contextlib
 import grp
 import os
 import pwd
@@ -152,7 +155,7 @@ def pid_of(name: str) -> int | None:
     try:
         with open(f"/proc/{pid}/stat") as handle:
             alive = handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone, or going (ESRCH)
         alive = False
     return pid if alive else None
 
@@ -166,7 +169,15 @@ def mounted(path: str) -> bool:
     return os.path.realpath(path) in points
 
 
+def note(log, what: str) -> None:  # type: ignore[no-untyped-def]
+    """A line in the unit's log saying what systemctl does when (the journal's timestamps)."""
+    stamp = time.strftime("%H:%M:%S", time.localtime()) + f".{int(time.time() * 1000) % 1000:03d}"
+    log.write(f"systemctl (virtual cluster) {stamp}: {what}\n".encode())
+    log.flush()
+
+
 def run(words: list[str], unit: dict[str, list[str]], env: dict[str, str], log) -> int:  # type: ignore[no-untyped-def]
+    note(log, f"running {shlex.join(words)}")
     done = subprocess.run(
         words, env=env, stdout=log, stderr=log, preexec_fn=as_user(unit), timeout=900
     )
@@ -185,12 +196,11 @@ def start(name: str) -> None:
     for path in unit.get("Unit.ConditionPathExists", []):
         if os.path.exists(path.lstrip("!")) == path.startswith("!"):
             return  # systemd skips the unit, without an error
-    for required in " ".join(unit.get("Unit.Requires", [])).split():
-        start(unit_name(required))
+    for required in requirements(name, unit):
+        start(required)
     for path in " ".join(unit.get("Unit.RequiresMountsFor", [])).split():
         if not mounted(path):
             raise UnitError(f"{name} requires {path} to be mounted")
-    env = environment(unit)
     for directory in " ".join(unit.get("Service.RuntimeDirectory", [])).split():
         path = os.path.join("/run", directory)
         os.makedirs(path, exist_ok=True)
@@ -200,19 +210,34 @@ def start(name: str) -> None:
             os.chown(path, entry.pw_uid, entry.pw_gid)
     os.makedirs(LOGS, exist_ok=True)
     with open(os.path.join(LOGS, f"{name}.log"), "ab") as log:
-        pid = run_service(name, unit, env, log)
+        pid = run_service(name, unit, log)
     if pid is not None:
         with open(os.path.join(STATE, f"{name}.pid"), "w") as handle:
             handle.write(str(pid))
 
 
-def run_service(name: str, unit: dict[str, list[str]], env: dict[str, str], log) -> int | None:  # type: ignore[no-untyped-def]
-    """ExecStartPre, then ExecStart as Type says; the main pid of a service left running."""
+def requirements(name: str, unit: dict[str, list[str]]) -> list[str]:
+    """Units ``name`` requires: its Requires=, and the units enabled with RequiredBy=name
+    (links in <name>.requires/, as systemd reads them)."""
+    required = [unit_name(u) for u in " ".join(unit.get("Unit.Requires", [])).split()]
+    for directory in UNIT_DIRS:
+        links = os.path.join(directory, f"{name}.requires")
+        if os.path.isdir(links):
+            required += sorted(f for f in os.listdir(links) if f not in required)
+    return required
+
+
+def run_service(name: str, unit: dict[str, list[str]], log) -> int | None:  # type: ignore[no-untyped-def]
+    """ExecStartPre, then ExecStart as Type says; the main pid of a service left running.
+    Environment files are read again for ExecStart, after ExecStartPre ended, as systemd
+    does (systemd.exec(5), EnvironmentFile=): a pre-start step may write them."""
+    env = environment(unit)
     for line in unit.get("Service.ExecStartPre", []):
         words, ignore = command(line, env)
         if run(words, unit, env, log) != 0 and not ignore:
             raise UnitError(f"{name}: ExecStartPre {' '.join(words)} failed (see {log.name})")
     kind = first(unit, "Service.Type", "simple")
+    env = environment(unit)
     starts = [command(line, env)[0] for line in unit.get("Service.ExecStart", [])]
     if kind == "oneshot":
         for words in starts:
@@ -225,6 +250,7 @@ def run_service(name: str, unit: dict[str, list[str]], env: dict[str, str], log)
         if run(starts[0], unit, env, log) != 0:
             raise UnitError(f"{name}: {' '.join(starts[0])} failed (see {log.name})")
         return main_pid(first(unit, "Service.PIDFile"), name)
+    note(log, f"starting {shlex.join(starts[0])}")
     process = subprocess.Popen(
         starts[0],
         env=env,
@@ -257,19 +283,29 @@ def stop(name: str) -> None:
             os.unlink(path)
     if pid is None:
         return
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_SECONDS
-    while time.monotonic() < deadline:
-        if not os.path.exists(f"/proc/{pid}") or _zombie(pid):
+    os.makedirs(LOGS, exist_ok=True)
+    with open(os.path.join(LOGS, f"{name}.log"), "ab") as log:
+        note(log, f"stopping {pid}")
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:  # it ended in between
+            note(log, f"{pid} had already ended")
             return
-        time.sleep(0.1)
-    os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + STOP_SECONDS
+        while time.monotonic() < deadline:
+            if not os.path.exists(f"/proc/{pid}") or _zombie(pid):
+                note(log, f"{pid} stopped")
+                return
+            time.sleep(0.1)
+        note(log, f"{pid} still running after {STOP_SECONDS} s: killed")
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _zombie(pid: int) -> bool:
     try:
         return read(f"/proc/{pid}/stat").rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone, or going (ESRCH)
         return True
 
 
@@ -284,8 +320,14 @@ def reload(name: str) -> None:
 
 
 def wants_links(name: str) -> list[str]:
-    targets = " ".join(load(name).get("Install.WantedBy", [])).split()
-    return [os.path.join(UNIT_DIRS[0], f"{target}.wants", name) for target in targets]
+    """The links enabling makes: <target>.wants/<name> for WantedBy, <unit>.requires/<name>
+    for RequiredBy."""
+    unit = load(name)
+    links = []
+    for key, kind in (("Install.WantedBy", "wants"), ("Install.RequiredBy", "requires")):
+        for target in " ".join(unit.get(key, [])).split():
+            links.append(os.path.join(UNIT_DIRS[0], f"{target}.{kind}", name))
+    return links
 
 
 def enable(name: str) -> None:
