@@ -125,7 +125,11 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
         subnet_ids[str(subnet.id)] = created["Subnet"]["SubnetId"]
 
     bucket = str(_one(run, BUCKET).outputs["bucket"])
-    aws.client("s3").create_bucket(Bucket=bucket)
+    # Outside us-east-1 S3 wants the Region named (a cluster of its own may use another).
+    where = {} if aws.region == "us-east-1" else {"LocationConstraint": aws.region}
+    aws.client("s3").create_bucket(
+        Bucket=bucket, **({"CreateBucketConfiguration": where} if where else {})
+    )
 
     secret = _one(run, SECRET)
     aws.client("secretsmanager").create_secret(
@@ -145,6 +149,7 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
     # Values only AWS knows once it has made the resource: the head node's address (the
     # program publishes its interface's address, which the offline engine made up).
     live_values = {str(interface.outputs["privateIp"]): head_address}
+    live_values.update(subnet_ids)  # the compute subnet's id (elastic pools' launches)
     parameters = {}
     for param in run.of_type(PARAMETER):
         name = param.inputs["name"]
@@ -165,7 +170,7 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
     templates = {str(t.id): t for t in run.of_type(LAUNCH_TEMPLATE)}
     groups = {}
     for group in run.of_type(GROUP):
-        template = templates[group.inputs["launchTemplate"]["id"]]
+        template = templates[launch_template_id(group)]
         groups[_pool_of(group)] = create_group(aws, template, group, subnet_ids)
 
     return Deployment(
@@ -203,7 +208,8 @@ def create_security_groups(run: OfflineRun, aws: MotoServer, vpc: str) -> dict[s
     out = {}
     for group in run.of_type(SECURITY_GROUP):
         created = ec2.create_security_group(
-            GroupName=group.inputs["name"],
+            # The image build group has a name prefix only: its logical name stands in.
+            GroupName=group.inputs.get("name") or group.name,
             Description=group.inputs["description"],
             VpcId=vpc,
             TagSpecifications=[
@@ -262,6 +268,14 @@ def interface_address(aws: MotoServer, interface_id: str) -> str:
 def instance_address(aws: MotoServer, instance_id: str) -> str:
     found = aws.client("ec2").describe_instances(InstanceIds=[instance_id])
     return str(found["Reservations"][0]["Instances"][0]["PrivateIpAddress"])
+
+
+def launch_template_id(group: RecordedResource) -> str:
+    """The group's launch template: its own, or (a spot pool's) its mixed instances policy's."""
+    if group.inputs.get("launchTemplate"):
+        return str(group.inputs["launchTemplate"]["id"])
+    policy = group.inputs["mixedInstancesPolicy"]["launchTemplate"]
+    return str(policy["launchTemplateSpecification"]["launchTemplateId"])
 
 
 def _pool_of(group: RecordedResource) -> str:
