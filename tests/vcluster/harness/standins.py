@@ -173,6 +173,15 @@ STAND_INS: tuple[StandIn, ...] = (
         "timeouts) into the head's /etc/slurmstack/power.env, which the programs read",
     ),
     StandIn(
+        "vpc-dns",
+        "the VPC's resolver, which answers a name it does not know (a powered-down elastic "
+        "node's, which slurmctld may look up to message it) at once",
+        "a namespace here has no resolver: glibc waits out its timeouts, Debian's Slurm retries "
+        "(its retry-getaddrinfo patch), and slurmctld stalls for about 110 s per lookup",
+        "the elastic cluster's head resolves host names from /etc/hosts only (nsswitch.conf "
+        "hosts: files): an unknown name is unknown at once",
+    ),
+    StandIn(
         "power-timeouts",
         "an elastic cluster's SuspendTimeout=120, ResumeTimeout=1800, a requeued job's wait "
         "of CredExpire + 1 s (120 s by default: job_mgr.c), and the launch retry (120 s, "
