@@ -46,7 +46,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "sdk_drain"))
 sys.path.insert(0, str(HERE))
 
-import one_object_per_role  # noqa: E402
 from bench_drain import latency_series, pools_definition  # noqa: E402
 
 GOAL_IMPORT_RATIO, GOAL_POOLS_RATIO, GOAL_GPUS_RATIO = 1.5, 2.5, 1.1
@@ -121,13 +120,6 @@ def whole_process(
         "plan p5": checkout.plan_argv(files["p5"]),
         "plan 1 pool": checkout.plan_argv(files["pools-1"]),
         "plan 64 pools": checkout.plan_argv(files["pools-64"]),
-        "plan 64 pools, one object per role": [
-            sys.executable,
-            str(HERE / "one_object_per_role.py"),
-            "plan",
-            str(files["pools-64"]),
-            "--json",
-        ],
         "plan 8 GPUs": checkout.plan_argv(files["gpus-8"]),
         "plan 10,240 GPUs": checkout.plan_argv(files["gpus-10240"]),
     }
@@ -252,14 +244,6 @@ def main() -> None:
             f"   64 pools {cells[1][0]:6.3f} {cells[1][1]:6.3f}"
         )
 
-    print("\n== one config-store object per role (item 3: not built; a patched store)")
-    with collector_setting(as_plan), one_object_per_role.patched():
-        per_role = best_engine_run(definitions["pools-64"])
-    print(
-        f"{'64 pools, engine':>36}: {per_role[0]:7.3f} {per_role[1]:7.3f} {per_role[2]:6}"
-        f"   (one object per file: {engine['pools-64'][2]} resources)"
-    )
-
     print("\n== goals (wall; cpu in brackets)")
     floor = wp["import floor"]
 
@@ -277,11 +261,6 @@ def main() -> None:
             GOAL_IMPORT_RATIO,
         ),
         ("64 / 1 pools, whole process", whole("plan 64 pools", "plan 1 pool"), GOAL_POOLS_RATIO),
-        (
-            "  with one object per role (item 3)",
-            whole("plan 64 pools, one object per role", "plan 1 pool"),
-            GOAL_POOLS_RATIO,
-        ),
         ("64 / 1 pools, engine", in_engine("pools-64", "pools-1"), None),
         (
             "10,240 / 8 GPUs, whole process",

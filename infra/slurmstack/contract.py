@@ -144,6 +144,9 @@ SLURM_USER = "slurm"
 SLURMCTLD_PORT = 6817
 SLURMD_PORT = 6818
 SRUN_PORT_RANGE = (60001, 63000)
+# slurmdbd's (slurmdbd.conf DbdPort, slurm.conf AccountingStoragePort): Slurm's default. Only
+# the head node talks to it (slurmctld, sacct and sacctmgr run there), so no group opens it.
+SLURMDBD_PORT = 6819
 
 # The instance metadata service (IPv6 only answers on Nitro instances that enable it).
 IMDS_IPV4 = "169.254.169.254"
@@ -168,6 +171,9 @@ class DeployParameter(enum.StrEnum):
     STATE_VOLUME_ID = "head/state-volume-id"
     # The compute subnet (subnet-...): the power programs launch elastic nodes into it.
     COMPUTE_SUBNET_ID = "network/compute-subnet-id"
+    # The RDS accounting database's address (slurm.accounting.database.type rds): known only
+    # once the instance exists; the head's agent waits for it (slurmdbd.conf's StorageHost).
+    ACCOUNTING_DB_HOST = "accounting/db-host"
 
 
 def parameter_prefix(cluster: str) -> str:
@@ -185,11 +191,20 @@ def munge_secret_name(cluster: str) -> str:
     return f"slurmstack/{cluster}/munge-key"
 
 
+def accounting_password_secret_name(cluster: str) -> str:
+    """The Secrets Manager secret the stack creates for the accounting database's password
+    (the local and rds databases; an external one's is named by the definition)."""
+    return f"slurmstack/{cluster}/accounting-db-password"
+
+
 # --- the config store ------------------------------------------------------------------
 
-# Rendered files are S3 objects keyed by their content's sha256 under this prefix; the
-# manifest (role -> node path -> key) is one such object, named by the CONFIG_MANIFEST
-# parameter. The instance roles may read, and never write, below it.
+# Objects keyed by their content's sha256 under this prefix; the instance roles may read, and
+# never write, below it. A role's files travel in bundles (one JSON object of node path ->
+# text): the agent's files in one bundle every role shares, the rest of a role's files in one
+# bundle of its own, so the number of objects grows with roles, not with files. The manifest,
+# named by the CONFIG_MANIFEST parameter, lists each role's files (node path -> the key of the
+# file's own content, which the node checks after unpacking) and the bundles that carry them.
 CONFIG_PREFIX = "config/"
 
 
@@ -202,9 +217,46 @@ def matches_key(body: bytes, key: str) -> bool:
     return hashlib.sha256(body).hexdigest() == key.rsplit("/", 1)[-1]
 
 
-def manifest_json(manifest: dict[str, dict[str, str]]) -> str:
+def _compact_json(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def bundle_text(files: dict[str, str]) -> str:
+    """A bundle as stored: node path -> text, deterministic and compact."""
+    return _compact_json(files)
+
+
+def read_bundle(body: bytes) -> dict[str, bytes]:
+    """A bundle's files: node path -> content."""
+    files = json.loads(body)
+    return {str(path): str(text).encode() for path, text in files.items()}
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The config store's index: role -> node path -> key of the file's content, and role ->
+    keys of the bundles that carry the role's files."""
+
+    files: dict[str, dict[str, str]]
+    bundles: dict[str, tuple[str, ...]]
+
+
+def manifest_json(manifest: Manifest) -> str:
     """The manifest as stored: deterministic and compact."""
-    return json.dumps(manifest, sort_keys=True, separators=(",", ":"))
+    bundles = {role: list(keys) for role, keys in manifest.bundles.items()}
+    return _compact_json({"bundles": bundles, "files": manifest.files})
+
+
+def read_manifest(body: bytes) -> Manifest:
+    data = json.loads(body)
+    bundles = {str(role): tuple(keys) for role, keys in data["bundles"].items()}
+    return Manifest(files=data["files"], bundles=bundles)
+
+
+def is_agent_file(node_path: str) -> bool:
+    """Whether a node file belongs to the agent (its launcher and package tree), which every
+    role installs alike and the bootstrap installs first."""
+    return node_path == AGENT_PATH or node_path.startswith(AGENT_LIB_DIR + "/")
 
 
 # --- where things land on a node -------------------------------------------------------
@@ -261,6 +313,29 @@ STATE_VOLUME_DEVICE = "/dev/sdf"
 STATE_VOLUME_MOUNT = "/var/spool/slurmctld"
 STATE_SAVE_LOCATION = f"{STATE_VOLUME_MOUNT}/state"
 
+# Accounting on the head node. The rendered slurmdbd.conf holds no password: the agent
+# (`accounting-db`) writes the live one, 0600 and owned by SlurmUser as slurmdbd demands, from
+# it and the secret. slurmdbd's pid file is in its RuntimeDirectory (the 23.11 unit runs it as
+# SlurmUser, who cannot write /run itself), its log beside slurmctld's.
+ACCOUNTING_CONFIG_PATH = "/etc/slurmstack/accounting.json"  # AccountingConfig, written by render
+SLURMDBD_CONF_RENDERED_PATH = "/etc/slurmstack/slurmdbd.conf"
+SLURMDBD_CONF_PATH = f"{SLURM_DIR}/slurmdbd.conf"
+SLURMDBD_PID_FILE = "/run/slurmdbd/slurmdbd.pid"
+SLURMDBD_LOG_FILE = "/var/log/slurm/slurmdbd.log"
+SLURMDBD_UNIT = "slurmdbd.service"
+SLURMDBD_DROPIN_PATH = f"{SYSTEMD_DIR}/{SLURMDBD_UNIT}.d/slurmstack.conf"
+# The local database: Debian's and Ubuntu's MariaDB. Its settings sort after their
+# 50-server.cnf (so its datadir wins); its socket is theirs, which slurmdbd's "localhost"
+# reaches too (MariaDB's client library default).
+MARIADB_UNIT = "mariadb.service"
+MARIADB_DROPIN_PATH = f"{SYSTEMD_DIR}/{MARIADB_UNIT}.d/slurmstack.conf"
+MARIADB_CONF_PATH = "/etc/mysql/mariadb.conf.d/90-slurmstack.cnf"
+MARIADB_SOCKET = "/run/mysqld/mysqld.sock"
+# On the state volume, which outlives the instance: a replacement head mounts it and finds
+# the database, and the record of what slurmstack created in it (accounting-apply), as they were.
+MARIADB_DATA_DIR = f"{STATE_VOLUME_MOUNT}/mariadb"
+ACCOUNTING_OWNED_PATH = f"{STATE_VOLUME_MOUNT}/slurmstack/accounting-owned.json"
+
 # --- the agent's subcommands, as units, cloud-init and SSM documents call them -------------
 
 
@@ -281,6 +356,9 @@ class Command(enum.StrEnum):
     POWER_SUSPEND = "power-suspend"
     POWER_RESUME_FAIL = "power-resume-fail"
     POWER_SWEEP = "power-sweep"
+    ACCOUNTING_DB = "accounting-db"
+    ACCOUNTING_APPLY = "accounting-apply"
+    USAGE = "usage"
 
 
 def agent_command(command: Command, *args: str) -> str:
@@ -570,6 +648,142 @@ def read_node_config(text: str) -> NodeConfig:
     )
 
 
+# --- accounting.json ----------------------------------------------------------------------
+
+
+# Slurm's own objects: the root of every cluster's association tree, and the QoS slurmdbd
+# creates. slurmstack never creates, changes or removes them.
+ROOT_ACCOUNT = "root"
+DEFAULT_QOS = "normal"
+
+
+class DatabaseType(enum.StrEnum):
+    """Where slurmdbd keeps its records (slurm.accounting.database.type)."""
+
+    LOCAL = "local"  # MariaDB on the head node, its data on the state volume
+    EXTERNAL = "external"  # a MySQL-compatible server the user runs
+    RDS = "rds"  # an RDS for MariaDB instance the stack creates
+
+
+@dataclass(frozen=True)
+class AccountingDatabase:
+    type: DatabaseType
+    host: str | None  # None: the ACCOUNTING_DB_HOST parameter, at boot (rds)
+    port: int
+    name: str
+    user: str
+    password_secret: str  # Secrets Manager name or ARN
+
+    @property
+    def local(self) -> bool:
+        return self.type is DatabaseType.LOCAL
+
+
+@dataclass(frozen=True)
+class AccountingQos:
+    name: str
+    description: str
+    priority: int
+    max_wall_minutes: int | None
+    max_jobs_per_user: int | None
+    max_tres_per_user: dict[str, int]  # TRES name -> limit (mem in MiB)
+    max_tres_per_job: dict[str, int]
+    grp_tres: dict[str, int]
+
+
+@dataclass(frozen=True)
+class AccountingAccount:
+    """An account as sacctmgr shows its association: qos and default_qos are the effective ones
+    (an account without its own has its parent's)."""
+
+    name: str
+    description: str
+    parent: str
+    fairshare: int
+    qos: tuple[str, ...]
+    default_qos: str | None
+    grp_tres: dict[str, int]
+
+
+@dataclass(frozen=True)
+class AccountingUser:
+    name: str
+    default_account: str
+    accounts: tuple[str, ...]  # the default first
+
+
+@dataclass(frozen=True)
+class PoolPrice:
+    """What the usage report charges for a pool's nodes."""
+
+    name: str
+    instance_type: str
+    usd_per_hour: float | None  # None: no price known (left out of costs, and said so)
+    price_source: str
+    gpus: int  # accelerators per node
+    cpus: int  # per node
+
+
+@dataclass(frozen=True)
+class AccountingConfig:
+    """What the head node's agent knows about accounting (ACCOUNTING_CONFIG_PATH), written by
+    render for every head, so the agent also learns that accounting is off. Accounts come
+    parents first (sacctmgr adds a child under an existing parent)."""
+
+    cluster: str
+    enabled: bool
+    slurmdbd_port: int = SLURMDBD_PORT
+    database: AccountingDatabase | None = None
+    qos: tuple[AccountingQos, ...] = ()
+    accounts: tuple[AccountingAccount, ...] = ()
+    users: tuple[AccountingUser, ...] = ()
+    pools: tuple[PoolPrice, ...] = ()
+
+
+def accounting_config_json(config: AccountingConfig) -> str:
+    """accounting.json as render writes it (sorted keys, two-space indent)."""
+    data: dict[str, Any] = {
+        "generated_by": GENERATED_BY,
+        "cluster": config.cluster,
+        "enabled": config.enabled,
+    }
+    if config.enabled:
+        database = None if config.database is None else vars(config.database).copy()
+        data.update(
+            slurmdbd_port=config.slurmdbd_port,
+            database=database,
+            qos=[vars(q) for q in config.qos],
+            accounts=[{**vars(a), "qos": list(a.qos)} for a in config.accounts],
+            users=[{**vars(u), "accounts": list(u.accounts)} for u in config.users],
+            pools=[vars(p) for p in config.pools],
+        )
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def read_accounting_config(text: str) -> AccountingConfig:
+    """The AccountingConfig of an accounting.json (ValueError or KeyError for a malformed one)."""
+    data = json.loads(text)
+    if not data["enabled"]:
+        return AccountingConfig(cluster=str(data["cluster"]), enabled=False)
+    db = data.get("database")
+    return AccountingConfig(
+        cluster=str(data["cluster"]),
+        enabled=True,
+        slurmdbd_port=int(data["slurmdbd_port"]),
+        database=None
+        if db is None
+        else AccountingDatabase(**{**db, "type": DatabaseType(db["type"])}),
+        qos=tuple(AccountingQos(**q) for q in data["qos"]),
+        accounts=tuple(
+            AccountingAccount(**{**a, "qos": tuple(a["qos"])}) for a in data["accounts"]
+        ),
+        users=tuple(
+            AccountingUser(**{**u, "accounts": tuple(u["accounts"])}) for u in data["users"]
+        ),
+        pools=tuple(PoolPrice(**p) for p in data["pools"]),
+    )
+
+
 # --- the node image ----------------------------------------------------------------------
 
 
@@ -611,6 +825,13 @@ IMAGE_WORKER_ITEMS = (
     image_item(ImageItem.FILE, PYXIS_PLUGIN),
 )
 IMAGE_SCRATCH_ITEMS = _commands("mdadm", "mkfs.ext4")  # the scratch step's RAID0 and file system
+# Accounting on the head (slurm.accounting): slurmdbd and Slurm's accounting clients, and
+# for the local database MariaDB's server, client and installer (the agent's accounting-db
+# runs them). The head's boot checks them only when its definition turns them on.
+ACCOUNTING_COMMANDS = ("slurmdbd", "sacctmgr", "sacct")
+LOCAL_DATABASE_COMMANDS = ("mariadbd", "mariadb", "mariadb-install-db")
+IMAGE_ACCOUNTING_ITEMS = _commands(*ACCOUNTING_COMMANDS)
+IMAGE_LOCAL_DATABASE_ITEMS = _commands(*LOCAL_DATABASE_COMMANDS)
 IMAGE_MOUNT_ITEMS = {
     MountKind.EFS: _commands(MOUNT_HELPERS[MountKind.EFS]),
     MountKind.LUSTRE: _commands(MOUNT_HELPERS[MountKind.LUSTRE], "lctl"),

@@ -8,6 +8,7 @@ Schema (``slurmstack schema``) and the README's configuration reference come fro
 from __future__ import annotations
 
 import enum
+import re
 from ipaddress import IPv4Network
 from typing import Annotated, Literal
 
@@ -18,9 +19,11 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    WithJsonSchema,
 )
 
 from slurmstack.catalog import InstanceFacts
+from slurmstack.contract import DatabaseType
 
 # Cluster and pool names end up in AWS resource names, Slurm partition/nodeset names and
 # host names, so they follow the strictest of those: DNS-label characters, lowercase.
@@ -373,6 +376,246 @@ class StorageSpec(Model):
 SettingValue = str | int | float | bool
 
 
+# --- accounting (slurm.accounting) ----------------------------------------------------------
+# Slurm's own object names: sacctmgr folds account and QoS names to lowercase, so the
+# definition writes them so; user names are Linux login names (useradd's default pattern).
+SLURM_OBJECT_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
+USER_NAME_PATTERN = r"^[a-z_][a-z0-9_.-]{0,30}[$]?$"
+# A trackable resource as sacctmgr writes it in limits: cpu, mem (MiB), node, billing, or a
+# GRES with an optional type (gres/gpu, gres/gpu:h100, gres/neuron).
+TRES_PATTERN = r"^(cpu|mem|node|billing|gres/[a-z][a-z0-9_]*(:[a-z0-9][a-z0-9_.-]*)?)$"
+DB_IDENTIFIER_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,31}$"
+# A Secrets Manager secret by name or ARN (names: letters, digits and /_+=.@-, up to 512).
+SECRET_ID_PATTERN = (
+    r"^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:)?[A-Za-z0-9/_+=.@-]{1,512}$"
+)
+
+
+def _matching(pattern: str, what: str) -> AfterValidator:
+    """A pattern check whose message says what was expected (the schema keeps the pattern)."""
+    compiled = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not compiled.match(value):
+            raise ValueError(f"expected {what} (got {value!r})")
+        return value
+
+    return AfterValidator(check)
+
+
+SlurmObjectName = Annotated[
+    str,
+    _matching(
+        SLURM_OBJECT_PATTERN,
+        "a Slurm name: lowercase letters, digits, '_', '.', '-', starting with a letter or "
+        "digit, at most 63 characters (sacctmgr folds account and QoS names to lowercase)",
+    ),
+    WithJsonSchema({"type": "string", "pattern": SLURM_OBJECT_PATTERN}),
+]
+UserName = Annotated[
+    str,
+    _matching(USER_NAME_PATTERN, "a Linux login name: lowercase, such as alice or j.doe"),
+    WithJsonSchema({"type": "string", "pattern": USER_NAME_PATTERN}),
+]
+TresName = Annotated[
+    str,
+    _matching(
+        TRES_PATTERN,
+        "a TRES name: cpu, mem (MiB), node, billing, gres/gpu or gres/gpu:<type> such as "
+        "gres/gpu:h100",
+    ),
+    WithJsonSchema({"type": "string", "pattern": TRES_PATTERN}),
+]
+TresLimits = dict[TresName, Annotated[int, Field(ge=0, le=2**31)]]
+
+DESCRIPTION_PATTERN = r"^[^\n\r\"'#]{1,200}$"
+Description = Annotated[
+    str,
+    _matching(DESCRIPTION_PATTERN, "one line of up to 200 characters, without quotes or '#'"),
+    WithJsonSchema({"type": "string", "pattern": DESCRIPTION_PATTERN}),
+]
+
+
+class AccountingDatabaseSpec(Model):
+    """Where slurmdbd keeps the accounting records."""
+
+    type: DatabaseType = Field(
+        default=DatabaseType.LOCAL,
+        description=(
+            "local: MariaDB on the head node, its data on the head's state volume (survives head "
+            "replacement); external: a MySQL-compatible server you run (host, password_secret); "
+            "rds: an Amazon RDS for MariaDB instance the stack creates."
+        ),
+    )
+    host: str | None = Field(
+        default=None,
+        max_length=253,
+        pattern=r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$",
+        description="external only: host name or address of the database server.",
+    )
+    port: int = Field(default=3306, ge=1, le=65535, description="Port of the database server.")
+    name: str = Field(
+        default="slurm_acct_db",
+        pattern=DB_IDENTIFIER_PATTERN,
+        description="Database (schema) slurmdbd uses; slurmdbd creates its tables in it.",
+    )
+    user: str = Field(
+        default="slurm",
+        pattern=DB_IDENTIFIER_PATTERN,
+        description="Database user slurmdbd connects as.",
+    )
+    password_secret: str | None = Field(
+        default=None,
+        pattern=SECRET_ID_PATTERN,
+        description=(
+            "external only: name or ARN of a Secrets Manager secret whose SecretString is that "
+            "user's password (printable ASCII without blanks or quotes). local and rds: the "
+            "stack generates the password and keeps it in a secret of its own."
+        ),
+    )
+    instance_class: str = Field(
+        default="db.t4g.medium",
+        pattern=r"^db\.[a-z0-9]+\.[a-z0-9]+$",
+        description="rds only: the DB instance class.",
+    )
+    storage_gib: int = Field(
+        default=20, ge=20, le=65536, description="rds only: allocated storage (gp3), GiB."
+    )
+    subnet_ids: list[Annotated[str, StringConstraints(pattern=r"^subnet-[0-9a-f]{8,17}$")]] = Field(
+        default_factory=list,
+        description=(
+            "rds only, with network.vpc_id: two or more subnets in different zones for the "
+            "DB subnet group (RDS asks for two zones even for one instance). A new VPC gets "
+            "two /28 subnets of its own."
+        ),
+    )
+
+
+class QosSpec(Model):
+    """A quality of service: a priority and limits that jobs ask for with --qos."""
+
+    name: SlurmObjectName = Field(description="QoS name (lowercase).")
+    description: Description | None = Field(default=None, description="What the QoS is for.")
+    priority: int = Field(
+        default=0,
+        ge=0,
+        le=2**31,
+        description="QoS priority, weighted into job priority by slurm.accounting.qos_weight.",
+    )
+    max_wall_minutes: int | None = Field(
+        default=None, ge=1, le=2**31, description="Longest run time of a job, in minutes."
+    )
+    max_jobs_per_user: int | None = Field(
+        default=None, ge=0, le=2**31, description="Most running jobs per user."
+    )
+    max_tres_per_user: TresLimits = Field(
+        default_factory=dict,
+        description=(
+            "Most resources a user's running jobs hold together, e.g. {gres/gpu: 16} "
+            "(MaxTRESPerUser; TRES names: cpu, mem (MiB), node, gres/gpu, gres/gpu:<type>)."
+        ),
+    )
+    max_tres_per_job: TresLimits = Field(
+        default_factory=dict, description="Most resources one job holds (MaxTRESPerJob)."
+    )
+    grp_tres: TresLimits = Field(
+        default_factory=dict,
+        description="Most resources all jobs of this QoS hold together (GrpTRES).",
+    )
+
+
+class AccountSpec(Model):
+    """A Slurm account: a node of the fair-share tree, with its users."""
+
+    name: SlurmObjectName = Field(description="Account name (lowercase).")
+    description: Description | None = Field(
+        default=None, description="What the account is (default: its name)."
+    )
+    parent: SlurmObjectName = Field(
+        default="root", description="Parent account: root, or another account declared here."
+    )
+    fairshare: int = Field(
+        default=1,
+        ge=1,
+        le=2**31,
+        description="Fair-share shares relative to the account's siblings (Fairshare=).",
+    )
+    users: list[UserName] = Field(
+        default_factory=list,
+        description=(
+            "Login names of the account's users. A user's default account is the first "
+            "account (in this list's order) that names them."
+        ),
+    )
+    qos: list[SlurmObjectName] = Field(
+        default_factory=list,
+        description=(
+            "QoS the account's jobs may use (declared under slurm.accounting.qos, or normal). "
+            "Empty: Slurm's default, normal."
+        ),
+    )
+    default_qos: SlurmObjectName | None = Field(
+        default=None,
+        description="QoS of a job that asks for none (default: the first of qos).",
+    )
+    grp_tres: TresLimits = Field(
+        default_factory=dict,
+        description="Most resources the account's running jobs hold together, e.g. {gres/gpu: 64}.",
+    )
+
+
+class AccountingSpec(Model):
+    """Job accounting: slurmdbd and its database, and the accounts, users and QoS in it."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Run slurmdbd and record every job (sacct, sreport, fair share).",
+    )
+    database: AccountingDatabaseSpec = Field(
+        default_factory=AccountingDatabaseSpec, description="The database slurmdbd uses."
+    )
+    accounts: list[AccountSpec] = Field(
+        default_factory=list,
+        max_length=1000,
+        description=(
+            "Accounts and their users, applied with sacctmgr whenever the configuration "
+            "changes; removing one here removes it from Slurm (only what slurmstack created). "
+            "Declaring any turns on multifactor priority with fair share."
+        ),
+    )
+    qos: list[QosSpec] = Field(
+        default_factory=list, max_length=200, description="Qualities of service."
+    )
+    enforce: bool = Field(
+        default=True,
+        description=(
+            "With accounts declared: only users of an account may run jobs, and QoS and "
+            "account limits are enforced (AccountingStorageEnforce=associations,limits,qos,safe)."
+        ),
+    )
+    fairshare_weight: int = Field(
+        default=10000,
+        ge=0,
+        le=2**32 - 1,
+        description="PriorityWeightFairshare when accounts are declared.",
+    )
+    qos_weight: int = Field(
+        default=1000,
+        ge=0,
+        le=2**32 - 1,
+        description="PriorityWeightQOS when QoS are declared.",
+    )
+    keep_job_records_months: int | None = Field(
+        default=None,
+        ge=1,
+        le=1200,
+        description=(
+            "Purge job and step records this many months after they end (usage totals are "
+            "kept). Default: keep them."
+        ),
+    )
+
+
 class SlurmSpec(Model):
     """Slurm options."""
 
@@ -384,10 +627,13 @@ class SlurmSpec(Model):
         default_factory=dict,
         description=(
             "Extra slurm.conf keys of Slurm 23.11 (the nodes' Slurm), appended last. Refused: "
-            "keys slurmstack manages (power saving among them: pools[].max_count), keys of "
-            "older or newer Slurm releases only, and accounting-storage keys (not provisioned "
-            "yet)."
+            "keys slurmstack manages (accounting keys are slurm.accounting's, power-saving "
+            "keys pools[].max_count's) and keys of older or newer Slurm releases only."
         ),
+    )
+    accounting: AccountingSpec = Field(
+        default_factory=AccountingSpec,
+        description="Job accounting (slurmdbd), accounts, users and QoS.",
     )
 
 

@@ -33,7 +33,7 @@ installed() { [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = i
 pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true; }
 
 # An upgrade of any of these would change what the image was tested with.
-SLURM_PINNED="slurmctld slurmd slurm-client libslurm-dev"
+SLURM_PINNED="slurmctld slurmd slurmdbd slurm-client libslurm-dev"
 
 apt_packages() {
   local wanted="$APT_PACKAGES $BUILD_PACKAGES" missing=() pkg spec
@@ -73,12 +73,13 @@ hold() {
 }
 
 # Nothing changes a node after it boots: no unattended upgrades (each would make pool mates
-# differ), and the distribution's Slurm units stay off (the boot starts what the role runs).
+# differ), and the distribution's Slurm and MariaDB units stay off (the boot starts what the
+# role runs: the head's agent starts slurmdbd and MariaDB when its accounting asks).
 units_off() {
   command -v systemctl >/dev/null || { log "units: no systemctl here"; return; }
   local unit
-  for unit in slurmctld.service slurmd.service unattended-upgrades.service \
-    apt-daily.timer apt-daily-upgrade.timer; do
+  for unit in slurmctld.service slurmd.service slurmdbd.service mariadb.service \
+    unattended-upgrades.service apt-daily.timer apt-daily-upgrade.timer; do
     # (No `| grep -q` under pipefail: grep's early exit would fail the pipe.)
     if [ "$(systemctl is-enabled "$unit" 2>/dev/null || true)" = enabled ]; then
       systemctl disable "$unit" >/dev/null 2>&1 || true
@@ -229,10 +230,11 @@ manifest() {
     --arg lustre "$(pkg_version "lustre-client-modules-$(uname -r)")" \
     --arg dcgm "$( [ -n "$DCGM_PACKAGE" ] && pkg_version "$DCGM_PACKAGE")" \
     --arg nft "$(pkg_version nftables)" --arg agent "$(cat "$STATE/agent")" \
+    --arg slurmdbd "$(pkg_version slurmdbd)" --arg mariadb "$(pkg_version mariadb-server)" \
     '{image: $key, kind: $kind, version: ($version | tonumber),
       parent_ami: $parent, kernel: $kernel, slurm: $slurm, munge: $munge, pmix: $pmix,
       enroot: $enroot, pyxis: $pyxis, efs_utils: $efs, lustre_client: $lustre, dcgm: $dcgm,
-      nftables: $nft, agent_sha256: $agent}' >"$tmp"
+      nftables: $nft, slurmdbd: $slurmdbd, mariadb: $mariadb, agent_sha256: $agent}' >"$tmp"
   # The parent is known on the build instance only: keep the recorded one elsewhere.
   if [ "$parent" = unknown ] && [ -f "$IMAGE_MANIFEST" ]; then
     parent=$(jq -r .parent_ami "$IMAGE_MANIFEST")

@@ -68,7 +68,7 @@ def steps(plan, role: str) -> list[list[str]]:
     """The runcmd entries after `set -eu`, each through the bootstrap runner."""
     runcmd = yaml.safe_load(user_data(plan, role))["runcmd"]
     assert runcmd[0] == "set -eu"
-    # The metadata firewall is loaded first, before the runner (and its AWS calls) run.
+    # Every step after `set -eu` runs through the runner, the image check first.
     first = next(i for i, e in enumerate(runcmd) if e[0] == Path(BOOTSTRAP_PATH).name)
     for entry in runcmd[first:]:
         assert isinstance(entry, list) and entry[0] == Path(BOOTSTRAP_PATH).name, entry

@@ -345,12 +345,17 @@ def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
     )
     assert "held slurm-client" in log
     assert "lustre: skipped (LUSTRE=skip)" in log and "efs-utils: skipped" in log
+    # The head's accounting daemons are baked (a CPU image may boot the head) and left off:
+    # the head's agent starts them when its definition asks.
+    for unit in ("slurmdbd.service", "mariadb.service"):
+        assert f"units: disabled {unit}" in log, unit
     merged_like = rooted.upper
     assert (merged_like / contract.PYXIS_PLUGIN.lstrip("/")).is_file()
     assert (merged_like / contract.AGENT_PATH.lstrip("/")).is_file()
     assert (merged_like / contract.BOOTSTRAP_PATH.lstrip("/")).is_file()
     manifest = (merged_like / contract.IMAGE_MANIFEST_PATH.lstrip("/")).read_text()
     assert f'"enroot": "{ENROOT}"' in manifest and f'"pyxis": "{PYXIS}"' in manifest
+    assert '"slurmdbd": ""' not in manifest and '"mariadb": ""' not in manifest
 
     # Idempotent: the second run finds everything done, downloads and writes nothing.
     served_before, state_before = len(server.served), tree_state(rooted.upper)

@@ -29,6 +29,7 @@ from typing import IO
 import pytest
 
 from slurm.slurm_root import command_env, localize, missing_commands, slurm_root
+from slurmstack.checks.slurm import is_accounting_key
 
 BINARIES = ("munged", "slurmctld", "slurmd", "scontrol", "srun", "sinfo", "unshare")
 SLURM_USER = "slurm"  # the rendered SlurmUser
@@ -289,11 +290,25 @@ def _key(line: str) -> str | None:
     return head.split("=", 1)[0].strip()
 
 
+def without_accounting(rendered: str) -> str:
+    """The rendered slurm.conf less the keys slurm.accounting writes: the slurm tests run no
+    slurmdbd (slurmctld refuses GPU TRES without one); tests/accounting runs those lines
+    against a real slurmdbd."""
+    lines = [line for line in rendered.splitlines() if not is_accounting_key(_key(line) or "")]
+    return "\n".join(lines) + "\n"
+
+
 def adapt_slurm_conf(
-    rendered: str, cluster: Cluster, task_prolog: Path, overrides: dict[str, str] | None = None
+    rendered: str,
+    cluster: Cluster,
+    task_prolog: Path,
+    overrides: dict[str, str] | None = None,
+    accounting: bool = False,
 ) -> str:
     """The rendered slurm.conf with this test's substitutions, plus ``overrides``: rendered
-    keys one test changes in its own copy only (each must be a key the file sets)."""
+    keys one test changes in its own copy only (each must be a key the file sets). Without
+    ``accounting``, the accounting keys are left out (without_accounting)."""
+    rendered = rendered if accounting else without_accounting(rendered)
     subs = {**substitutions(cluster, task_prolog), **(overrides or {})}
     out, seen = [], set()
     for line in rendered.splitlines():
@@ -345,15 +360,16 @@ def write_config(
     files: dict[str, str],
     task_prolog_text: str,
     overrides: dict[str, str] | None = None,
+    accounting: bool = False,
 ) -> None:
-    """Write the head node's rendered Slurm files into the test's etc/ (``overrides``: see
-    adapt_slurm_conf)."""
+    """Write the head node's rendered Slurm files into the test's etc/ (``overrides`` and
+    ``accounting``: see adapt_slurm_conf)."""
     prolog = cluster.root / "etc" / "task-prolog.sh"
     prolog.write_text(task_prolog_text)
     prolog.chmod(0o755)
     etc = cluster.root / "etc"
     etc.joinpath("slurm.conf").write_text(
-        adapt_slurm_conf(files["/etc/slurm/slurm.conf"], cluster, prolog, overrides)
+        adapt_slurm_conf(files["/etc/slurm/slurm.conf"], cluster, prolog, overrides, accounting)
     )
     etc.joinpath("gres.conf").write_text(adapt_gres_conf(files["/etc/slurm/gres.conf"], cluster))
     etc.joinpath("cgroup.conf").write_text(files["/etc/slurm/cgroup.conf"])

@@ -57,7 +57,7 @@ def test_stand_ins_look_like_aws() -> None:
     bucket = result.one(T_BUCKET)
     assert re.fullmatch(r"llm-train-bucket-[0-9a-f]{7}", str(bucket.id))
     assert bucket.outputs["arn"] == f"arn:aws:s3:::{bucket.id}"
-    secret = result.one("aws:secretsmanager/secret:Secret")
+    secret = result.one("aws:secretsmanager/secret:Secret", "llm-train-munge-key")
     assert re.fullmatch(
         r"arn:aws:secretsmanager:us-east-1:123456789012:secret:slurmstack/llm-train/munge-key-[0-9a-f]{6}",
         str(secret.id),
@@ -88,7 +88,7 @@ def test_options_and_secrets_are_recorded() -> None:
     attachment = result.one("aws:ec2/volumeAttachment:VolumeAttachment")
     assert attachment.options.delete_before_replace
     assert attachment.inputs["deviceName"] == "/dev/sdf"
-    version = result.one(T_SECRET_VERSION)
+    version = result.one(T_SECRET_VERSION, "llm-train-munge-key")
     assert "secretBinary" in version.secret_inputs
     assert version.to_dict()["inputs"]["secretBinary"] == "[secret]"
     head = result.one(T_INSTANCE)

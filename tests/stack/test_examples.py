@@ -23,8 +23,10 @@ from helpers_stack import (
     T_LUSTRE,
     T_MOUNT_TARGET,
     T_PARAM,
+    T_PASSWORD,
     T_PG,
     T_RANDOM,
+    T_SECRET,
     T_SECRET_VERSION,
     T_SSE,
     T_VOLUME,
@@ -59,6 +61,7 @@ UNTAGGABLE = {
     "aws:efs/mountTarget:MountTarget",
     T_SECRET_VERSION,
     T_RANDOM,
+    T_PASSWORD,
     T_ASG,  # tagged through its `tags` list of {key, value, propagate_at_launch}
 }
 
@@ -106,7 +109,7 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
             "aws:iam/instanceProfile:InstanceProfile": 1 + len(plan.pools),
             "aws:s3/bucketPolicy:BucketPolicy": 1,
             T_RANDOM: 1,
-            "aws:secretsmanager/secret:Secret": 1,
+            T_SECRET: 1,
             T_SECRET_VERSION: 1,
             T_BUCKET: 1,
             "aws:s3/bucketOwnershipControls:BucketOwnershipControls": 1,
@@ -127,6 +130,10 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
     )
     if spec.storage.bucket.versioning:
         c["aws:s3/bucketVersioning:BucketVersioning"] = 1
+    # Accounting on (the default) with a database whose password the stack generates.
+    accounting = spec.slurm.accounting
+    if accounting.enabled and accounting.database.type.value != "external":
+        c.update({T_PASSWORD: 1, T_SECRET: 1, T_SECRET_VERSION: 1})
     # head address, state volume id, bucket name, config manifest, (Lustre 2), (EFS 1)
     params = 4
     if plan.lustre is not None:
@@ -138,6 +145,8 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
         c[T_EFS] = 1
         c[T_MOUNT_TARGET] = 1
         params += 1
+    if plan.elastic_pools:
+        params += 1  # the compute subnet, which the power programs launch elastic nodes into
     c[T_PARAM] = params
     if spec.network.ssh_cidrs and (spec.network.vpc_id is None or spec.network.public_subnet_id):
         # The head node's public address (an Elastic IP on its network interface).
@@ -190,7 +199,13 @@ def test_one_launch_template_group_and_placement_group_per_pool(example_run: Exa
         assert asg.inputs["desiredCapacity"] == pool.count
         assert asg.inputs["healthCheckType"] == "EC2"
         assert asg.inputs["waitForCapacityTimeout"] == "0"
-        assert asg.inputs["launchTemplate"]["version"] == "1"  # the template's latest_version
+        # The template's latest_version: the group's own, or (spot) its mixed instances policy's.
+        if pool.capacity.type is CapacityType.SPOT:
+            policy = asg.inputs["mixedInstancesPolicy"]
+            spec = policy["launchTemplate"]["launchTemplateSpecification"]
+            assert spec["version"] == "1" and "launchTemplate" not in asg.inputs
+        else:
+            assert asg.inputs["launchTemplate"]["version"] == "1"
         assert asg.inputs["capacityRebalance"] is (pool.capacity.type is CapacityType.SPOT)
         placement_groups = [r for r in result.of_type(T_PG) if r.name == name]
         assert len(placement_groups) == (1 if pool.placement_group else 0)
@@ -213,10 +228,16 @@ def test_capacity_options_per_pool(example_run: Example) -> None:
         market = lt.get("instanceMarketOptions")
         reservation = lt.get("capacityReservationSpecification")
         if kind is CapacityType.SPOT:
-            assert market["marketType"] == "spot"
+            # The group asks for Spot (its mixed instances policy), the elastic nodes' fleet
+            # too: the template says nothing that could contradict either.
+            assert market is None and reservation is None
+            asg = result.one(T_ASG, f"{plan.name}-pool-{pool.name}").inputs
+            spot = asg["mixedInstancesPolicy"]["instancesDistribution"]
+            assert spot["onDemandBaseCapacity"] == 0
+            assert spot["onDemandPercentageAboveBaseCapacity"] == 0
+            assert spot["spotAllocationStrategy"] == "price-capacity-optimized"
             price = pool.capacity.max_spot_price
-            assert market["spotOptions"].get("maxPrice") == (f"{price:g}" if price else None)
-            assert reservation is None
+            assert spot.get("spotMaxPrice") == (f"{price:g}" if price else None)
         elif kind is CapacityType.CAPACITY_BLOCK:
             assert market == {"marketType": "capacity-block"}
             target = reservation["capacityReservationTarget"]
@@ -383,13 +404,38 @@ def test_munge_key_never_in_plain_text(example_run: Example) -> None:
     # where it is marked secret (encrypted in Pulumi's state).
     assert not any(s in json.dumps(result.outputs) for s in secrets)
     for resource in result.resources:
-        if resource.type == T_SECRET_VERSION:
+        if resource.type == T_SECRET_VERSION and "secretBinary" in resource.inputs:
             assert "secretBinary" in resource.secret_inputs
             assert resource.inputs["secretBinary"] == key.outputs["base64"]
             continue
         text = json.dumps(resource.inputs)
         assert not any(s in text for s in secrets), resource.name
     assert "base64" in key.options.additional_secret_outputs
+
+
+def test_accounting_password_never_in_plain_text(example_run: Example) -> None:
+    """As the munge key: generated by the stack, only in its secret version (marked secret),
+    read by the head node from Secrets Manager at boot."""
+    _, plan, result = example_run
+    (password,) = result.of_type(T_PASSWORD)
+    value = password.outputs["result"]
+    assert len(value) == 32 and value.isalnum()
+    assert password.inputs["special"] is False
+    for name, text in user_data_texts(result).items():
+        assert value not in text, name
+    assert value not in json.dumps(result.outputs)
+    versions = [r for r in result.of_type(T_SECRET_VERSION) if "secretString" in r.inputs]
+    assert len(versions) == 1
+    (version,) = versions
+    assert version.inputs["secretString"] == value and "secretString" in version.secret_inputs
+    assert "secretString" in version.options.additional_secret_outputs
+    for resource in result.resources:
+        if resource is not version and resource is not password:
+            assert value not in json.dumps(resource.inputs), resource.name
+    # The secret is the one the head's agent reads (accounting.json names it).
+    secret = result.one(T_SECRET, f"{plan.name}-accounting-db-password")
+    assert secret.inputs["name"] == f"slurmstack/{plan.name}/accounting-db-password"
+    assert result.outputs["accounting_password_secret"] == secret.inputs["name"]
 
 
 def test_head_node_and_pools_do_not_wait_for_storage(example_run: Example) -> None:
@@ -423,6 +469,7 @@ def test_outputs(example_run: Example) -> None:
         p.name: {
             "asg_name": f"{plan.name}-pool-{p.name}",
             "count": p.count,
+            "max_count": p.max_count,
             "instance_type": p.instance_type,
         }
         for p in plan.pools

@@ -6,6 +6,7 @@ questions through a stand-in evaluator (iam_eval.py)."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -54,6 +55,29 @@ ACCEPTED_FINDINGS = {
         "as AWS's managed policy does, held to the cluster's region by a condition"
     ),
 }
+# Findings the head's power programs bring (elastic pools), by issue.
+ACCEPTED_POWER_FINDINGS = {
+    "PERMISSIONS_MANAGEMENT_ACTIONS": (
+        "iam:PassRole of the elastic pools' own roles (to EC2 only) and EC2 Fleet's "
+        "service-linked role (for that service only): a launch from a pool's template needs both"
+    ),
+    "PRIVILEGE_ESCALATION": (
+        "RunInstances with PassRole is how an instance gets its role: the head may pass only "
+        "its elastic pools' roles, from the cluster's launch templates"
+    ),
+    "RESOURCE_MISMATCH": (
+        "a launch's statements are split by condition (template, tags at launch, Region), so "
+        "each lists only part of the resource types CreateFleet and RunInstances touch"
+    ),
+}
+POWER_ACTIONS = {"ec2:createfleet", "ec2:runinstances", "iam:passrole", "ec2:CreateFleet",
+                 "ec2:RunInstances", "iam:createservicelinkedrole"}  # fmt: skip
+
+
+def accepted_power_finding(issue: str, detail: str) -> bool:
+    if issue not in ACCEPTED_POWER_FINDINGS:
+        return False
+    return all(a.strip(" '\"") in POWER_ACTIONS for a in re.findall(r"'action': ('[^']*')", detail))
 
 
 @cache
@@ -76,6 +100,7 @@ class ClusterIam:
     bucket_policy: dict[str, Any]
     bucket_arn: str
     secret_arn: str
+    accounting_secret_arn: str | None  # the accounting database's password (head node only)
     groups: dict[str, tuple[str, dict[str, str]]]  # pool -> (ASG ARN, ASG tags)
     deployer_user_id: str
     build_policy: dict[str, Any] | None  # the image build role's (None: no image is baked)
@@ -123,7 +148,15 @@ def cluster_iam(stem: str) -> ClusterIam:
         },
         bucket_policy=json.loads(result.one(T_BUCKET_POLICY).inputs["policy"]),
         bucket_arn=result.one(T_BUCKET).outputs["arn"],
-        secret_arn=result.one(T_SECRET).id,
+        secret_arn=result.one(T_SECRET, f"{plan.name}-munge-key").id,
+        accounting_secret_arn=next(
+            (
+                str(r.id)
+                for r in result.of_type(T_SECRET)
+                if r.name == f"{plan.name}-accounting-db-password"
+            ),
+            None,
+        ),
         groups=groups,
         deployer_user_id=user_id,
     )
@@ -167,6 +200,29 @@ def test_one_role_per_pool_and_each_node_uses_its_own(iam: ClusterIam) -> None:
             assert tags[POOL_TAG] == name.removeprefix(f"{plan.name}-pool-")
 
 
+def power_scoped(plan: ClusterPlan, statement: dict[str, Any], resource: str) -> bool:
+    """The head's power programs (elastic pools): EC2 resources under a condition that holds
+    them to the cluster (its tag, its launch templates, its Region, or tagging only within a
+    launch, which those hold), the pools' own roles, and EC2 Fleet's service-linked role."""
+    if not plan.elastic_pools:
+        return False
+    if resource.startswith(f"arn:aws:ec2:{plan.region}:"):
+        condition = json.dumps(statement.get("Condition", {}))
+        return any(
+            mark in condition
+            for mark in (
+                f'"{plan.name}"',
+                "ec2:LaunchTemplate",
+                f'"{plan.region}"',
+                "ec2:CreateAction",
+            )
+        )
+    iam_roles = f"arn:aws:iam::{ACCOUNT_ID}:role/"
+    return resource.startswith(f"{iam_roles}{plan.name}-") or resource == (
+        f"{iam_roles}aws-service-role/ec2fleet.amazonaws.com/AWSServiceRoleForEC2Fleet"
+    )
+
+
 def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
     plan = iam.plan
     region, levels = plan.region, access_levels()
@@ -175,6 +231,7 @@ def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
         f"{iam.bucket_arn}/config/*",
         f"arn:aws:ssm:{region}:{ACCOUNT_ID}:parameter{plan.parameter_prefix}/*",
     )
+    head_only = (iam.accounting_secret_arn,)
     group_prefix = f"arn:aws:autoscaling:{region}:{ACCOUNT_ID}:autoScalingGroup:*:"
     for role, policy in iam.role_policies.items():
         # IAM quota: a role's inline policies total at most 10,240 characters (whitespace
@@ -192,9 +249,14 @@ def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
                     # No mutating action on every resource without a condition.
                     assert not mutating or statement.get("Condition"), (role, mutating)
                     continue
-                assert resource in own or (
-                    resource.startswith(group_prefix)
-                    and f"autoScalingGroupName/{plan.name}-pool-" in resource
+                assert (
+                    resource in own
+                    or (role == iam.head and resource in head_only)
+                    or (role == iam.head and power_scoped(plan, statement, resource))
+                    or (
+                        resource.startswith(group_prefix)
+                        and f"autoScalingGroupName/{plan.name}-pool-" in resource
+                    )
                 ), (role, resource)
 
 
@@ -282,6 +344,56 @@ def test_nodes_read_the_config_store_and_write_nothing(iam: ClusterIam) -> None:
         assert ask("ssm:GetParameter", f"{parameter}/another-app/db-password") == "implicit-deny"
 
 
+def test_only_the_head_node_reads_the_accounting_password(iam: ClusterIam) -> None:
+    arn = iam.accounting_secret_arn
+    assert arn is not None  # every example keeps accounting on, with the local database
+    assert arn.startswith(
+        f"arn:aws:secretsmanager:{iam.plan.region}:{ACCOUNT_ID}:secret:"
+        f"slurmstack/{iam.plan.name}/accounting-db-password-"
+    )
+    action = "secretsmanager:GetSecretValue"
+    assert decide([iam.role_policies[iam.head]], action, arn) == "allow"
+    for pool in iam.plan.pools:
+        assert decide([iam.role_policies[iam.pool_role(pool.name)]], action, arn) == (
+            "implicit-deny"
+        )
+
+
+def test_an_external_database_secret_is_read_by_name_or_arn() -> None:
+    """The definition names an external database's secret; the head reads that one only."""
+    from slurmstack.stack.policies import accounting_secret_arn, head_policy
+
+    for given, expected in (
+        ("db/slurm", f"arn:aws:secretsmanager:us-east-1:{ACCOUNT_ID}:secret:db/slurm-??????"),
+        (
+            f"arn:aws:secretsmanager:us-east-1:{ACCOUNT_ID}:secret:db/slurm-AbCdEf",
+            f"arn:aws:secretsmanager:us-east-1:{ACCOUNT_ID}:secret:db/slurm-AbCdEf",
+        ),
+    ):
+        definition = example("p5-training")
+        definition["slurm"]["accounting"]["database"] = {
+            "type": "external",
+            "host": "db.example.internal",
+            "password_secret": given,
+        }
+        plan = plan_of(definition)
+        arn = accounting_secret_arn(plan, ACCOUNT_ID, None)
+        assert arn == expected
+        munge = f"arn:aws:secretsmanager:us-east-1:{ACCOUNT_ID}:secret:munge-AbCdEf"
+        scope = {"account": ACCOUNT_ID, "bucket_arn": "arn:aws:s3:::bucket", "secret_arn": munge}
+        policy = head_policy(plan, **scope, accounting_secret=arn)
+        action = "secretsmanager:GetSecretValue"
+        real = f"arn:aws:secretsmanager:us-east-1:{ACCOUNT_ID}:secret:db/slurm-AbCdEf"
+        assert decide([policy], action, real) == "allow"
+        other = f"arn:aws:secretsmanager:us-east-1:{ACCOUNT_ID}:secret:db/other-AbCdEf"
+        assert decide([policy], action, other) == "implicit-deny"
+        for _, issue, detail in lint(policy):
+            assert ("node", issue, detail) in ACCEPTED_FINDINGS, (issue, detail)
+        # The stack creates no password for it.
+        result = run_ok(definition)
+        assert not result.of_type("random:index/randomPassword:RandomPassword")
+
+
 def test_ssm_agent_writes_only_in_the_clusters_region(iam: ClusterIam) -> None:
     region = iam.plan.region
     elsewhere = "eu-west-1" if region != "eu-west-1" else "us-east-1"
@@ -297,8 +409,11 @@ def lint(document: dict[str, Any]) -> list[tuple[str, str, str]]:
     policy = parliament.analyze_policy_string(json.dumps(document), include_community_auditors=True)
     found = []
     for finding in policy.findings:
-        parliament.enhance_finding(finding)
-        found.append((finding.severity, finding.issue, str(finding.detail)))
+        try:
+            parliament.enhance_finding(finding)
+        except Exception:  # a community auditor's issue parliament's own config lacks
+            finding.severity = "UNKNOWN"
+        found.append((finding.severity, finding.issue, str(finding.detail or finding.location)))
     return found
 
 
@@ -312,6 +427,9 @@ def test_every_document_passes_the_linter(iam: ClusterIam) -> None:
     documents.append(("bucket", "bucket", iam.bucket_policy))
     for kind, name, document in documents:
         for severity, issue, detail in lint(document):
+            power = name == iam.head and bool(iam.plan.elastic_pools)
+            if power and accepted_power_finding(issue, detail):
+                continue
             assert (kind, issue, detail) in ACCEPTED_FINDINGS, (name, severity, issue, detail)
 
 

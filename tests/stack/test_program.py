@@ -190,8 +190,11 @@ def test_sixty_four_pools_fit_the_config_store() -> None:
     key = param.inputs["value"]
     assert key.startswith("config/") and len(key) == len("config/") + 64
     manifest = next(r for r in result.of_type(T_OBJECT) if r.inputs["key"] == key)
-    assert len(json.loads(manifest.inputs["content"])) == 65  # head + 64 pools
+    assert len(json.loads(manifest.inputs["content"])["files"]) == 65  # head + 64 pools
     assert len(manifest.inputs["content"]) > 8192
+    # One bundle per role plus the agent's, and the manifest: the store grows with pools only.
+    store_objects = [r for r in result.of_type(T_OBJECT) if r.inputs["key"].startswith("config/")]
+    assert len(store_objects) == 65 + 1 + 1
 
 
 def test_the_project_entry_runs_the_packaged_program() -> None:

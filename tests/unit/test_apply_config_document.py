@@ -103,9 +103,11 @@ def test_once_done_it_retries_reconfigure_until_slurmctld_answers(head: Head) ->
     assert result.returncode == 0, result.stderr
     assert head.calls() == [
         "slurmstack-node sync-config",
+        "slurmstack-node accounting-db",
         "scontrol reconfigure",
         "scontrol reconfigure",
         "scontrol reconfigure",
+        "slurmstack-node accounting-apply",
     ]
     assert "attempt 2 of 30" in result.stdout and "configuration applied" in result.stdout
 
@@ -123,6 +125,25 @@ def test_a_failed_sync_fails_it_without_reconfiguring(head: Head) -> None:
     result = head.run(agent=[1], scontrol=[0])
     assert result.returncode == 1
     assert head.calls() == ["slurmstack-node sync-config"]
+
+
+def test_accounting_db_runs_before_reconfigure_and_its_failure_stops_it(head: Head) -> None:
+    """slurmctld must not read a slurm.conf that points at a slurmdbd that is not up."""
+    head.mark(BOOTSTRAP_DONE, "done")
+    result = head.run(agent=[0, 1], scontrol=[0])
+    assert result.returncode == 1
+    assert head.calls() == ["slurmstack-node sync-config", "slurmstack-node accounting-db"]
+    assert "accounting-db failed" in result.stderr
+
+
+def test_a_failed_accounting_apply_fails_it_after_reconfiguring(head: Head) -> None:
+    head.mark(BOOTSTRAP_DONE, "done")
+    result = head.run(agent=[0, 0, 1], scontrol=[0])
+    assert result.returncode == 1
+    assert head.calls()[-2:] == ["scontrol reconfigure", "slurmstack-node accounting-apply"]
+    assert "accounting-apply failed" in result.stderr and "configuration applied" not in (
+        result.stdout
+    )
 
 
 def test_the_document_runs_that_script_within_its_timeout() -> None:

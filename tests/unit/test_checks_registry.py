@@ -18,6 +18,7 @@ FAMILIES = [
     "network",
     "storage",
     "slurm",
+    "accounting",
     "nccl",
     "tags",
     "images",

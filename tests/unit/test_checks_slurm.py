@@ -87,10 +87,18 @@ CASES = [
         level=W,
     ),
     Case(
-        "slurm-setting-unprovisioned",
+        "slurm-setting-managed",
         settings(AccountingStorageType="accounting_storage/slurmdbd"),
         "slurm.settings.AccountingStorageType",
-        "provisions no slurmdbd",
+        "managed by slurm.accounting",
+        name="accounting",
+    ),
+    Case(
+        "slurm-setting-managed",
+        settings(priorityweightfairshare=1000),
+        "slurm.settings.priorityweightfairshare",
+        "managed by slurm.accounting",
+        name="fairshare",
     ),
     Case(
         "slurm-setting-unprovisioned",

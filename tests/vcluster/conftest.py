@@ -2,9 +2,10 @@
 (harness/), shared by every scenario. A scenario leaves the cluster as healthy as it found it
 (every pool at full size, every node registered), so scenarios run in any order.
 
-Needs root (network namespaces, mounts) and Debian's Slurm, munge, Open MPI and iproute2. With
-CI=true anything missing fails the suite; elsewhere the scenarios are skipped. Set
-VCLUSTER_KEEP=1 to keep the run's directory (every node's layers and logs) after the session.
+Needs root (network namespaces, mounts) and Debian's Slurm, munge, Open MPI, iproute2 and
+nftables (each node loads its metadata firewall). With CI=true anything missing fails the
+suite; elsewhere the scenarios are skipped. Set VCLUSTER_KEEP=1 to keep the run's directory
+(every node's layers and logs) after the session.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ import pytest
 from vcluster.harness import VirtualCluster
 
 DEFINITION = Path(__file__).resolve().parent / "definitions" / "two-pools.yaml"
-BINARIES = ("ip", "nsenter", "unshare", "mount", "munged", "slurmctld", "slurmd", "srun",
+BINARIES = ("ip", "nsenter", "unshare", "mount", "nft", "munged", "slurmctld", "slurmd", "srun",
             "scontrol", "sbatch", "mpirun")  # fmt: skip
 DEBIAN_PACKAGES = (
-    "slurmctld slurmd slurm-client munge libpmix-dev openmpi-bin python3-mpi4py iproute2"
+    "slurmctld slurmd slurm-client munge libpmix-dev openmpi-bin python3-mpi4py iproute2 nftables"
 )
 
 

@@ -2,7 +2,7 @@
 that yields findings with a path; all rules run and every finding is collected.
 
 Rules live in one module per resource family (names, region, instances, capacity, elastic,
-network, storage, slurm, nccl, tags, images). The rule id is the function name with dashes for underscores;
+network, storage, slurm, accounting, nccl, tags, images). The rule id is the function name with dashes for underscores;
 the comment above each rule says why it exists.
 """
 
@@ -44,6 +44,7 @@ def _with_rule(finding: Finding, name: str) -> Finding:
 
 # The rule modules register themselves on import; keep this list in resource-family order.
 from slurmstack.checks import (  # noqa: E402
+    accounting,
     capacity,
     elastic,
     images,
@@ -60,6 +61,7 @@ from slurmstack.checks import (  # noqa: E402
 __all__ = [
     "RULES",
     "Rule",
+    "accounting",
     "capacity",
     "elastic",
     "images",

@@ -192,13 +192,27 @@ DROPPED_AFTER_KEYS: dict[str, str] = {
     **dict.fromkeys(("AccountingStorageLoc", "AccountingStorageUser"), "25.11"),
 }
 
-# Accounting: a feature slurmstack does not provision yet, so its keys would point Slurm at
-# nothing. Power saving: managed through the pools (max_count, scale_down_idle_minutes).
+# Keys slurm.accounting derives (slurmstack.plan.accounting and the slurm.conf template write
+# them): every accounting-storage key (slurmdbd's host, port, TRES, enforcement), how job usage
+# is gathered, and the priority plugin with the fair-share and QoS weights. The other priority
+# weights and factors (age, job size, partition, decay) stay the user's, in slurm.settings.
 ACCOUNTING_PREFIX = "accountingstorage"
-ACCOUNTING_REASON = (
-    "slurmstack provisions no slurmdbd yet, so accounting storage would point slurmctld at a "
-    "database that does not exist (accounting is planned; it will manage these keys)"
+ACCOUNTING_KEYS = frozenset(
+    key.lower()
+    for key in ("JobAcctGatherType", "PriorityType", "PriorityWeightFairshare", "PriorityWeightQOS")
 )
+ACCOUNTING_REASON = (
+    "managed by slurm.accounting (slurmstack runs slurmdbd and derives the accounting and "
+    "fair-share keys from it); set slurm.accounting instead"
+)
+
+
+def is_accounting_key(key: str) -> bool:
+    folded = key.lower()
+    return folded.startswith(ACCOUNTING_PREFIX) or folded in ACCOUNTING_KEYS
+
+
+# Power saving: managed through the pools (max_count, scale_down_idle_minutes).
 POWER_SAVING_KEYS = frozenset(
     key.lower()
     for key in (
@@ -249,6 +263,8 @@ def slurm_setting_managed(spec: ClusterSpec, catalog: Catalog) -> Iterator[Findi
                 f"{key} is managed by slurmstack (it is derived from the definition); remove "
                 "it from slurm.settings",
             )
+        elif is_accounting_key(key):
+            yield error(f"slurm.settings.{key}", f"{key} is {ACCOUNTING_REASON}")
 
 
 # why: Slurm reads keys case-insensitively, so 'maxjobcount' and 'MaxJobCount' collide.
@@ -340,16 +356,13 @@ def slurm_setting_dropped_later(spec: ClusterSpec, catalog: Catalog) -> Iterator
             )
 
 
-# why: accounting storage needs a daemon slurmstack does not provision yet (its keys would
-# point slurmctld at nothing), and power saving is slurmstack's, through pools[].max_count
-# (see the *_REASON texts).
+# why: power saving is slurmstack's, through pools[].max_count: a key of the user's would fight
+# the elastic nodes' programs and timeouts, or power down always-on nodes (POWER_SAVING_REASON).
 @rule
 def slurm_setting_unprovisioned(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     for key in spec.slurm.settings:
         folded = key.lower()
-        if folded.startswith(ACCOUNTING_PREFIX):
-            yield error(f"slurm.settings.{key}", f"{key} is refused: {ACCOUNTING_REASON}")
-        elif folded in POWER_SAVING_KEYS:
+        if folded in POWER_SAVING_KEYS:
             yield error(f"slurm.settings.{key}", f"{key} is refused: {POWER_SAVING_REASON}")
 
 

@@ -7,7 +7,6 @@
 #   done             write the done marker
 # A failing step is named on the console and in the failed marker; a worker then marks itself
 # Unhealthy so its Auto Scaling group replaces it (or powers off when it cannot).
-import json
 import os
 import subprocess
 import sys
@@ -16,7 +15,6 @@ from typing import Any
 
 # Written into this script in the user data (slurmstack.render.bootstrap_source).
 from slurmstack.contract import (
-    AGENT_LIB_DIR,
     AGENT_PATH,
     BOOTSTRAP_DONE,
     BOOTSTRAP_ENV_PATH,
@@ -25,8 +23,11 @@ from slurmstack.contract import (
     HEAD_ROLE,
     BootstrapEnv,
     ImageItem,
+    is_agent_file,
     matches_key,
     read_bootstrap_env,
+    read_bundle,
+    read_manifest,
 )
 
 INSTANCE_ID_FILE = "/var/lib/cloud/data/instance-id"  # written by cloud-init
@@ -74,15 +75,21 @@ def install(
     s3 = session.client("s3", region_name=env.region)
     manifest_key = wait_parameter(ssm, env.manifest_parameter, timeout, poll)
     bucket = wait_parameter(ssm, env.bucket_parameter, timeout, poll)
-    files = json.loads(fetch_verified(s3, bucket, manifest_key))[env.role]
+    manifest = read_manifest(fetch_verified(s3, bucket, manifest_key))
+    files = manifest.files[env.role]
+    contents: dict[str, bytes] = {}
+    for bundle in manifest.bundles[env.role]:
+        contents.update(read_bundle(fetch_verified(s3, bucket, bundle)))
     # Every file is verified before any is written; the launcher is written last.
-    paths = [p for p in sorted(files) if p.startswith(AGENT_LIB_DIR + "/")] + [AGENT_PATH]
-    bodies = {path: fetch_verified(s3, bucket, files[path]) for path in paths}
+    paths = [p for p in sorted(files) if is_agent_file(p) and p != AGENT_PATH] + [AGENT_PATH]
+    for path in paths:
+        if path not in contents or not matches_key(contents[path], files[path]):
+            raise SystemExit(f"bootstrap: the bundles do not hold {path} as the manifest lists it")
     for path in paths:
         target = os.path.join(root, path.lstrip("/"))
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target + ".new", "wb") as handle:
-            handle.write(bodies[path])
+            handle.write(contents[path])
         os.chmod(target + ".new", 0o755 if path == AGENT_PATH else 0o644)
         os.replace(target + ".new", target)
     return os.path.join(root, AGENT_PATH.lstrip("/"))

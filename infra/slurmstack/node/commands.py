@@ -10,7 +10,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..contract import REAPER_GRACE_SECONDS, Command
-from . import config_sync, health, lnet, mounts, munge, params, reaper, scratch, state_volume
+from . import (
+    accounting_db,
+    associations,
+    config_sync,
+    health,
+    lnet,
+    mounts,
+    munge,
+    params,
+    reaper,
+    scratch,
+    state_volume,
+    usage,
+)
 from .context import Context, log
 from .power import environment, resume, suspend, sweep
 
@@ -94,6 +107,43 @@ def _sweep(ctx: Context, args: argparse.Namespace) -> int:
     if result["returned"] or result["terminated"]:
         log(f"{Command.POWER_SWEEP.value}: {json.dumps(result, sort_keys=True)}")
     print(json.dumps(result, sort_keys=True))
+    return 0
+
+
+def _accounting_db(ctx: Context, _args: argparse.Namespace) -> int:
+    print(json.dumps(accounting_db.accounting_db(ctx), sort_keys=True))
+    return 0
+
+
+def _apply_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dry-run", action="store_true", help="print what would be done")
+
+
+def _accounting_apply(ctx: Context, args: argparse.Namespace) -> int:
+    result = associations.accounting_apply(ctx, dry_run=args.dry_run)
+    print(json.dumps(result, sort_keys=True))
+    return 1 if result.get("failed") else 0
+
+
+def _usage_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--start", help="YYYY-MM-DD[THH:MM[:SS]] (default: this month's first day)")
+    parser.add_argument("--end", help="YYYY-MM-DD[THH:MM[:SS]] (default: now)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _usage(ctx: Context, args: argparse.Namespace) -> int:
+    try:
+        start = usage.parse_when(args.start) if args.start else None
+        end = usage.parse_when(args.end) if args.end else None
+    except ValueError as exc:
+        log(f"usage: {exc}")
+        return 2
+    report = usage.usage(ctx, start, end)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
+    else:
+        pools = accounting_db.require_accounting(ctx).pools
+        print(usage.render_table(report, pools), end="")
     return 0
 
 
@@ -193,6 +243,27 @@ COMMANDS: tuple[Subcommand, ...] = (
         "instances no elastic node owns; run every minute by slurmstack-power.timer",
         _sweep,
         _sweep_arguments,
+    ),
+    Subcommand(
+        Command.ACCOUNTING_DB,
+        "(head) the accounting database (local MariaDB on the state volume, or the external "
+        "one) and slurmdbd, with the database password from Secrets Manager; idempotent, a "
+        "no-op with accounting off",
+        _accounting_db,
+    ),
+    Subcommand(
+        Command.ACCOUNTING_APPLY,
+        "(head) the definition's QoS, accounts and users, applied with sacctmgr; removes only "
+        "what slurmstack created and the definition no longer names",
+        _accounting_apply,
+        _apply_arguments,
+    ),
+    Subcommand(
+        Command.USAGE,
+        "(head) GPU hours and cost per account and per user over a period (--start, --end; "
+        "default this month), from sacct and the pools' prices; --json",
+        _usage,
+        _usage_arguments,
     ),
 )
 

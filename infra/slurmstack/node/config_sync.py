@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from ..contract import (
     HEAD_ROLE,
     POWER_TIMER,
@@ -11,6 +9,8 @@ from ..contract import (
     SLURM_CONF_PATH,
     DeployParameter,
     matches_key,
+    read_bundle,
+    read_manifest,
     unit_path,
 )
 from . import system
@@ -49,24 +49,36 @@ def sync_config(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> li
     manifest_key = ctx.wait_parameter(DeployParameter.CONFIG_MANIFEST, timeout, poll)
     bucket = ctx.wait_parameter(DeployParameter.BUCKET, timeout, poll)
     s3 = ctx.aws.s3()
-    # The parameter names the manifest object by its content hash; check it like any file.
-    manifest_body = s3.get_object(Bucket=bucket, Key=manifest_key)["Body"].read()
-    if not matches_key(manifest_body, manifest_key):
-        raise AgentError(f"s3://{bucket}/{manifest_key} does not match its sha256")
-    manifest = json.loads(manifest_body)
-    if role not in manifest:
-        raise AgentError(f"the manifest has no entry for role {role!r}")
-    changed: list[str] = []
-    old_slurm_conf = system.read(ctx, SLURM_CONF_PATH)
-    for node_path, key in sorted(manifest[role].items()):
-        target = ctx.path(node_path)
-        if target.exists() and matches_key(target.read_bytes(), key):
-            continue
-        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+    def fetch(key: str) -> bytes:
+        """An object of the store, checked against the hash its key names."""
+        body: bytes = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
         if not matches_key(body, key):
             raise AgentError(f"s3://{bucket}/{key} does not match its sha256")
-        write_atomic(target, body, file_mode(node_path))
-        changed.append(node_path)
+        return body
+
+    manifest = read_manifest(fetch(manifest_key))
+    if role not in manifest.files:
+        raise AgentError(f"the manifest has no entry for role {role!r}")
+    wanted = manifest.files[role]
+    stale = {
+        path: key
+        for path, key in wanted.items()
+        if not (ctx.path(path).exists() and matches_key(ctx.path(path).read_bytes(), key))
+    }
+    old_slurm_conf = system.read(ctx, SLURM_CONF_PATH)
+    changed: list[str] = []
+    if stale:
+        # Every bundle is fetched and every file checked before any file is written.
+        contents: dict[str, bytes] = {}
+        for bundle in manifest.bundles.get(role, ()):
+            contents.update(read_bundle(fetch(bundle)))
+        for path, key in sorted(stale.items()):
+            if path not in contents or not matches_key(contents[path], key):
+                raise AgentError(f"the bundles of role {role!r} do not hold {path} as listed")
+        for path in sorted(stale):
+            write_atomic(ctx.path(path), contents[path], file_mode(path))
+            changed.append(path)
     if any(p.startswith("/etc/systemd/") for p in changed):
         ctx.sh("systemctl", "daemon-reload", check=False)
     if role == HEAD_ROLE:

@@ -4,7 +4,8 @@ command runner, the clock, the metadata service and user lookup; and the node's 
 of the contract (bootstrap.env, node.json, node.env), read through the contract's readers.
 
 Each concern module (params, config_sync, munge, health, scratch, mounts, lnet, state_volume,
-reaper) is a set of functions of a Context; nothing inherits from anything.
+reaper, accounting_db, associations, usage) is a set of functions of a Context; nothing
+inherits from anything.
 """
 
 from __future__ import annotations
@@ -59,6 +60,16 @@ class Runner(Protocol):
 
 def run_command(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, check=check, text=True, capture_output=True)
+
+
+class InputRunner(Protocol):
+    def __call__(self, cmd: list[str], text: str) -> subprocess.CompletedProcess[str]: ...
+
+
+def run_with_input(cmd: list[str], text: str) -> subprocess.CompletedProcess[str]:
+    """``cmd`` with ``text`` on its standard input, never checked: how a secret reaches a
+    command (not on its command line, where any user could read it in the process list)."""
+    return subprocess.run(cmd, input=text, text=True, capture_output=True, check=False)
 
 
 def imds_get(path: str) -> str:
@@ -130,6 +141,7 @@ class Context:
     root: Path = Path("/")
     session: Any = None  # a boto3 Session; None: boto3's default, made on first use
     run: Runner = run_command
+    feed: InputRunner = run_with_input  # a command with text (a secret) on its standard input
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
     imds: Callable[[str], str] = imds_get

@@ -328,6 +328,27 @@ def _random_bytes(ctx: Context) -> tuple[str, dict[str, Any]]:
     return "none", {"base64": b64, "hex": data.hex()}
 
 
+def _rds_instance(ctx: Context) -> tuple[str, dict[str, Any]]:
+    identifier = ctx.physical_name("identifier")
+    address = f"{identifier}.c{_digest('rds', ctx.region)[:11]}.{ctx.region}.rds.amazonaws.com"
+    port = int(ctx.inputs.get("port", 3306))
+    return identifier, {
+        "address": address,
+        "endpoint": f"{address}:{port}",
+        "arn": ctx.arn("rds", f"db:{identifier}"),
+        "resourceId": "db-" + _digest("rds-resource", ctx.name)[:26].upper(),
+    }
+
+
+def _random_password(ctx: Context) -> tuple[str, dict[str, Any]]:
+    """Letters and digits (special=False), stable per logical name."""
+    length = int(ctx.inputs.get("length", 16))
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+    data = stand_in_bytes(length, "random-password", ctx.name)
+    result = "".join(alphabet[b % len(alphabet)] for b in data)
+    return "none", {"result": result, "bcryptHash": "$2a$10$" + _digest("bcrypt", result)[:53]}
+
+
 STAND_INS: dict[str, StandIn] = {
     "aws:ec2/vpc:Vpc": _vpc,
     "aws:ec2/subnet:Subnet": _simple("subnet", "subnet"),
@@ -377,6 +398,8 @@ STAND_INS: dict[str, StandIn] = {
     "aws:ssm/document:Document": _ssm_document,
     "aws:ssm/association:Association": _association,
     "random:index/randomBytes:RandomBytes": _random_bytes,
+    "random:index/randomPassword:RandomPassword": _random_password,
+    "aws:rds/instance:Instance": _rds_instance,
     "aws:imagebuilder/component:Component": _imagebuilder("component"),
     "aws:imagebuilder/imageRecipe:ImageRecipe": _imagebuilder("image-recipe"),
     "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration": _imagebuilder(

@@ -5,10 +5,11 @@ definition is decided here, once, one module per concern: ``pools`` (Slurm's vie
 pool's nodes, EFA layout, placement, mounts, NCCL environment), ``head``, ``storage``
 (mounts, Lustre), ``network`` (subnets, where the head sits), ``slurm`` (MaxNodeCount,
 GresTypes, extra keys), ``images`` (the node images baked, and what each node's image must
-hold); ``cluster`` puts them together (``build_plan``). Rules the checks apply too live in
-modules of their own (slurmstack.efa, slurmstack.subnets, slurmstack.fsx). ``build_plan``
-expects a definition that passed the checks (it raises ``PlanError`` when a fact it needs is
-missing, which the checks report first).
+hold), ``accounting`` (slurmdbd, its database, accounts, users, QoS and the usage report's
+prices); ``cluster`` puts them together (``build_plan``). Rules the checks apply too live in
+modules of their own (slurmstack.efa, slurmstack.subnets, slurmstack.fsx,
+slurmstack.accounting). ``build_plan`` expects a definition that passed the checks (it raises
+``PlanError`` when a fact it needs is missing, which the checks report first).
 
 The names below are the plan's public surface (``from slurmstack.plan import ...``).
 """
@@ -27,12 +28,29 @@ from slurmstack.contract import (
     MountKind,
 )
 from slurmstack.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
+from slurmstack.plan.accounting import (
+    ENFORCE,
+    INNODB_BUFFER_POOL_MAX_MIB,
+    INNODB_BUFFER_POOL_MIN_MIB,
+    INNODB_LOCK_WAIT_TIMEOUT,
+    INNODB_LOG_FILE_MIB,
+    MAX_ALLOWED_PACKET_MIB,
+    RDS_ENGINE_VERSION,
+    RDS_PARAMETER_FAMILY,
+    AccountingPlan,
+    DatabasePlan,
+    accounting_plan,
+    buffer_pool_mib,
+    plan_rds_subnets,
+    pool_price,
+)
 from slurmstack.plan.cluster import ClusterPlan, build_plan
 from slurmstack.plan.errors import PlanError
 from slurmstack.plan.head import HeadPlan
 from slurmstack.plan.images import (
     ImageKind,
     ImagePlan,
+    head_packages,
     image_contract,
     image_of,
     image_pins,
@@ -60,12 +78,20 @@ from slurmstack.plan.storage import LustrePlan, MountPlan
 from slurmstack.subnets import carve as subnets
 
 __all__ = [
+    "ENFORCE",
     "HEAD_ROLE",
+    "INNODB_BUFFER_POOL_MAX_MIB",
+    "INNODB_BUFFER_POOL_MIN_MIB",
+    "INNODB_LOCK_WAIT_TIMEOUT",
+    "INNODB_LOG_FILE_MIB",
+    "MAX_ALLOWED_PACKET_MIB",
     "MAX_NODE_COUNT_FACTOR",
     "MAX_NODE_COUNT_STEP",
     "MEMORY_HEADROOM_FRACTION",
     "MEMORY_HEADROOM_MIN_MIB",
     "NODE_INDEX_MAX",
+    "RDS_ENGINE_VERSION",
+    "RDS_PARAMETER_FAMILY",
     "REAPER_GRACE_SECONDS",
     "REAPER_INTERVAL_MINUTES",
     "RESERVED_CAPACITY",
@@ -76,7 +102,9 @@ __all__ = [
     "STATE_SAVE_LOCATION",
     "STATE_VOLUME_MOUNT",
     "SUSPEND_TIMEOUT_SECONDS",
+    "AccountingPlan",
     "ClusterPlan",
+    "DatabasePlan",
     "DeployParameter",
     "GpuPlan",
     "HeadPlan",
@@ -89,14 +117,19 @@ __all__ = [
     "NetworkInterfacePlan",
     "PlanError",
     "PoolPlan",
+    "accounting_plan",
+    "buffer_pool_mib",
     "build_plan",
     "efa_interfaces",
     "existing_placement_group",
+    "head_packages",
     "image_contract",
     "image_of",
     "image_pins",
     "image_plans",
     "own_ami",
+    "plan_rds_subnets",
+    "pool_price",
     "resolve_efa",
     "resolve_placement_group",
     "role_image_contract",

@@ -24,13 +24,16 @@ from typing import Any
 from slurmstack.catalog import Architecture, InstanceFacts
 from slurmstack.contract import (
     HEAD_ROLE,
+    IMAGE_ACCOUNTING_ITEMS,
     IMAGE_BASE_ITEMS,
     IMAGE_HEAD_ITEMS,
+    IMAGE_LOCAL_DATABASE_ITEMS,
     IMAGE_MOUNT_ITEMS,
     IMAGE_SCRATCH_ITEMS,
     IMAGE_WORKER_ITEMS,
     MountKind,
 )
+from slurmstack.plan.accounting import accounting_plan
 from slurmstack.plan.cluster import ClusterPlan
 from slurmstack.plan.storage import MountPlan
 
@@ -112,6 +115,8 @@ class ImagePlan:
             ("nftables", "Ubuntu 24.04's"),
             ("node agent", "slurmstack's (refreshed from the config store at boot)"),
         ]
+        if self.kind is ImageKind.CPU or self.serves_head:
+            out.append(("slurmdbd, MariaDB", "Ubuntu 24.04's, units off until accounting asks"))
         if self.kind is ImageKind.NVIDIA:
             out.append(("DCGM", p["dcgm"]["package"]))
         return tuple(out)
@@ -128,6 +133,15 @@ def _facts(plan: ClusterPlan, role: str) -> InstanceFacts:
     return plan.head.facts if role == HEAD_ROLE else plan.pool(role).facts
 
 
+def _head_packages() -> list[str]:
+    """What an image that may boot the head carries for it: slurmctld, and accounting's
+    slurmdbd and MariaDB whatever the definition says of accounting (their units stay off in
+    the image; the head's agent starts what the definition asks), so turning accounting on or
+    off, or to another database, never builds a new image."""
+    table = image_pins()["packages"]
+    return [*table["head"], *table["accounting"], *table["accounting_local_database"]]
+
+
 def _packages(kind: ImageKind, serves_head: bool) -> tuple[str, ...]:
     """The apt packages of an image: by its kind only (plus the head's when the head boots
     an accelerated image), so adding, resizing or removing a pool never changes an image.
@@ -135,10 +149,23 @@ def _packages(kind: ImageKind, serves_head: bool) -> tuple[str, ...]:
     table = image_pins()["packages"]
     wanted = list(table["common"]) + list(table["worker"])
     if kind is ImageKind.CPU:
-        wanted += table["head"] + table["efa_cpu"]
+        wanted += _head_packages() + table["efa_cpu"]
     elif serves_head:
-        wanted += table["head"]
+        wanted += _head_packages()
     return tuple(dict.fromkeys(wanted))
+
+
+def head_packages(plan: ClusterPlan) -> tuple[str, ...]:
+    """The packages this cluster's accounting needs in the head's image: slurmdbd, and
+    MariaDB's server for the local database (none with accounting off). Every image that
+    carries the head's packages bakes them (_head_packages); an image of your own must hold
+    them too, and the head's boot checks their commands (role_image_contract)."""
+    accounting = accounting_plan(plan)
+    if accounting is None:
+        return ()
+    table = image_pins()["packages"]
+    local = table["accounting_local_database"] if accounting.database.local else []
+    return (*table["accounting"], *local)
 
 
 def image_plans(plan: ClusterPlan) -> tuple[ImagePlan, ...]:
@@ -188,7 +215,7 @@ def image_contract(image: ImagePlan) -> tuple[str, ...]:
     items = [*IMAGE_BASE_ITEMS, *IMAGE_WORKER_ITEMS, *IMAGE_SCRATCH_ITEMS]
     items += [item for group in IMAGE_MOUNT_ITEMS.values() for item in group]
     if image.kind is ImageKind.CPU or image.serves_head:
-        items += IMAGE_HEAD_ITEMS
+        items += [*IMAGE_HEAD_ITEMS, *IMAGE_ACCOUNTING_ITEMS, *IMAGE_LOCAL_DATABASE_ITEMS]
     return tuple(dict.fromkeys(items))
 
 
@@ -200,6 +227,12 @@ def role_image_contract(plan: ClusterPlan, role: str) -> tuple[str, ...]:
     mounts: tuple[MountPlan, ...]
     if role == HEAD_ROLE:
         items += IMAGE_HEAD_ITEMS
+        # Accounting's, as the definition asks (slurmdbd; MariaDB for the local database).
+        accounting = accounting_plan(plan)
+        if accounting is not None:
+            items += IMAGE_ACCOUNTING_ITEMS
+            if accounting.database.local:
+                items += IMAGE_LOCAL_DATABASE_ITEMS
         mounts = plan.mounts
     else:
         pool = plan.pool(role)

@@ -1,10 +1,11 @@
 """Render the plan into the files nodes receive, with Jinja2 (StrictUndefined).
 
-One module per file family: ``slurm`` (Slurm's files and daemons' units), ``nccl`` (the
-fabric's environment, enroot), ``node`` (node.json and the agent), ``cloud_init`` (the
-user data and the first-boot script), ``config_store`` (objects and manifest), ``image`` (the
-node images' build inputs: settings, bundle, component document); ``files`` assembles each
-role's files, ``templates`` is the Jinja2 environment.
+One module per file family: ``slurm`` (Slurm's files and daemons' units), ``accounting``
+(slurmdbd's and MariaDB's files, accounting.json), ``nccl`` (the fabric's environment,
+enroot), ``node`` (node.json and the agent), ``cloud_init`` (the user data and the first-boot
+script), ``config_store`` (objects and manifest), ``image`` (the node images' build inputs:
+settings, bundle, component document); ``files`` assembles each role's files, ``templates``
+is the Jinja2 environment.
 
 Public API (kept stable for the stack and the tests, re-exported here):
 - render_cluster(plan) -> dict[str, str]: every file a node receives, keyed by a relative path
@@ -38,6 +39,7 @@ from slurmstack.contract import (
     STATE_VOLUME_DEVICE,
     TASK_PROLOG_PATH,
 )
+from slurmstack.render.accounting import accounting_config, accounting_files
 from slurmstack.render.cloud_init import (
     CLOUD_INIT,
     USER_DATA_LIMIT,
@@ -102,6 +104,8 @@ __all__ = [
     "USER_DATA_LIMIT",
     "ConfigStore",
     "Ports",
+    "accounting_config",
+    "accounting_files",
     "agent_files",
     "agent_modules",
     "bootstrap_env",

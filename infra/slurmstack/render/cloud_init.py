@@ -20,7 +20,7 @@ from slurmstack.contract import (
     DeployParameter,
     bootstrap_env_text,
 )
-from slurmstack.plan import ClusterPlan, role_image_contract
+from slurmstack.plan import ClusterPlan, accounting_plan, role_image_contract
 from slurmstack.render.node import BOOTSTRAP_SOURCE
 from slurmstack.render.roles import pool_named
 from slurmstack.render.templates import render_template
@@ -82,6 +82,7 @@ def user_data(plan: ClusterPlan, role: str) -> str:
             "cloud-init/head.yaml.j2",
             state_volume_device=STATE_VOLUME_DEVICE,
             state_volume_mount=STATE_VOLUME_MOUNT,
+            accounting=accounting_plan(plan),
             **common,
         )
     else:

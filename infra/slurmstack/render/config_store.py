@@ -1,5 +1,10 @@
-"""The config store: every file of every role (but the cloud-init documents) as an object
-keyed by its content's hash, and the manifest (role -> node path -> key) that names them."""
+"""The config store: every file of every role (but the cloud-init documents), packed in
+bundles keyed by their content's hash, and the manifest that names them (contract.Manifest).
+
+The agent's files are the same for every role and travel in one shared bundle; each role's
+other files travel in a bundle of its own. So the stack uploads one object per role (plus the
+agent's and the manifest), not one per file: 64 pools are 67 objects, not some 400.
+"""
 
 from __future__ import annotations
 
@@ -14,12 +19,13 @@ from slurmstack.render.roles import roles
 
 @dataclass(frozen=True)
 class ConfigStore:
-    objects: dict[str, str]  # store key ("config/<sha256>") -> file text
-    manifest: dict[str, dict[str, str]]  # role -> absolute node path -> store key
+    objects: dict[str, str]  # store key ("config/<sha256>") -> bundle text
+    manifest: dict[str, dict[str, str]]  # role -> absolute node path -> key of its content
+    bundles: dict[str, tuple[str, ...]]  # role -> keys of the bundles carrying its files
 
     def manifest_json(self) -> str:
-        """Deterministic and compact; stored in the config store like every other file."""
-        return contract.manifest_json(self.manifest)
+        """Deterministic and compact; stored in the config store like the bundles."""
+        return contract.manifest_json(contract.Manifest(files=self.manifest, bundles=self.bundles))
 
     @property
     def manifest_key(self) -> str:
@@ -40,11 +46,16 @@ def store_key(text: str) -> str:
 def config_store(plan: ClusterPlan) -> ConfigStore:
     objects: dict[str, str] = {}
     manifest: dict[str, dict[str, str]] = {}
+    bundles: dict[str, tuple[str, ...]] = {}
     for role in roles(plan):
-        entries: dict[str, str] = {}
-        for path, text in role_files(plan, role).items():
-            key = store_key(text)
-            objects[key] = text
-            entries[path] = key
-        manifest[role] = dict(sorted(entries.items()))
-    return ConfigStore(objects=dict(sorted(objects.items())), manifest=manifest)
+        files = role_files(plan, role)
+        manifest[role] = {path: store_key(text) for path, text in sorted(files.items())}
+        keys = []
+        for agent in (True, False):
+            part = {p: text for p, text in files.items() if contract.is_agent_file(p) is agent}
+            if part:
+                text = contract.bundle_text(part)
+                objects[store_key(text)] = text
+                keys.append(store_key(text))
+        bundles[role] = tuple(keys)
+    return ConfigStore(objects=dict(sorted(objects.items())), manifest=manifest, bundles=bundles)

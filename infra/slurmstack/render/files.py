@@ -18,6 +18,7 @@ from slurmstack.contract import (
 )
 from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.render import nccl, slurm
+from slurmstack.render.accounting import accounting_files
 from slurmstack.render.cloud_init import CLOUD_INIT, user_data
 from slurmstack.render.node import agent_files, node_config
 from slurmstack.render.roles import pool_named, roles
@@ -36,6 +37,7 @@ def head_files(plan: ClusterPlan) -> dict[str, str]:
         NODE_CONFIG_PATH: node_config_json(node_config(plan, None)),
         **slurm.power_programs(plan),
         **slurm.power_units(plan),
+        **accounting_files(plan),
         **agent_files(),
     }
 

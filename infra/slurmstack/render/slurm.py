@@ -35,6 +35,7 @@ from slurmstack.plan import (
     SUSPEND_TIMEOUT_SECONDS,
     ClusterPlan,
     PoolPlan,
+    accounting_plan,
 )
 from slurmstack.render.templates import render_template
 
@@ -65,6 +66,7 @@ def slurm_conf(plan: ClusterPlan) -> str:
         state_save_location=STATE_SAVE_LOCATION,
         resume_timeout=RESUME_TIMEOUT_SECONDS,
         suspend_timeout=SUSPEND_TIMEOUT_SECONDS,
+        accounting=accounting_plan(plan),
     )
 
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 import pulumi
 
 from slurmstack.contract import DeployParameter
-from slurmstack.plan import ClusterPlan
+from slurmstack.plan import ClusterPlan, accounting_plan
 from slurmstack.stack import parameters
+from slurmstack.stack.accounting import AccountingPassword, AccountingRds
 from slurmstack.stack.bucket import ClusterBucket
 from slurmstack.stack.common import Role
 from slurmstack.stack.config_store import ConfigStore
@@ -40,6 +41,8 @@ class SlurmCluster(pulumi.ComponentResource):
     network_refs: NetworkRefs
     security: SecurityGroups
     munge: MungeKey
+    accounting: AccountingPassword | None
+    accounting_rds: AccountingRds | None
     bucket: ClusterBucket
     identity: Identity
     lustre: LustreStorage | None
@@ -65,8 +68,27 @@ class SlurmCluster(pulumi.ComponentResource):
         self.security = SecurityGroups(plan, net.vpc_id, opts=child)
         self.munge = MungeKey(plan, opts=child)
         self.bucket = ClusterBucket(plan, opts=child)
+        # Accounting (slurm.accounting): the database password's secret, when the stack makes it.
+        accounting = accounting_plan(plan)
+        self.accounting = None
+        if accounting is not None and accounting.database.stack_creates_secret:
+            self.accounting = AccountingPassword(plan, accounting, opts=child)
+        self.accounting_rds = None
+        if accounting is not None and self.accounting is not None and accounting.database.rds:
+            self.accounting_rds = AccountingRds(
+                plan,
+                accounting,
+                vpc_id=net.vpc_id,
+                head_security_group_id=self.security.head.id,
+                password=self.accounting.password.result,
+                opts=child,
+            )
         self.identity = Identity(
-            plan, bucket_arn=self.bucket.bucket.arn, secret_arn=self.munge.secret.arn, opts=child
+            plan,
+            bucket_arn=self.bucket.bucket.arn,
+            secret_arn=self.munge.secret.arn,
+            accounting_secret_arn=self.accounting.secret.arn if self.accounting else None,
+            opts=child,
         )
 
         storage_sg = self.security.storage
@@ -158,6 +180,10 @@ class SlurmCluster(pulumi.ComponentResource):
             ),
             "bucket_name": self.bucket.bucket.id,
             "munge_secret_name": plan.munge_secret_name,
+            # Where the accounting database's password is (its name, never its value).
+            "accounting_password_secret": (
+                acct.database.password_secret if (acct := accounting_plan(plan)) else None
+            ),
             "parameter_prefix": plan.parameter_prefix,
             "config_manifest_sha256": self.config.manifest_hash,
             "images": {key: self.images.ami_of(key) for key in self.images.built},

@@ -52,6 +52,7 @@ class Role(enum.StrEnum):
     HEAD = "head"
     POOL = POOL_ROLE
     IMAGE = "image"  # the node images (slurmstack.stack.image)
+    ACCOUNTING = "accounting"  # the accounting database (slurmstack.stack.accounting)
 
 
 # FSx for Lustre: LNet on 988, and 1018-1023 for the Lustre client/server callbacks.

@@ -1,12 +1,15 @@
 """The config store and live updates.
 
-Rendered files are uploaded as S3 objects keyed by content hash (``config/<sha256>``), so a
-file shared by pools is stored once and the number of objects grows with distinct files.
-The manifest (role -> node path -> key) is stored the same way, and the CONFIG_MANIFEST
+Rendered files are uploaded in bundles (render.config_store): one object for the agent's
+files, which every role shares, and one per role for the rest, each keyed by its content's
+hash (``config/<sha256>``), so the number of objects grows with roles, not with files.
+The manifest (contract.Manifest: each role's files by hash, and the bundles carrying them) is
+stored the same way, and the CONFIG_MANIFEST
 parameter holds only its key, so it stays small however many pools there are. A Command
 document and an association targeting the head node apply it: the node agent's
-``sync-config``, then ``scontrol reconfigure``. The association carries the manifest hash as
-a parameter, so a configuration change updates the association, which runs it again.
+``sync-config`` and ``accounting-db``, then ``scontrol reconfigure`` and ``accounting-apply``.
+The association carries the manifest hash as a parameter, so a configuration change updates
+the association, which runs it again.
 
 The association runs as soon as it exists, on a fresh deploy long before the head node has
 its agent. Until the head's bootstrap marks itself done the document succeeds doing nothing
@@ -46,6 +49,8 @@ SCONTROL = "/usr/bin/scontrol"
 # RECONFIGURE_DELAY_SECONDS apart (5 minutes), inside the step's timeout.
 RECONFIGURE_ATTEMPTS = 30
 RECONFIGURE_DELAY_SECONDS = 10
+# Also within it: `accounting-db` (at most 120 s for MariaDB and slurmdbd to answer) and
+# `accounting-apply` (sacctmgr, seconds).
 APPLY_TIMEOUT_SECONDS = 600
 
 
@@ -95,6 +100,12 @@ def apply_config_commands(
         f'  echo "slurmstack-node {Command.SYNC_CONFIG} failed" >&2',
         "  exit 1",
         "fi",
+        # Accounting (a no-op when it is off): the database and slurmdbd before slurmctld
+        # reads a slurm.conf that points at them, the accounts and QoS after.
+        f'if ! "$agent" {Command.ACCOUNTING_DB}; then',
+        f'  echo "slurmstack-node {Command.ACCOUNTING_DB} failed" >&2',
+        "  exit 1",
+        "fi",
         "n=1",
         'until "$scontrol" reconfigure; do',
         '  if [ "$n" -ge "$attempts" ]; then',
@@ -105,6 +116,10 @@ def apply_config_commands(
         "  n=$((n + 1))",
         '  sleep "$delay"',
         "done",
+        f'if ! "$agent" {Command.ACCOUNTING_APPLY}; then',
+        f'  echo "slurmstack-node {Command.ACCOUNTING_APPLY} failed" >&2',
+        "  exit 1",
+        "fi",
         'echo "configuration applied"',
     ]
 
@@ -164,7 +179,7 @@ class ConfigStore(pulumi.ComponentResource):
                 bucket=bucket,
                 key=key,
                 content=text,
-                content_type="text/plain; charset=utf-8",
+                content_type="application/json",
                 tags=object_tags,
                 opts=child,
             )

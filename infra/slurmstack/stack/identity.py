@@ -24,13 +24,14 @@ EC2_TRUST_POLICY = json.dumps(policies.EC2_TRUST_POLICY)
 
 def _policy_json(plan: ClusterPlan, pool: PoolPlan | None) -> Callable[[list[Any]], str]:
     def render(args: list[Any]) -> str:
-        account, bucket_arn, secret_arn = (str(a) for a in args)
+        account, bucket_arn, secret_arn = (str(a) for a in args[:3])
+        created = None if args[3] is None else str(args[3])
         scope = {"account": account, "bucket_arn": bucket_arn, "secret_arn": secret_arn}
-        policy = (
-            policies.head_policy(plan, **scope)
-            if pool is None
-            else policies.pool_policy(plan, pool, **scope)
-        )
+        if pool is None:
+            accounting = policies.accounting_secret_arn(plan, account, created)
+            policy = policies.head_policy(plan, **scope, accounting_secret=accounting)
+        else:
+            policy = policies.pool_policy(plan, pool, **scope)
         return json.dumps(policy, sort_keys=True)
 
     return render
@@ -50,8 +51,11 @@ class Identity(pulumi.ComponentResource):
         *,
         bucket_arn: pulumi.Input[str],
         secret_arn: pulumi.Input[str],
+        accounting_secret_arn: pulumi.Input[str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """``accounting_secret_arn``: the accounting database password's secret when the stack
+        creates it (an external database's is named by the definition)."""
         super().__init__(
             "slurmstack:stack:Identity", resource_name(plan.name, Role.IDENTITY), None, opts
         )
@@ -60,7 +64,7 @@ class Identity(pulumi.ComponentResource):
         account = get_caller_identity_output(
             opts=pulumi.InvokeOutputOptions(parent=self)
         ).account_id
-        self._scope = pulumi.Output.all(account, bucket_arn, secret_arn)
+        self._scope = pulumi.Output.all(account, bucket_arn, secret_arn, accounting_secret_arn)
         self.head_role, self.head_profile = self._role(None)
         self.pool_roles, self.pool_profiles = {}, {}
         for pool in plan.pools:

@@ -2,8 +2,9 @@
 role per pool, and the bucket policy. identity.py and bucket.py attach them; the tests lint them.
 
 What each node may do, and nothing else:
-- read the munge key (its one secret), the cluster's deploy parameters and the config store
-  (``config/`` in the bucket): what the node agent reads at boot and on a config change;
+- read the munge key (its one secret; the head node also the accounting database's password),
+  the cluster's deploy parameters and the config store (``config/`` in the bucket): what the
+  node agent reads at boot and on a config change;
 - run the SSM agent (Session Manager, Run Command, the config-apply association);
 - a pool node: mark an instance of its own pool's Auto Scaling group Unhealthy (its boot health
   check). Auto Scaling authorizes SetInstanceHealth against the group, with the group's tags
@@ -36,7 +37,7 @@ from slurmstack.contract import (
     POOL_TAG,
     ROLE_TAG,
 )
-from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.plan import ClusterPlan, PoolPlan, accounting_plan
 from slurmstack.stack.common import Role, partition, resource_name, ssm_parameter_arn
 
 VERSION = "2012-10-17"
@@ -172,7 +173,9 @@ def _common_statements(
 
 
 def _ec2_arn(plan: ClusterPlan, account: str, resource: str) -> str:
-    return f"arn:{partition(plan.region)}:ec2:{plan.region}:{account}:{resource}"
+    # An image's ARN names no account (Service Authorization Reference, "Amazon EC2": image).
+    owner = "" if resource.startswith("image/") else account
+    return f"arn:{partition(plan.region)}:ec2:{plan.region}:{owner}:{resource}"
 
 
 # What a launch from a launch template touches besides the template and the instance (the EC2
@@ -301,13 +304,46 @@ def power_statements(plan: ClusterPlan, account: str) -> list[dict[str, Any]]:
     return statements
 
 
+def accounting_secret_arn(plan: ClusterPlan, account: str, created_arn: str | None) -> str | None:
+    """The secret holding the accounting database's password: the one the stack created, or an
+    external database's, named by the definition (by name: Secrets Manager appends six
+    characters to a secret's name in its ARN). None without accounting."""
+    accounting = accounting_plan(plan)
+    if accounting is None:
+        return None
+    if accounting.database.stack_creates_secret:
+        return created_arn
+    given = accounting.database.password_secret
+    if given.startswith("arn:"):
+        return given
+    return (
+        f"arn:{partition(plan.region)}:secretsmanager:{plan.region}:{account}:secret:{given}-??????"
+    )
+
+
 def head_policy(
-    plan: ClusterPlan, *, account: str, bucket_arn: str, secret_arn: str
+    plan: ClusterPlan,
+    *,
+    account: str,
+    bucket_arn: str,
+    secret_arn: str,
+    accounting_secret: str | None = None,
 ) -> dict[str, Any]:
-    """The head node role's inline policy."""
+    """The head node role's inline policy. ``accounting_secret``: the ARN of the accounting
+    database's password secret (accounting_secret_arn), which only the head node reads."""
     statements = _common_statements(
         plan, account=account, bucket_arn=bucket_arn, secret_arn=secret_arn
     )
+    if accounting_secret is not None:
+        statements.append(
+            {
+                # slurmdbd's database password, written into slurmdbd.conf by the head's agent.
+                "Sid": "AccountingDatabasePassword",
+                "Effect": "Allow",
+                "Action": ["secretsmanager:GetSecretValue"],
+                "Resource": [accounting_secret],
+            }
+        )
     statements += [
         {
             # Replace a node: its group terminates and relaunches it. Any of this cluster's

@@ -63,6 +63,22 @@ def publish_config(session, role: str) -> None:
     )
 
 
+def tamper(session, role: str, path: str, body: bytes) -> None:
+    """Replace, in the store, the bundle of ``role`` that carries ``path`` by one where ``path``
+    holds ``body``, under the bundle's old key (so its hash no longer matches)."""
+    from slurmstack.contract import bundle_text, read_bundle
+
+    s3 = session.client("s3")
+    store = config_store(PLAN)
+    for key in store.bundles[role]:
+        files = read_bundle(store.objects[key].encode())
+        if path in files:
+            text = {p: b.decode() for p, b in files.items()} | {path: body.decode()}
+            s3.put_object(Bucket=BUCKET, Key=key, Body=bundle_text(text).encode())
+            return
+    raise KeyError(path)
+
+
 def make_node(tmp_path: Path, session, role: str, run=None, imds=None) -> Context:
     env = tmp_path / "etc/slurmstack/bootstrap.env"
     env.parent.mkdir(parents=True, exist_ok=True)

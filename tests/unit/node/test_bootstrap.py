@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from node.support import BUCKET, PLAN, NoAws, Runner, asg_with_instance, make_node, publish_config
+from node.support import (
+    PLAN,
+    NoAws,
+    Runner,
+    asg_with_instance,
+    make_node,
+    publish_config,
+    tamper,
+)
 from slurmstack.contract import PYXIS_PLUGIN, ImageItem
 from slurmstack.node import bootstrap
 from slurmstack.plan import role_image_contract
@@ -21,7 +29,6 @@ from slurmstack.render import (
     AGENT_PATH,
     PACKAGE_DIR,
     agent_modules,
-    config_store,
     role_files,
     roles,
 )
@@ -61,8 +68,7 @@ def test_bootstrap_installs_the_agent_from_the_store(aws, tmp_path: Path) -> Non
 )
 def test_bootstrap_refuses_a_tampered_agent(aws, tmp_path: Path, path: str) -> None:
     publish_config(aws, "train")
-    key = config_store(PLAN).manifest["train"][path]
-    aws.client("s3").put_object(Bucket=BUCKET, Key=key, Body=b"evil")
+    tamper(aws, "train", path, b"evil")
     node = make_node(tmp_path, aws, "train")
     with pytest.raises(SystemExit, match="does not match"):
         bootstrap.install(node.bootstrap_env(), aws, root=str(tmp_path), poll=0)
@@ -181,3 +187,24 @@ def test_the_bootstrap_has_no_package_step_left() -> None:
     source = Path(bootstrap.__file__).read_text()
     assert "apt-get" not in source and "def packages" not in source
     assert bootstrap.main(["packages", "munge"], root="/nonexistent") == 1
+
+
+def test_a_head_image_of_ones_own_without_mariadb_fails_its_check(tmp_path: Path) -> None:
+    """The example's head keeps its accounting in the local MariaDB: an image of one's own
+    that holds all but MariaDB stops the head's boot at the check, naming MariaDB's commands
+    (and the head stays up for an operator)."""
+    items = role_image_contract(PLAN, "head")
+    assert {"cmd:slurmdbd", "cmd:mariadbd", "cmd:mariadb-install-db"} <= set(items)
+    root = boot_root(tmp_path, "head")
+    present = [i.partition(":")[2] for i in items if i.startswith("cmd:") and "mariadb" not in i]
+    image_tree(root, present, tuple(i.partition(":")[2] for i in items if i.startswith("file:")))
+    run = Runner()
+    assert bootstrap.main(["check", *items], session=NoAws(), root=str(root), run=run) == 1
+    assert (
+        "step `check`: the image lacks cmd:mariadbd, cmd:mariadb, cmd:mariadb-install-db"
+        in failed_marker(root)
+    )
+    assert run.calls == []
+    # With them, it passes.
+    image_tree(root, ["mariadbd", "mariadb", "mariadb-install-db"])
+    assert bootstrap.main(["check", *items], session=NoAws(), root=str(root), run=run) == 0

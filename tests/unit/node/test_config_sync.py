@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from node.support import BUCKET, PLAN, Runner, make_node, publish_config
+from node.support import BUCKET, PLAN, Runner, make_node, publish_config, tamper
+from slurmstack.contract import DeployParameter, Manifest, manifest_json, read_bundle, read_manifest
 from slurmstack.node import config_sync
 from slurmstack.node.context import AgentError
 from slurmstack.render import config_store, role_files
@@ -33,8 +33,7 @@ def test_sync_config_writes_the_role_files_then_reports_no_change(aws, tmp_path:
 
 def test_sync_config_rejects_an_object_that_does_not_match_its_hash(aws, tmp_path) -> None:
     publish_config(aws, "head")
-    key = config_store(PLAN).manifest["head"]["/etc/slurm/slurm.conf"]
-    aws.client("s3").put_object(Bucket=BUCKET, Key=key, Body=b"ClusterName=evil\n")
+    tamper(aws, "head", "/etc/slurm/slurm.conf", b"ClusterName=evil\n")
     node = make_node(tmp_path, aws, "head")
     with pytest.raises(AgentError, match="sha256"):
         config_sync.sync_config(node, poll=0)
@@ -69,7 +68,39 @@ def test_manifest_sha_keys_name_their_content() -> None:
     store = config_store(PLAN)
     for key, text in store.objects.items():
         assert key == "config/" + hashlib.sha256(text.encode()).hexdigest()
-    assert json.loads(store.manifest_json()) == store.manifest
+    manifest = read_manifest(store.manifest_json().encode())
+    assert manifest.files == store.manifest and manifest.bundles == store.bundles
+    for role, files in store.manifest.items():
+        carried: dict[str, bytes] = {}
+        for key in store.bundles[role]:
+            carried |= read_bundle(store.objects[key].encode())
+        assert set(carried) == set(files)
+        for path, key in files.items():
+            assert key == "config/" + hashlib.sha256(carried[path]).hexdigest()
+
+
+def test_the_store_has_one_bundle_per_role_and_one_for_the_agent() -> None:
+    store = config_store(PLAN)
+    agent = {store.bundles[role][0] for role in store.bundles}
+    assert len(agent) == 1  # every role shares the agent's bundle
+    assert len(store.objects) == len(store.bundles) + 1
+
+
+def test_sync_config_refuses_a_bundle_without_a_listed_file(aws, tmp_path: Path) -> None:
+    publish_config(aws, "train")
+    store = config_store(PLAN)
+    files = dict(store.manifest["train"])
+    files["/etc/slurmstack/extra.conf"] = "config/" + "0" * 64
+    manifest = Manifest(files={**store.manifest, "train": files}, bundles=store.bundles)
+    body = manifest_json(manifest).encode()
+    key = "config/" + hashlib.sha256(body).hexdigest()
+    aws.client("s3").put_object(Bucket=BUCKET, Key=key, Body=body)
+    aws.client("ssm").put_parameter(
+        Name=PLAN.parameter(DeployParameter.CONFIG_MANIFEST), Value=key, Overwrite=True
+    )
+    with pytest.raises(AgentError, match=r"do not hold /etc/slurmstack/extra\.conf"):
+        config_sync.sync_config(make_node(tmp_path, aws, "train"), poll=0)
+    assert not (tmp_path / "etc/slurmstack").joinpath("task-prolog.sh").exists()
 
 
 class SystemctlRunner(Runner):

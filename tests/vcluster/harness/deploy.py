@@ -18,10 +18,10 @@ points at it, exactly as the config store does for any file.
 from __future__ import annotations
 
 import base64
-import json
 from dataclasses import dataclass, field
 
 from slurmstack import contract
+from slurmstack.contract import Manifest, bundle_text, manifest_json, read_bundle, read_manifest
 from slurmstack.offline import OfflineRun, RecordedResource
 
 from .aws import MotoServer
@@ -84,9 +84,9 @@ def store_key(body: bytes) -> str:
 
 
 def publish_config(run: OfflineRun, aws: MotoServer, bucket: str) -> str:
-    """Upload the store objects the program registered (STORE_PATCHES applied) and a manifest
-    that names them; returns the manifest's key. Objects are immutable (keyed by content), so
-    publishing a changed configuration only adds objects."""
+    """Upload the store objects the program registered (STORE_PATCHES applied to the files in
+    its bundles) and a manifest that names them; returns the manifest's key. Objects are
+    immutable (keyed by content), so publishing a changed configuration only adds objects."""
     s3 = aws.client("s3")
     manifest_param = next(
         r for r in run.of_type(PARAMETER) if r.inputs["name"].endswith(MANIFEST_SUFFIX)
@@ -97,15 +97,20 @@ def publish_config(run: OfflineRun, aws: MotoServer, bucket: str) -> str:
         for r in run.of_type(OBJECT)
         if r.inputs["key"].startswith("config/")
     }
-    manifest: dict[str, dict[str, str]] = json.loads(contents.pop(manifest_param.inputs["value"]))
-    for files in manifest.values():
-        for path, key in files.items():
-            text = contents[key]
-            if path in STORE_PATCHES:
-                text = STORE_PATCHES[path](text)
-                files[path] = store_key(text.encode())
-            s3.put_object(Bucket=bucket, Key=files[path], Body=text.encode())
-    body = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
+    manifest = read_manifest(contents.pop(manifest_param.inputs["value"]).encode())
+    patched: dict[str, str] = {}  # bundle key as registered -> as published
+    for bundle_key, text in contents.items():
+        files = {path: body.decode() for path, body in read_bundle(text.encode()).items()}
+        for path in set(files) & set(STORE_PATCHES):
+            files[path] = STORE_PATCHES[path](files[path])
+            for role_files in manifest.files.values():
+                if path in role_files:
+                    role_files[path] = store_key(files[path].encode())
+        text = bundle_text(files)
+        patched[bundle_key] = store_key(text.encode())
+        s3.put_object(Bucket=bucket, Key=patched[bundle_key], Body=text.encode())
+    bundles = {role: tuple(patched[k] for k in keys) for role, keys in manifest.bundles.items()}
+    body = manifest_json(Manifest(files=manifest.files, bundles=bundles)).encode()
     key = store_key(body)
     s3.put_object(Bucket=bucket, Key=key, Body=body)
     return key

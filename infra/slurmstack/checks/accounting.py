@@ -1,0 +1,284 @@
+"""Accounting: slurm.accounting's database, and the accounts, users and QoS that reference
+each other (and the pools' GPUs) by name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from slurmstack.accounting import (
+    RDS_MAX_USER_LENGTH,
+    RDS_SUBNET_PREFIX,
+    known_tres,
+    spec_rds_subnets,
+)
+from slurmstack.catalog import Catalog
+from slurmstack.checks import rule
+from slurmstack.checks.common import error, pools_with_facts, suggestion, warning
+from slurmstack.contract import DEFAULT_QOS, ROOT_ACCOUNT, DatabaseType
+from slurmstack.findings import Finding
+from slurmstack.spec import AccountingSpec, ClusterSpec
+
+PATH = "slurm.accounting"
+# Database fields that only an rds database uses.
+RDS_ONLY = frozenset({"instance_class", "storage_gib", "subnet_ids"})
+
+
+def _accounting(spec: ClusterSpec) -> AccountingSpec:
+    return spec.slurm.accounting
+
+
+# why: with accounting off nothing applies accounts or QoS; they would be ignored in silence.
+@rule
+def accounting_off_with_objects(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    acct = _accounting(spec)
+    if not acct.enabled:
+        for kind in ("accounts", "qos"):
+            if getattr(acct, kind):
+                yield error(
+                    f"{PATH}.{kind}",
+                    f"{kind} need accounting, which slurm.accounting.enabled turns off; set "
+                    f"enabled: true or remove the {kind}",
+                )
+
+
+# why: an external database needs a host and a password; for the local and rds databases the
+# stack decides both, so a host or secret given there would be ignored.
+@rule
+def accounting_database_fields(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    db = _accounting(spec).database
+    path = f"{PATH}.database"
+    if db.type is DatabaseType.EXTERNAL:
+        if db.host is None:
+            yield error(f"{path}.host", "an external database needs host: its server's name")
+        if db.password_secret is None:
+            yield error(
+                f"{path}.password_secret",
+                "an external database needs password_secret: the name or ARN of the Secrets "
+                "Manager secret holding the database user's password",
+            )
+        return
+    for field in ("host", "password_secret"):
+        if getattr(db, field) is not None:
+            yield error(
+                f"{path}.{field}",
+                f"{field} is for type: external; a {db.type.value} database gets its "
+                f"{'address' if field == 'host' else 'password'} from the stack: remove it",
+            )
+    if db.type is not DatabaseType.RDS:
+        for field in sorted(RDS_ONLY & db.model_fields_set):
+            yield error(
+                f"{path}.{field}",
+                f"{field} is for type: rds; a {db.type.value} database does not use it: remove it",
+            )
+
+
+# why: RDS needs a DB subnet group in two zones, which a new VPC must have room for and an
+# existing VPC must name, and takes master user names of at most 16 characters.
+@rule
+def accounting_rds_network(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    acct = _accounting(spec)
+    db = acct.database
+    if not acct.enabled or db.type is not DatabaseType.RDS:
+        return
+    path = f"{PATH}.database"
+    if len(db.user) > RDS_MAX_USER_LENGTH:
+        yield error(
+            f"{path}.user",
+            f"RDS takes master user names of at most {RDS_MAX_USER_LENGTH} characters "
+            f"({db.user!r} has {len(db.user)})",
+        )
+    if spec.network.vpc_id is not None:
+        if len(set(db.subnet_ids)) < 2:
+            yield error(
+                f"{path}.subnet_ids",
+                "with an existing VPC (network.vpc_id) an rds database needs subnet_ids: two or "
+                "more subnets of that VPC in different zones, for its DB subnet group",
+            )
+        return
+    if db.subnet_ids:
+        yield error(
+            f"{path}.subnet_ids",
+            "subnet_ids is for an existing VPC (network.vpc_id); a new VPC gets the database's "
+            "subnets made for it: remove them",
+        )
+        return
+    try:
+        room = spec_rds_subnets(spec, catalog)
+    except ValueError:
+        return  # a VPC too small to carve: the network rules say why
+    if spec.network.vpc_cidr is not None and not room:
+        yield error(
+            f"{path}.type",
+            f"an rds database needs two free /{RDS_SUBNET_PREFIX} blocks of the VPC outside the "
+            "compute and public subnets, in two zones of the region; give a larger "
+            "network.vpc_cidr or a smaller compute subnet (a longer "
+            "network.compute_subnet_prefix)",
+        )
+
+
+def _duplicates(names: list[str]) -> Iterator[tuple[int, str]]:
+    seen: set[str] = set()
+    for index, name in enumerate(names):
+        if name in seen:
+            yield index, name
+        seen.add(name)
+
+
+# why: sacctmgr knows one account per name; two entries would overwrite each other.
+@rule
+def accounting_account_duplicate(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    accounts = [a.name for a in _accounting(spec).accounts]
+    for index, name in _duplicates(accounts):
+        yield error(f"{PATH}.accounts[{index}].name", f"account {name!r} is declared twice")
+
+
+# why: one QoS per name; two entries with different limits would fight on every apply.
+@rule
+def accounting_qos_duplicate(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    names = [q.name for q in _accounting(spec).qos]
+    for index, name in _duplicates(names):
+        yield error(f"{PATH}.qos[{index}].name", f"QoS {name!r} is declared twice")
+
+
+# why: root (the association tree's root) and normal (slurmdbd's default QoS) are Slurm's own:
+# slurmstack never changes or removes them, so it cannot take them over from the definition.
+@rule
+def accounting_reserved_name(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    acct = _accounting(spec)
+    for index, account in enumerate(acct.accounts):
+        if account.name == ROOT_ACCOUNT:
+            yield error(
+                f"{PATH}.accounts[{index}].name",
+                "root is the root of Slurm's account tree, not an account to declare; "
+                "accounts without a parent hang under it",
+            )
+    for index, qos in enumerate(acct.qos):
+        if qos.name == DEFAULT_QOS:
+            yield error(
+                f"{PATH}.qos[{index}].name",
+                "normal is the QoS slurmdbd creates itself; give your QoS another name",
+            )
+
+
+# why: sacctmgr refuses an account under a parent that does not exist.
+@rule
+def accounting_parent_unknown(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    accounts = _accounting(spec).accounts
+    names = [a.name for a in accounts]
+    for index, account in enumerate(accounts):
+        if account.parent != ROOT_ACCOUNT and account.parent not in names:
+            yield error(
+                f"{PATH}.accounts[{index}].parent",
+                f"parent {account.parent!r} is not a declared account"
+                f"{suggestion(account.parent, names, catalog)}; use root or one of: "
+                f"{', '.join(names)}",
+            )
+
+
+# why: the account tree must be a tree; a loop has no root to hang it under.
+@rule
+def accounting_parent_cycle(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    accounts = _accounting(spec).accounts
+    # An account named root is refused on its own (accounting-reserved-name).
+    parent = {a.name: a.parent for a in accounts if a.name != ROOT_ACCOUNT}
+    reported: set[str] = set()
+    for index, account in enumerate(accounts):
+        if account.name == ROOT_ACCOUNT:
+            continue
+        chain = [account.name]
+        current = account.parent
+        while current in parent and current not in chain:
+            chain.append(current)
+            current = parent[current]
+        if current == account.name and account.name not in reported:
+            loop = [*chain[chain.index(current) :], current]
+            reported.update(loop)
+            yield error(
+                f"{PATH}.accounts[{index}].parent",
+                f"accounts form a loop: {' -> '.join(loop)}; one of them must have parent root "
+                "or another account outside the loop",
+            )
+
+
+# why: sacctmgr refuses an association with a QoS that does not exist.
+@rule
+def accounting_qos_unknown(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    acct = _accounting(spec)
+    declared = [q.name for q in acct.qos]
+    known = [*declared, DEFAULT_QOS]
+    for index, account in enumerate(acct.accounts):
+        references = [(f"qos[{i}]", name) for i, name in enumerate(account.qos)]
+        if account.default_qos is not None:
+            references.append(("default_qos", account.default_qos))
+        for field, name in references:
+            if name not in known:
+                yield error(
+                    f"{PATH}.accounts[{index}].{field}",
+                    f"QoS {name!r} is not declared in slurm.accounting.qos"
+                    f"{suggestion(name, known, catalog)}; known: {', '.join(known)}",
+                )
+
+
+# why: a default QoS the account may not use makes Slurm refuse every job that names none.
+@rule
+def accounting_default_qos_not_allowed(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    for index, account in enumerate(_accounting(spec).accounts):
+        default = account.default_qos
+        if default is not None and account.qos and default not in account.qos:
+            yield error(
+                f"{PATH}.accounts[{index}].default_qos",
+                f"default_qos {default!r} is not among the account's qos "
+                f"({', '.join(account.qos)}); add it there or pick one of them",
+            )
+
+
+# why: a user named twice in one account is a typo for another user, most likely.
+@rule
+def accounting_user_repeated(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    for index, account in enumerate(_accounting(spec).accounts):
+        for position, user in _duplicates(account.users):
+            yield error(
+                f"{PATH}.accounts[{index}].users[{position}]",
+                f"user {user!r} is listed twice in account {account.name!r}",
+            )
+
+
+# why: slurmdbd records only the TRES slurm.conf tracks, so a limit on a GPU type no pool has
+# is refused by sacctmgr ("Unknown TRES") or never binds.
+@rule
+def accounting_tres_unknown(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    accelerators = [
+        (pf.facts.accelerator.kind, pf.facts.accelerator.gres_type)
+        for pf in pools_with_facts(spec, catalog)
+        if pf.facts.accelerator is not None
+    ]
+    known = list(known_tres(accelerators))
+    acct = _accounting(spec)
+    limits: list[tuple[str, dict[str, int]]] = []
+    for index, qos in enumerate(acct.qos):
+        for field in ("max_tres_per_user", "max_tres_per_job", "grp_tres"):
+            limits.append((f"{PATH}.qos[{index}].{field}", getattr(qos, field)))
+    for index, account in enumerate(acct.accounts):
+        limits.append((f"{PATH}.accounts[{index}].grp_tres", account.grp_tres))
+    for path, values in limits:
+        for name in values:
+            if name not in known:
+                yield error(
+                    f"{path}.{name}",
+                    f"{name} is not a resource this cluster tracks"
+                    f"{suggestion(name, known, catalog)}; tracked: {', '.join(known)}",
+                )
+
+
+# why: QoS limits are enforced only with enforcement on, which needs accounts to put users in;
+# QoS alone would be advertised limits that never bind.
+@rule
+def accounting_qos_without_accounts(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    acct = _accounting(spec)
+    if acct.enabled and acct.qos and (not acct.accounts or not acct.enforce):
+        reason = "no account is declared" if not acct.accounts else "enforce is false"
+        yield warning(
+            f"{PATH}.qos",
+            f"{reason}, so Slurm does not enforce these QoS' limits (AccountingStorageEnforce "
+            "stays off); declare accounts for your users, with enforce: true",
+        )

@@ -1,0 +1,101 @@
+"""accounting-apply (slurmstack/node/associations.py): observe with sacctmgr, decide, act, and
+keep the record of what slurmstack created on the state volume. sacctmgr is scripted here;
+tests/accounting runs the real one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from node.test_association_plan import DESIRED, observed
+from slurmstack.contract import (
+    ACCOUNTING_CONFIG_PATH,
+    ACCOUNTING_OWNED_PATH,
+    accounting_config_json,
+)
+from slurmstack.node import associations, cli
+from slurmstack.node.context import AgentError, Context
+
+
+class Sacctmgr:
+    """sacctmgr's answers to `show`, scripted; every other command recorded (and refused when
+    ``refuse`` names its verb)."""
+
+    def __init__(self, shows: dict[str, list[str]], refuse: str = "") -> None:
+        self.shows, self.refuse = shows, refuse
+        self.writes: list[list[str]] = []
+
+    def __call__(self, cmd: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+        assert cmd[0] == "sacctmgr"
+        if "show" in cmd:
+            what = cmd[cmd.index("show") + 1]
+            answers = self.shows[what]
+            out = answers.pop(0) if len(answers) > 1 else answers[0]
+            return subprocess.CompletedProcess(cmd, 0, out, "")
+        self.writes.append(cmd)
+        code = 1 if self.refuse and self.refuse in cmd else 0
+        return subprocess.CompletedProcess(cmd, code, "", "already exists" if code else "")
+
+
+def apply_node(tmp_path: Path, sacctmgr: Sacctmgr) -> Context:
+    config = tmp_path / ACCOUNTING_CONFIG_PATH.lstrip("/")
+    config.parent.mkdir(parents=True)
+    config.write_text(accounting_config_json(DESIRED))
+    return Context(root=tmp_path, run=sacctmgr)
+
+
+EMPTY = {
+    "qos": ["normal|Normal QOS default|0|||||\n"],
+    "assoc": ["root||||normal||\n"],
+    "user": ["root|root\n"],
+    "account": ["root|default root account\n"],
+    "cluster": ["c\n"],
+}
+
+
+def test_a_cluster_slurmctld_registered_meanwhile_is_not_an_error(tmp_path: Path) -> None:
+    # Not there, the add fails (slurmctld added it first), there now.
+    sacctmgr = Sacctmgr({"cluster": ["", "c\n"]}, refuse="add")
+    associations.ensure_cluster(apply_node(tmp_path, sacctmgr), "c")
+    assert sacctmgr.writes == [["sacctmgr", "-i", "add", "cluster", "c"]]
+    gone = Sacctmgr({"cluster": [""]}, refuse="add")
+    with pytest.raises(AgentError, match="cannot add cluster c"):
+        associations.ensure_cluster(apply_node(tmp_path / "x", gone), "c")
+
+
+def test_dry_run_changes_nothing_and_apply_records_ownership(tmp_path: Path) -> None:
+    sacctmgr = Sacctmgr({k: list(v) for k, v in EMPTY.items()})
+    ctx = apply_node(tmp_path, sacctmgr)
+    state = tmp_path / ACCOUNTING_OWNED_PATH.lstrip("/")
+    assert str(state).startswith(f"{tmp_path}/var/spool/slurmctld/")  # the state volume
+    planned = associations.accounting_apply(ctx, dry_run=True)
+    assert planned["done"][0] == "add qos big" and sacctmgr.writes == []
+    assert not state.exists()
+    result = associations.accounting_apply(ctx)
+    assert result["done"] == planned["done"] and result["failed"] == {}
+    owned = json.loads(state.read_text())
+    # Recorded as theirs; nothing slurmdbd still shows as absent survives in the record the
+    # next time (the scripted sacctmgr never changes, so the next apply prunes it all).
+    assert owned == {"accounts": ["a", "b"], "members": ["u@a", "u@b"], "qos": ["big"]}
+    assert oct(state.stat().st_mode & 0o777) == "0o600"
+    associations.accounting_apply(ctx, dry_run=True)
+    again = associations.owned(ctx, observed("root||||normal||\n"))
+    assert again == {"qos": [], "accounts": [], "members": []}
+
+
+def test_a_refused_command_is_reported_and_fails_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What sacctmgr refuses is named with its answer; the rest is still done; exit 1, so the
+    apply-config document shows the failure."""
+    sacctmgr = Sacctmgr({k: list(v) for k, v in EMPTY.items()}, refuse="qos")
+    ctx = apply_node(tmp_path, sacctmgr)
+    assert cli.main(["--root", str(tmp_path), "accounting-apply"], ctx=ctx) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["failed"] == {"add qos big": "already exists"}
+    assert "add account a" in result["done"]
+    owned = json.loads((tmp_path / ACCOUNTING_OWNED_PATH.lstrip("/")).read_text())
+    assert owned["qos"] == [] and owned["accounts"] == ["a", "b"]
