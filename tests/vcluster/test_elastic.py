@@ -32,7 +32,7 @@ from slurmstack.contract import (
 from vcluster.conftest import require_host
 from vcluster.harness import VirtualCluster, wait_until
 from vcluster.harness.elastic import ElasticNodes, prepare_head
-from vcluster.harness.faults import insufficient_capacity
+from vcluster.harness.fleet_faults import insufficient_capacity
 
 pytestmark = [pytest.mark.vcluster, pytest.mark.elastic]
 

@@ -16,7 +16,7 @@ from typing import Any
 import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from .faults import Ec2Faults
+from .fleet_faults import Ec2Faults
 from .netns import Fabric, run_in_namespace
 
 # Any port works inside the fabric namespace; this one reads as "the moto port".

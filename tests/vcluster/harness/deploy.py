@@ -102,9 +102,12 @@ def publish_config(run: OfflineRun, aws: MotoServer, bucket: str) -> str:
     for bundle_key, text in contents.items():
         files = {path: body.decode() for path, body in read_bundle(text.encode()).items()}
         for path in set(files) & set(STORE_PATCHES):
+            # A path several roles receive with their own content (node.json): only the roles
+            # listing this bundle's version of it get the patched one.
+            listed = store_key(files[path].encode())
             files[path] = STORE_PATCHES[path](files[path])
             for role_files in manifest.files.values():
-                if path in role_files:
+                if role_files.get(path) == listed:
                     role_files[path] = store_key(files[path].encode())
         text = bundle_text(files)
         patched[bundle_key] = store_key(text.encode())

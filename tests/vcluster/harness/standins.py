@@ -162,7 +162,7 @@ STAND_INS: tuple[StandIn, ...] = (
         "moto has no capacity to run out of",
         "a switch in front of moto answers the next CreateFleet calls with EC2's error "
         "response and no instances; it also keeps every CreateFleet request, which moto does "
-        "not (harness/faults.py)",
+        "not (harness/fleet_faults.py)",
     ),
     StandIn(
         "power-env",
