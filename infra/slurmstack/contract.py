@@ -17,6 +17,7 @@ import enum
 import hashlib
 import ipaddress
 import json
+import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -37,6 +38,12 @@ def head_host(cluster: str) -> str:
 # unique within the compute subnet (an AWS subnet is at most a /16), stable for the
 # instance's life, and inside one hostlist range per pool (gres.conf relies on that).
 NODE_INDEX_MAX = 0xFFFF
+
+
+def pool_group_name(cluster: str, pool: str) -> str:
+    """The pool's Auto Scaling group (and launch template, placement group, role): the stack
+    names them so, the head's controller finds the group by it."""
+    return f"{cluster}-pool-{pool}"
 
 
 def node_name_prefix(pool: str) -> str:
@@ -278,6 +285,7 @@ TASK_PROLOG_PATH = "/etc/slurmstack/task-prolog.sh"
 IMDS_FIREWALL_RULES_PATH = "/etc/slurmstack/imds-firewall.nft"
 SLURM_DIR = "/etc/slurm"
 SLURM_CONF_PATH = f"{SLURM_DIR}/slurm.conf"
+SLURMD_LOG_PATH = "/var/log/slurm/slurmd.log"  # SlurmdLogFile
 SYSTEMD_DIR = "/etc/systemd/system"
 NCCL_CONF_PATH = "/etc/nccl.conf"
 FABRIC_PROFILE_PATH = "/etc/profile.d/slurmstack-fabric.sh"
@@ -288,8 +296,9 @@ SLURMCTLD_UNIT = "slurmctld.service"
 MUNGE_UNIT = "munge.service"
 SLURMD_UNIT = "slurmstack-slurmd.service"  # a worker's slurmd (dynamic, configless)
 DISTRIBUTION_SLURMD_UNIT = "slurmd.service"  # Debian/Ubuntu's own, unused on workers
-REAPER_SERVICE = "slurmstack-reaper.service"
-REAPER_TIMER = "slurmstack-reaper.timer"
+# The head node's one day-2 loop (slurmstack.node.controller), run by its timer.
+CONTROLLER_SERVICE = "slurmstack-controller.service"
+CONTROLLER_TIMER = "slurmstack-controller.timer"
 LNET_EFA_UNIT = "slurmstack-lustre-efa.service"
 IMDS_FIREWALL_UNIT = "slurmstack-imds-firewall.service"
 POWER_SERVICE = "slurmstack-power.service"  # the head's sweep of elastic nodes
@@ -356,6 +365,10 @@ class Command(enum.StrEnum):
     POWER_SUSPEND = "power-suspend"
     POWER_RESUME_FAIL = "power-resume-fail"
     POWER_SWEEP = "power-sweep"
+    HEALTH_CHECK = "health-check"
+    SHIP_LOGS = "ship-logs"
+    CONTROL = "control"
+    BREAKER = "breaker"
     ACCOUNTING_DB = "accounting-db"
     ACCOUNTING_APPLY = "accounting-apply"
     USAGE = "usage"
@@ -367,10 +380,12 @@ def agent_command(command: Command, *args: str) -> str:
     return " ".join((AGENT_PATH, command.value, *args))
 
 
-# The reaper: how long a dead node's record stays DOWN before it is deleted (long enough for
-# a reboot, which keeps the address and so the name), and how often it looks.
+# The controller's reaping: how long a dead node's record stays DOWN before it is deleted (long
+# enough for a reboot, which keeps the address and so the name).
 REAPER_GRACE_SECONDS = 900
-REAPER_INTERVAL_MINUTES = 5
+# How often the controller's timer runs it: a node whose instance is gone is set DOWN (its jobs
+# requeued) within this, and a terminating instance's lifecycle action is looked at this often.
+CONTROLLER_INTERVAL_SECONDS = 60
 
 
 # --- Slurm's power saving (elastic nodes) ----------------------------------------------------
@@ -502,11 +517,15 @@ class StateVolume:
 
 @dataclass(frozen=True)
 class PoolRef:
-    """A pool as the head node's reaper knows it."""
+    """A pool as the head node's controller knows it: its nodes' names and feature, its Auto
+    Scaling group, and how its capacity is bought (a Capacity Block's end drains its nodes)."""
 
     name: str
     node_name_prefix: str
     feature: str
+    group: str = ""
+    capacity_type: str = "on_demand"
+    reservation_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -545,11 +564,16 @@ class Scratch:
 
 @dataclass(frozen=True)
 class Health:
-    """Devices a node of the pool must have for its boot health check to pass."""
+    """What a node of the pool checks (slurmstack.node.health): the devices it must have, the
+    XIDs that drain it, when a volume counts as full, and whether its first boot runs the deep
+    GPU diagnostic."""
 
     gpus: int = 0
     neuron_devices: int = 0
     efa_devices: int = 0
+    critical_xids: tuple[int, ...] = ()
+    disk_full_percent: int = 95
+    deep_diagnostic: bool = False
 
 
 @dataclass(frozen=True)
@@ -566,9 +590,10 @@ class NodeConfig:
     mounts: tuple[Mount, ...]  # shared file systems (local scratch is ``scratch``)
     # The head node.
     state_volume: StateVolume | None = None
-    pools: tuple[PoolRef, ...] = ()  # whose dead records the reaper may delete
     elastic_pools: tuple[ElasticPool, ...] = ()  # what the power programs launch
     launch_retry: LaunchRetry = field(default_factory=LaunchRetry)
+    pools: tuple[PoolRef, ...] = ()  # the pools whose nodes the controller looks after
+    repair: RepairPolicy | None = None  # the controller's policy
     # A pool's node.
     node_name_prefix: str = ""
     elastic: bool = False  # the pool has elastic nodes: an instance may be one of them
@@ -603,12 +628,15 @@ def node_config_json(config: NodeConfig) -> str:
         if config.elastic_pools:
             data["elastic_pools"] = [_elastic_json(p) for p in config.elastic_pools]
             data["launch_retry"] = vars(config.launch_retry).copy()
+        data["repair"] = None if config.repair is None else repair_policy_data(config.repair)
     else:
         data["node_name_prefix"] = config.node_name_prefix
         if config.elastic:
             data["elastic"] = True
         data["scratch"] = None if config.scratch is None else {"mount": config.scratch.mount}
-        data["health"] = vars(config.health).copy()
+        health = vars(config.health).copy()
+        health["critical_xids"] = list(config.health.critical_xids)
+        data["health"] = health
         if config.lustre_efa_interfaces is not None:
             data["lustre_efa_interfaces"] = config.lustre_efa_interfaces
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
@@ -629,6 +657,9 @@ def read_node_config(text: str) -> NodeConfig:
     data = json.loads(text)
     volume = data.get("state_volume")
     scratch = data.get("scratch")
+    health = dict(data.get("health") or {})
+    health["critical_xids"] = tuple(health.get("critical_xids") or ())
+    repair = data.get("repair")
     return NodeConfig(
         cluster=str(data["cluster"]),
         region=str(data["region"]),
@@ -643,7 +674,8 @@ def read_node_config(text: str) -> NodeConfig:
         node_name_prefix=str(data.get("node_name_prefix") or ""),
         elastic=bool(data.get("elastic", False)),
         scratch=Scratch(str(scratch["mount"])) if scratch else None,
-        health=Health(**(data.get("health") or {})),
+        health=Health(**health),
+        repair=read_repair_policy(repair) if repair else None,
         lustre_efa_interfaces=data.get("lustre_efa_interfaces"),
     )
 
@@ -782,6 +814,181 @@ def read_accounting_config(text: str) -> AccountingConfig:
         ),
         pools=tuple(PoolPrice(**p) for p in data["pools"]),
     )
+
+
+# --- day 2: health checks, repair, logs ---------------------------------------------------
+
+# Every reason slurmstack gives a node has one form, `slurmstack:<check>: <detail>`: the node's
+# health check drains with it, the head's controller reads it (and writes its own the same way).
+REASON_PREFIX = "slurmstack:"
+# The separator after <check> is ": "; a bare ":" is read too ("slurmstack:gpu-xid:79 ...").
+_REASON = re.compile(r"^slurmstack:(?P<check>[a-z][a-z0-9-]*):\s?(?P<detail>.*)$", re.DOTALL)
+
+
+class Check(enum.StrEnum):
+    """The <check> of a slurmstack reason: what was found, and by whom."""
+
+    # Found on the node (slurmstack.node.health), at boot or by Slurm's HealthCheckProgram.
+    GPU_COUNT = "gpu-count"  # fewer GPU device files than the instance type has
+    GPU_SMI = "gpu-smi"  # nvidia-smi does not answer, or not for every GPU
+    GPU_ECC = "gpu-ecc"  # uncorrectable ECC errors, or pages/rows waiting for a GPU reset
+    GPU_XID = "gpu-xid"  # a critical XID in the kernel log; the detail starts with its number
+    GPU_DIAG = "gpu-diag"  # DCGM's diagnostic (dcgmi diag) failed at the instance's first boot
+    NEURON_COUNT = "neuron-count"
+    EFA_COUNT = "efa-count"
+    EFA_PORT = "efa-port"  # an EFA port that is not ACTIVE
+    FILE_SYSTEM = "file-system"  # a shared file system does not answer in time
+    DISK_FULL = "disk-full"  # the root volume or scratch nearly full
+    SPOT_INTERRUPTION = "spot-interruption"  # EC2's two-minute notice (instance metadata)
+    # Found by the head node's controller (slurmstack.node.controller).
+    CAPACITY_BLOCK_END = "capacity-block-end"
+    SCALE_IN = "scale-in"  # the Auto Scaling group is terminating the instance
+    INSTANCE_GONE = "instance-gone"  # no live instance of the cluster at the node's address
+    OPERATOR = "operator"  # an operator's Action:Replace / Action:Reboot, being carried out
+
+
+def reason(check: Check, detail: str) -> str:
+    """A reason in slurmstack's one form (Slurm keeps it on one line)."""
+    return f"{REASON_PREFIX}{check.value}: {' '.join(detail.split())}"
+
+
+def parse_reason(text: str) -> tuple[str, str] | None:
+    """(check, detail) of a slurmstack reason; None for any other text."""
+    match = _REASON.match(text.strip())
+    return (match["check"], match["detail"]) if match else None
+
+
+# What an operator asks for in a node's reason, as SageMaker HyperPod users write it
+# (`scontrol update node=X state=drain reason="Action:Replace"`).
+OPERATOR_ACTION = re.compile(r"\bAction:(Replace|Reboot)\b")
+
+
+class Remedy(enum.StrEnum):
+    """What the controller does about a cause (slurmstack.plan.health holds the table)."""
+
+    REBOOT = "reboot"  # scontrol reboot ASAP nextstate=RESUME: after the node's jobs end
+    REPLACE = "replace"  # the node DOWN (its jobs requeued), its instance Unhealthy in its group
+    LEAVE = "leave"  # nothing: the reason stays for an operator
+
+
+def cause_of(check: str, detail: str) -> str:
+    """The key the repair table is written in: the check, and for an XID its number
+    (``gpu-xid:79``)."""
+    if check == Check.GPU_XID:
+        number = detail.split(" ", 1)[0].strip(",:")
+        if number.isdigit():
+            return f"{check}:{int(number)}"
+    return check
+
+
+# Slurm's own reasons, as causes in the repair table (slurmctld's and slurmd's texts).
+SLURM_CAUSE_PREFIX = "slurm:"
+# An operator's request, as a cause.
+OPERATOR_CAUSE_PREFIX = "Action:"
+
+
+@dataclass(frozen=True)
+class RepairRule:
+    cause: str  # a check (``gpu-count``), an XID (``gpu-xid:79``), ``slurm:<reason>``, ``Action:X``
+    remedy: Remedy
+
+
+@dataclass(frozen=True)
+class RepairPolicy:
+    """The head controller's policy, rendered from the definition into the head's node.json."""
+
+    rules: tuple[RepairRule, ...] = ()
+    # The circuit breaker: at most this many replacements per pool in this many minutes; then
+    # the pool's automatic replacement stops until an operator resets it.
+    breaker_replacements: int = 3
+    breaker_window_minutes: int = 60
+    # A cause that comes back within this after the controller rebooted the node: replace.
+    reboot_window_minutes: int = 1440
+    # A Capacity Block's nodes are drained this long before EC2 starts terminating them.
+    capacity_block_drain_minutes: int = 60
+    # How long a terminating instance (scale-in, refresh, replacement) waits for its jobs.
+    scale_in_wait_minutes: int = 120
+    # How long it waits, once idle, for the node to copy its logs to the bucket.
+    logs_wait_minutes: int = 5
+
+    def remedy(self, cause: str) -> Remedy | None:
+        for rule in self.rules:
+            if rule.cause == cause:
+                return rule.remedy
+        return None
+
+
+def repair_policy_data(policy: RepairPolicy) -> dict[str, Any]:
+    data = {f.name: getattr(policy, f.name) for f in fields(policy) if f.name != "rules"}
+    data["rules"] = [{"cause": r.cause, "remedy": r.remedy.value} for r in policy.rules]
+    return data
+
+
+def read_repair_policy(data: dict[str, Any]) -> RepairPolicy:
+    values = {k: v for k, v in data.items() if k != "rules"}
+    rules = tuple(RepairRule(str(r["cause"]), Remedy(r["remedy"])) for r in data["rules"])
+    return RepairPolicy(rules=rules, **values)
+
+
+# The pools' groups hold their terminating instances in this lifecycle hook until the head's
+# controller has drained the node, seen its jobs end (or waited scale_in_wait_minutes) and
+# its logs copied, then completes the action (slurmstack.stack.worker_pool).
+DRAIN_HOOK_NAME = "slurmstack-drain"
+# The hook's heartbeat timeout: the controller records a heartbeat on every pass while it
+# waits, so the action outlives passes without AWS's default hour running out between them.
+DRAIN_HOOK_HEARTBEAT_SECONDS = 600
+
+# Slurm's HealthCheckProgram: run by slurmd with no arguments and no PATH, only
+# SLURMD_NODENAME in its environment, killed after 60 s (slurmd.c, run_script_health_check).
+HEALTH_CHECK_PROGRAM = "/usr/local/sbin/slurmstack-health-check"
+# DCGM's level-2 diagnostic at an instance's first boot, bounded (slurmd's unit gives its
+# ExecStartPre this and more).
+DEEP_DIAGNOSTIC_SECONDS = 1200
+# slurmctld's `scontrol reboot` runs this on the node (Ubuntu's systemd reboot).
+REBOOT_PROGRAM = "/usr/sbin/reboot"
+# A node's health state: the kernel log position already read, the deep diagnostic's pass.
+HEALTH_DIR = "/var/lib/slurmstack/health"
+# Where the node reads XIDs: the kernel's log records, each with a sequence number.
+KERNEL_LOG_PATH = "/dev/kmsg"
+LOG_DIR = "/var/log/slurmstack"
+HEALTH_LOG_PATH = f"{LOG_DIR}/health.log"  # every check's findings, on the node
+CONTROLLER_LOG_PATH = f"{LOG_DIR}/controller.log"  # every decision and action, on the head
+# The controller's memory (replacements per pool, the breakers, reboots it issued): on the
+# head's state volume, so a replaced head keeps it.
+CONTROLLER_STATE_PATH = f"{STATE_VOLUME_MOUNT}/slurmstack/controller.json"
+CLOUD_INIT_OUTPUT_PATH = "/var/log/cloud-init-output.log"
+
+# Logs outlive instances: a node copies these to the cluster bucket (when a check fails, when
+# its boot fails, when its instance starts terminating) under its own prefix, which its role
+# may write and nothing else. IAM can name a node's own prefix only through the policy
+# variable ec2:SourceInstanceARN, so the prefix holds the instance's ARN (its last element is
+# the instance id): logs/<pool>/arn:aws:ec2:<region>:<account>:instance/<id>/.
+LOGS_PREFIX = "logs/"
+SHIPPED_LOGS = (
+    CLOUD_INIT_OUTPUT_PATH,
+    BOOTSTRAP_FAILED,
+    HEALTH_LOG_PATH,
+    SLURMD_LOG_PATH,
+)
+LOGS_SHIPPED_MARKER = "shipped.json"  # written last: the head waits for it
+
+
+def partition(region: str) -> str:
+    """The AWS partition of a region (ARNs depend on it)."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+def instance_arn(region: str, account: str, instance_id: str) -> str:
+    return f"arn:{partition(region)}:ec2:{region}:{account}:instance/{instance_id}"
+
+
+def log_prefix(pool: str, arn: str) -> str:
+    """The bucket prefix of one instance's logs (see LOGS_PREFIX)."""
+    return f"{LOGS_PREFIX}{pool}/{arn}/"
 
 
 # --- the node image ----------------------------------------------------------------------

@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from slurmstack.catalog import InstanceFacts
-from slurmstack.contract import DatabaseType
+from slurmstack.contract import DatabaseType, Remedy
 
 # Cluster and pool names end up in AWS resource names, Slurm partition/nodeset names and
 # host names, so they follow the strictest of those: DNS-label characters, lowercase.
@@ -715,6 +715,84 @@ class ImageSpec(Model):
     )
 
 
+class BreakerSpec(Model):
+    """The circuit breaker on automatic replacement, one per pool."""
+
+    replacements: int = Field(
+        default=3,
+        ge=1,
+        le=1000,
+        description=(
+            "Replacements a pool may have within window_minutes. The next one trips the "
+            "pool's breaker: automatic replacement in that pool stops (its group's "
+            "ReplaceUnhealthy process is suspended too) and stays stopped until an operator "
+            "resets it on the head node: `slurmstack-node breaker reset <pool>`."
+        ),
+    )
+    window_minutes: int = Field(
+        default=60, ge=1, le=10080, description="The window replacements are counted in."
+    )
+
+
+class HealthSpec(Model):
+    """Health checks and repair: what drains a node and what the head node does about it
+    (README, 'When nodes fail')."""
+
+    check_interval_seconds: int = Field(
+        default=60,
+        ge=10,
+        le=3600,
+        description=(
+            "Slurm's HealthCheckInterval: how often every node runs its cheap checks (GPUs, "
+            "ECC, new critical XIDs, EFA ports, file systems, full disks, spot notice). A "
+            "failed check drains the node within one interval."
+        ),
+    )
+    deep_diagnostic: bool = Field(
+        default=True,
+        description=(
+            "On an instance's first boot, run DCGM's diagnostic (`dcgmi diag -r 2`) where DCGM "
+            "is installed, before the node joins Slurm; a node that fails it is replaced."
+        ),
+    )
+    disk_full_percent: int = Field(
+        default=95,
+        ge=50,
+        le=100,
+        description="The root volume or local scratch is full from this share used: drained.",
+    )
+    breaker: BreakerSpec = Field(
+        default_factory=BreakerSpec, description="The per-pool circuit breaker."
+    )
+    capacity_block_drain_minutes: int = Field(
+        default=60,
+        ge=0,
+        le=1440,
+        description=(
+            "A Capacity Block's nodes are drained this many minutes before EC2 starts "
+            "terminating its instances (30 minutes before the block's end), so jobs can "
+            "checkpoint."
+        ),
+    )
+    scale_in_wait_minutes: int = Field(
+        default=120,
+        ge=0,
+        le=960,
+        description=(
+            "How long an instance its group terminates (scale-in, instance refresh, "
+            "replacement) waits, drained, for its node's jobs before it goes (AWS holds an "
+            "instance at most 100 heartbeat timeouts of 10 minutes in the lifecycle hook)."
+        ),
+    )
+    actions: dict[str, Remedy] = Field(
+        default_factory=dict,
+        description=(
+            "Overrides of the reason -> action table (README, 'When nodes fail'): cause -> "
+            'reboot, replace or leave, e.g. {"gpu-xid:79": reboot, efa-port: replace}.'
+        ),
+    )
+
+
 class ClusterSpec(Model):
     """A slurmstack cluster definition (the object under the stack config key slurmstack:cluster)."""
 
@@ -731,6 +809,9 @@ class ClusterSpec(Model):
     nccl: NcclSpec = Field(default_factory=NcclSpec, description="NCCL/libfabric overrides.")
     cost: CostSpec = Field(default_factory=CostSpec, description="Price overrides for plan.")
     image: ImageSpec = Field(default_factory=ImageSpec, description="Node images.")
+    health: HealthSpec = Field(
+        default_factory=HealthSpec, description="Health checks and automatic repair."
+    )
     tags: dict[str, str] = Field(
         default_factory=dict, description="Tags added to every AWS resource."
     )

@@ -20,6 +20,7 @@ from slurmstack.render import (
     roles,
     user_data,
 )
+from slurmstack.stack.user_data import ec2_user_data
 
 pytestmark = pytest.mark.cloudinit
 
@@ -133,3 +134,29 @@ def test_schema_check_catches_an_invalid_document(tmp_path: Path) -> None:
     path.write_text("#cloud-config\nruncmd: 5\npackages: {a: b}\n")
     result = schema(path)
     assert result.returncode != 0
+
+
+# cloud-init's own reading of raw user data (cloudinit.user_data.convert_string): gzip is
+# detected and joined member by member; a stream it cannot read would silently be kept as
+# compressed bytes (decomp_gzip is quiet by default), so the payload is compared in full.
+READ_AS_CLOUD_INIT = """
+import sys
+from cloudinit.user_data import convert_string
+sys.stdout.buffer.write(convert_string(open(sys.argv[1], "rb").read()).get_payload(decode=True))
+"""
+
+
+@pytest.mark.parametrize("example", ["p5-training", "cpu-hpc"])
+def test_cloud_init_reads_the_compressed_user_data(example: str, tmp_path: Path) -> None:
+    python = Path(cloud_init()).read_text().splitlines()[0].removeprefix("#!").split()[0]
+    plan = example_plan(example)
+    for role in roles(plan):
+        path = tmp_path / f"{role}.gz"
+        path.write_bytes(ec2_user_data(plan, role))
+        result = subprocess.run(
+            [python, "-c", READ_AS_CLOUD_INIT, str(path)],
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
+        assert result.stdout.decode() == user_data(plan, role), role

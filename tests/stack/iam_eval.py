@@ -1,15 +1,18 @@
 """A small stand-in for IAM's policy evaluation, enough to ask the cluster's documents concrete
 questions ("may a pool node write config/x?"). It follows AWS's documented logic for what the
 documents use: an explicit Deny wins, then an Allow, else the implicit deny; Action and Resource
-match with IAM's wildcards (* and ?, actions case-insensitively); conditions are ANDed across
-operators and keys and ORed across a key's values; a negated operator (StringNotLike) is true
-when its key is absent, the others false. Any other operator is refused rather than guessed.
+match with IAM's wildcards (* and ?, actions case-insensitively); a policy variable in a
+Resource (``${ec2:SourceInstanceARN}``) takes the request context's value, and a statement whose
+variable the context lacks does not apply; conditions are ANDed across operators and keys and
+ORed across a key's values; a negated operator (StringNotLike) is true when its key is absent,
+the others false. Any other operator is refused rather than guessed.
 https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterable
 from typing import Any, Literal
 
@@ -48,12 +51,24 @@ def _condition_holds(operator: str, key: str, wanted: list[str], context: dict[s
     raise ValueError(f"the stand-in evaluator does not know condition operator {operator}")
 
 
+VARIABLE = re.compile(r"\$\{([^}]+)\}")
+
+
+def _resolved(pattern: str, context: dict[str, str]) -> str | None:
+    """A Resource with its policy variables replaced; None when one has no value."""
+    missing = [v for v in VARIABLE.findall(pattern) if _key(context, v) is None]
+    if missing:
+        return None
+    return VARIABLE.sub(lambda m: _key(context, m.group(1)) or "", pattern)
+
+
 def _applies(
     statement: dict[str, Any], action: str, resource: str, context: dict[str, str]
 ) -> bool:
     if not any(_match(a, action, fold=True) for a in _listed(statement["Action"])):
         return False
-    if not any(_match(r, resource) for r in _listed(statement["Resource"])):
+    patterns = [_resolved(r, context) for r in _listed(statement["Resource"])]
+    if not any(p is not None and _match(p, resource) for p in patterns):
         return False
     for operator, keys in statement.get("Condition", {}).items():
         for key, wanted in keys.items():

@@ -230,6 +230,8 @@ def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
         iam.secret_arn,
         f"{iam.bucket_arn}/config/*",
         f"arn:aws:ssm:{region}:{ACCOUNT_ID}:parameter{plan.parameter_prefix}/*",
+        f"{iam.bucket_arn}/logs/*",  # the head reads the nodes' logs
+        *(f"{iam.bucket_arn}/logs/{p.name}/${{ec2:SourceInstanceARN}}/*" for p in plan.pools),
     )
     head_only = (iam.accounting_secret_arn,)
     group_prefix = f"arn:aws:autoscaling:{region}:{ACCOUNT_ID}:autoScalingGroup:*:"
@@ -472,3 +474,62 @@ def test_bucket_refuses_plain_http_and_keeps_versions_for_administrators(iam: Cl
         assert decide([policy], "s3:GetObject", f"{bucket}/config/x", context) != "deny"
     # The stack (the deployer, no such tags) writes it.
     assert decide([policy], "s3:PutObject", f"{bucket}/config/x", deployer) != "deny"
+
+
+def test_a_node_writes_its_own_logs_only(iam: ClusterIam) -> None:
+    """Under logs/<pool>/<its own instance ARN>/: IAM fills in the calling instance's ARN, so a
+    node cannot write another node's logs, another pool's, or anything else."""
+    bucket, region = iam.bucket_arn, iam.plan.region
+    me = f"arn:aws:ec2:{region}:{ACCOUNT_ID}:instance/i-0aaaaaaaaaaaaaaaa"
+    other = f"arn:aws:ec2:{region}:{ACCOUNT_ID}:instance/i-0bbbbbbbbbbbbbbbb"
+    signed = {"ec2:SourceInstanceARN": me}
+    pools = [p.name for p in iam.plan.pools]
+    for pool in pools:
+        policy = iam.role_policies[iam.pool_role(pool)]
+
+        def put(key: str, context: dict[str, str], policy: dict[str, Any] = policy) -> str:
+            return decide([policy], "s3:PutObject", f"{bucket}/{key}", context)
+
+        assert put(f"logs/{pool}/{me}/var/log/slurm/slurmd.log", signed) == "allow"
+        assert put(f"logs/{pool}/{other}/var/log/slurm/slurmd.log", signed) == "implicit-deny"
+        assert put(f"logs/{pool}/{me}/x", {}) == "implicit-deny"  # no instance credentials
+        for elsewhere in [p for p in pools if p != pool]:
+            assert put(f"logs/{elsewhere}/{me}/x", signed) == "implicit-deny"
+        assert put("checkpoints/step-100", signed) == "implicit-deny"
+        assert put("config/0123abcd", signed) == "deny"
+        for action in ("s3:GetObject", "s3:DeleteObject"):
+            key = f"{bucket}/logs/{pool}/{me}/x"
+            assert decide([policy], action, key, signed) == "implicit-deny", action
+    head = iam.role_policies[iam.head]
+    assert decide([head], "s3:GetObject", f"{bucket}/logs/{pools[0]}/{me}/shipped.json") == "allow"
+    assert decide([head], "s3:PutObject", f"{bucket}/logs/{pools[0]}/{me}/x", signed) == (
+        "implicit-deny"
+    )
+
+
+def test_the_head_controller_acts_on_its_clusters_groups_only(iam: ClusterIam) -> None:
+    head = iam.role_policies[iam.head]
+    actions = (
+        "autoscaling:CompleteLifecycleAction",
+        "autoscaling:RecordLifecycleActionHeartbeat",
+        "autoscaling:SuspendProcesses",
+        "autoscaling:ResumeProcesses",
+    )
+    name = iam.plan.name
+    for action in actions:
+        for arn, group_tags in iam.groups.values():
+            context = {f"aws:ResourceTag/{k}": v for k, v in group_tags.items()}
+            assert decide([head], action, arn, context) == "allow", action
+        foreign = arn.rsplit("/", 1)[0] + f"/{name}-pool-x-pool-a"
+        context = {f"aws:ResourceTag/{CLUSTER_TAG}": f"{name}-pool-x"}
+        assert decide([head], action, foreign, context) == "implicit-deny", action
+    for action in ("autoscaling:TerminateInstanceInAutoScalingGroup", "ec2:TerminateInstances"):
+        assert decide([head], action, "*") == "implicit-deny"
+    for read in ("ec2:DescribeCapacityReservations", "autoscaling:DescribeAutoScalingGroups"):
+        assert decide([head], read, "*") == "allow"
+    for pool in iam.plan.pools:  # the pools' nodes have none of it
+        policy = iam.role_policies[iam.pool_role(pool.name)]
+        arn, group_tags = iam.groups[pool.name]
+        context = {f"aws:ResourceTag/{k}": v for k, v in group_tags.items()}
+        for action in actions:
+            assert decide([policy], action, arn, context) == "implicit-deny"

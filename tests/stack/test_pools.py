@@ -137,6 +137,26 @@ def test_a_new_template_version_rolls_out_in_batches() -> None:
     assert default["minHealthyPercentage"] == 90
 
 
+def test_every_group_holds_terminating_instances_for_the_drain() -> None:
+    """The drain hook is part of the group (created before its first instance), with the
+    heartbeat timeout the controller's passes keep alive and CONTINUE if they stop."""
+    from slurmstack.contract import DRAIN_HOOK_HEARTBEAT_SECONDS, DRAIN_HOOK_NAME
+
+    definition = small_cluster()
+    definition["pools"].append({"name": "cpu", "instance_type": "c7i.2xlarge", "count": 1})
+    groups = run_ok(definition).of_type(T_ASG)
+    assert len(groups) == 2
+    for group in groups:
+        assert group.inputs["initialLifecycleHooks"] == [
+            {
+                "name": DRAIN_HOOK_NAME,
+                "lifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING",
+                "heartbeatTimeout": DRAIN_HOOK_HEARTBEAT_SECONDS,
+                "defaultResult": "CONTINUE",
+            }
+        ]
+
+
 def test_8_and_10240_gpus_register_the_same_resources() -> None:
     small = run_ok(small_cluster(count=1))  # 1 x p5 = 8 H100
     large = run_ok(small_cluster(count=1280))  # 1,280 x p5 = 10,240 H100

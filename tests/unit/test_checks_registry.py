@@ -22,6 +22,7 @@ FAMILIES = [
     "nccl",
     "tags",
     "images",
+    "health",
 ]
 
 

@@ -203,30 +203,30 @@ def test_lnet_efa_unit_only_for_pools_over_efa() -> None:
 
 
 @pytest.mark.parametrize("example", EXAMPLE_IDS)
-def test_head_node_carries_the_reaper(example: str) -> None:
-    """The reaper's service and timer travel to the head node only, through the config
-    store (not the user data), and its node.json names the pools whose records it may
-    delete."""
-    from slurmstack.plan import REAPER_GRACE_SECONDS, REAPER_INTERVAL_MINUTES
+def test_head_node_carries_the_controller(example: str) -> None:
+    """The controller's service and timer travel to the head node only, through the config
+    store (not the user data), and its node.json names the pools it looks after (their groups
+    and how their capacity is bought) and its repair policy."""
+    from slurmstack.contract import CONTROLLER_INTERVAL_SECONDS, read_node_config
 
     plan = example_plan(example)
     head = render.role_files(plan, "head")
-    service = head[render.REAPER_SERVICE_PATH]
-    timer = head[render.REAPER_TIMER_PATH]
-    assert f"ExecStart=/usr/local/bin/slurmstack-node reap --grace {REAPER_GRACE_SECONDS}\n" in (
-        service
-    )
+    service = head[render.CONTROLLER_SERVICE_PATH]
+    timer = head[render.CONTROLLER_TIMER_PATH]
+    assert "ExecStart=/usr/local/bin/slurmstack-node control\n" in service
     assert "Type=oneshot" in service
-    assert f"OnUnitInactiveSec={REAPER_INTERVAL_MINUTES}min\n" in timer
+    assert f"OnUnitInactiveSec={CONTROLLER_INTERVAL_SECONDS}s\n" in timer
     assert "WantedBy=timers.target" in timer
     manifest = config_store(plan).manifest
-    assert {render.REAPER_SERVICE_PATH, render.REAPER_TIMER_PATH} <= set(manifest["head"])
-    assert "slurmstack-reaper" not in user_data(plan, "head")
-    pools = json.loads(head[render.NODE_CONFIG_PATH])["pools"]
-    assert pools == [
-        {"name": p.name, "node_name_prefix": f"{p.name}-", "feature": p.feature} for p in plan.pools
+    assert {render.CONTROLLER_SERVICE_PATH, render.CONTROLLER_TIMER_PATH} <= set(manifest["head"])
+    assert "slurmstack-controller" not in user_data(plan, "head")
+    config = read_node_config(head[render.NODE_CONFIG_PATH])
+    assert [(p.name, p.node_name_prefix, p.feature, p.group) for p in config.pools] == [
+        (p.name, f"{p.name}-", p.feature, f"{plan.name}-pool-{p.name}") for p in plan.pools
     ]
+    assert [p.capacity_type for p in config.pools] == [p.capacity.type for p in plan.pools]
+    assert config.repair == plan.health.repair
     for pool in plan.pools:
         files = render.role_files(plan, pool.name)
-        assert render.REAPER_SERVICE_PATH not in files
+        assert render.CONTROLLER_SERVICE_PATH not in files
         assert "pools" not in json.loads(files[render.NODE_CONFIG_PATH])

@@ -4,6 +4,7 @@ the input alone (not on the zlib this Python links)."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import random
 import zlib
 
@@ -50,3 +51,17 @@ def test_the_bytes_depend_on_the_input_alone(monkeypatch: pytest.MonkeyPatch) ->
 def test_repeated_text_shrinks() -> None:
     text = b"".join(f"  - [slurmstack-bootstrap, run, step-{i % 7}]\n".encode() for i in range(400))
     assert len(stable_gzip.compress(text)) < len(text) / 5
+
+
+def test_the_encoding_does_not_change_between_versions() -> None:
+    """The bytes are pinned: a faster encoder that wrote other bytes for the same document
+    would give every deployed pool a new launch template version, and so an instance refresh.
+    The digest was recorded with the first encoder (per-position insertion, per-symbol codes)
+    and held when its search and bit packing were rewritten for speed."""
+    text = b"".join(f"  - [slurmstack-bootstrap, run, step-{i % 7}]\n".encode() for i in range(400))
+    data = CASES["every length"] * 3 + random.Random(12).randbytes(5000) + text
+    packed = stable_gzip.compress(data)
+    assert (len(data), len(packed)) == (155_550, 8_360)
+    assert hashlib.sha256(packed).hexdigest() == (
+        "5b7d1154a5c467a85c3855f907ac79bf3d7762876535cc4abaf52ad7d929fa16"
+    )

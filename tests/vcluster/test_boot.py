@@ -54,7 +54,8 @@ def test_the_head_node_runs_from_the_config_store(vcluster: VirtualCluster) -> N
     assert head.run("mountpoint", "-q", "/var/spool/slurmctld", check=False).returncode == 0
     assert head.run("systemctl", "is-active", "slurmctld").stdout.strip() == "active"
     assert (
-        head.run("systemctl", "is-enabled", "slurmstack-reaper.timer").stdout.strip() == "enabled"
+        head.run("systemctl", "is-enabled", "slurmstack-controller.timer").stdout.strip()
+        == "enabled"
     )
 
 

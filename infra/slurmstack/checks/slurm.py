@@ -65,6 +65,14 @@ MANAGED_SLURM_KEYS = frozenset(
         "MessageTimeout",
         "UnkillableStepTimeout",
         "BatchStartTimeout",
+        # health and repair: the node's checks (README, "When nodes fail"), the reboots the
+        # controller asks for and how long they may take, jobs requeued off failed nodes.
+        "HealthCheckProgram",
+        "HealthCheckInterval",
+        "HealthCheckNodeState",
+        "RebootProgram",
+        "ResumeTimeout",
+        "JobRequeue",
         "NodeName",
         "NodeSet",
         "PartitionName",
@@ -219,7 +227,6 @@ POWER_SAVING_KEYS = frozenset(
         "ResumeProgram",
         "ResumeFailProgram",
         "ResumeRate",
-        "ResumeTimeout",
         "SuspendProgram",
         "SuspendRate",
         "SuspendTime",

@@ -5,8 +5,9 @@
 #   install          the node agent from the config store (each file checked by its sha256)
 #   run CMD...       one step, e.g. `run slurmstack-node mounts`
 #   done             write the done marker
-# A failing step is named on the console and in the failed marker; a worker then marks itself
-# Unhealthy so its Auto Scaling group replaces it (or powers off when it cannot).
+# A failing step is named on the console and in the failed marker; a worker then copies its
+# logs to the bucket (once the agent is installed) and marks itself Unhealthy so its Auto
+# Scaling group replaces it (or powers off when it cannot).
 import os
 import subprocess
 import sys
@@ -143,6 +144,10 @@ def report_failure(
     write_marker(BOOTSTRAP_FAILED, f"step `{step}`: {detail}", root)
     if env is None or env.role == HEAD_ROLE:
         return  # the head stays up for an operator to look at (so does a node of no known role)
+    agent = os.path.join(root, AGENT_PATH.lstrip("/"))
+    if os.path.exists(agent):  # installed: its logs go to the bucket before it is replaced
+        why = f"boot step {step} failed"
+        run(["timeout", "120", agent, "ship-logs", "--why", why], check=False)
     try:
         with open(os.path.join(root, INSTANCE_ID_FILE.lstrip("/"))) as handle:
             instance = handle.read().strip()

@@ -14,8 +14,9 @@ from . import (
     accounting_db,
     associations,
     config_sync,
-    health,
+    controller,
     lnet,
+    logs,
     mounts,
     munge,
     params,
@@ -25,7 +26,8 @@ from . import (
     usage,
 )
 from .context import Context, log
-from .power import environment, resume, suspend, sweep
+from .health import boot, periodic
+from .power.handlers import POWER_ROWS
 
 Handler = Callable[[Context, argparse.Namespace], int]
 
@@ -58,7 +60,46 @@ def _sync_config(ctx: Context, _args: argparse.Namespace) -> int:
 
 
 def _health(ctx: Context, _args: argparse.Namespace) -> int:
-    return 1 if health.health(ctx) else 0
+    return 1 if boot.health(ctx) else 0
+
+
+def _health_check(ctx: Context, _args: argparse.Namespace) -> int:
+    return periodic.health_check(ctx)
+
+
+def _ship_logs_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--why", default="asked", help="recorded with the logs")
+
+
+def _ship_logs(ctx: Context, args: argparse.Namespace) -> int:
+    print(json.dumps({"written": logs.ship_logs(ctx, args.why)}))
+    return 0
+
+
+def _control_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dry-run", action="store_true", help="print what a pass would do")
+
+
+def _control(ctx: Context, args: argparse.Namespace) -> int:
+    result = controller.control(ctx, dry_run=args.dry_run)
+    print(json.dumps(result, sort_keys=True))
+    return 1 if any(not a.get("ok", True) for a in result.get("actions", [])) else 0
+
+
+def _breaker_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("verb", nargs="?", choices=("status", "reset"), default="status")
+    parser.add_argument("pool", nargs="?", help="the pool whose breaker to reset")
+
+
+def _breaker(ctx: Context, args: argparse.Namespace) -> int:
+    if args.verb == "reset":
+        if not args.pool:
+            print("breaker reset needs a pool: slurmstack-node breaker reset <pool>")
+            return 2
+        print(json.dumps(controller.reset_breaker(ctx, args.pool), sort_keys=True))
+    else:
+        print(json.dumps(controller.breakers(ctx), indent=1, sort_keys=True))
+    return 0
 
 
 def _reap_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,36 +119,6 @@ def _reap(ctx: Context, args: argparse.Namespace) -> int:
     result = reaper.reap(ctx, grace=args.grace, ec2=not args.no_ec2, dry_run=args.dry_run)
     print(json.dumps(result, sort_keys=True))
     return 1 if result["failed"] else 0
-
-
-def _hostlist_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("hostlist", help="the nodes, as a Slurm hostlist (e.g. gpu-e[1-4])")
-
-
-def _power(step: Callable[[Context, str], dict[str, object]], program: str) -> Handler:
-    """A program slurmctld runs: its environment first (power.environment), then the step."""
-
-    def run(ctx: Context, args: argparse.Namespace) -> int:
-        environment.prepare(ctx, program)
-        result = step(ctx, args.hostlist)
-        log(f"{program}: {json.dumps(result, sort_keys=True)}")
-        print(json.dumps(result, sort_keys=True))
-        return 0
-
-    return run
-
-
-def _sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dry-run", action="store_true", help="print what would be done")
-
-
-def _sweep(ctx: Context, args: argparse.Namespace) -> int:
-    environment.prepare(ctx, Command.POWER_SWEEP.value)
-    result = sweep.sweep(ctx, dry_run=args.dry_run)
-    if result["returned"] or result["terminated"]:
-        log(f"{Command.POWER_SWEEP.value}: {json.dumps(result, sort_keys=True)}")
-    print(json.dumps(result, sort_keys=True))
-    return 0
 
 
 def _accounting_db(ctx: Context, _args: argparse.Namespace) -> int:
@@ -175,9 +186,27 @@ COMMANDS: tuple[Subcommand, ...] = (
     ),
     Subcommand(
         Command.HEALTH,
-        "expected GPUs, Neuron and EFA devices present? If not, mark the instance Unhealthy in "
-        "its Auto Scaling group and exit non-zero (slurmd never starts)",
+        "(worker, before every slurmd start) the boot health check: GPU, Neuron and EFA "
+        "devices present, nvidia-smi answering for every GPU with no ECC error pending, EFA "
+        "ports ACTIVE, shared file systems answering; on the instance's first boot DCGM's "
+        "diagnostic. On failure: logs to the bucket, the instance marked Unhealthy in its Auto "
+        "Scaling group, exit non-zero (slurmd never starts)",
         _health,
+    ),
+    Subcommand(
+        Command.HEALTH_CHECK,
+        "(worker; Slurm's HealthCheckProgram, every HealthCheckInterval) the cheap checks, new "
+        "critical XIDs in the kernel log, file systems, full volumes, EC2's spot notice: a "
+        "finding drains the node with `slurmstack:<check>: <detail>` and copies its logs to the "
+        "bucket; a terminating instance copies its logs",
+        _health_check,
+    ),
+    Subcommand(
+        Command.SHIP_LOGS,
+        "(worker) copy this node's boot, health and slurmd logs to the cluster bucket, under "
+        "logs/<pool>/<instance ARN>/",
+        _ship_logs,
+        _ship_logs_arguments,
     ),
     Subcommand(
         Command.SCRATCH,
@@ -208,41 +237,29 @@ COMMANDS: tuple[Subcommand, ...] = (
         Command.REAP,
         "(head) delete the records of dead dynamic nodes: a replaced instance registers under "
         "a new name and the old record would stay DOWN for ever. Only nodes of the cluster's "
-        "pools that slurmctld itself marked DOWN and not responding, with no job, longer than "
-        "the grace period ago, and no live instance of the cluster at their address; run "
-        "every few minutes by slurmstack-reaper.timer",
+        "pools that slurmctld itself marked DOWN and not responding (or the controller, its "
+        "instance gone), with no job, longer than the grace period ago, and no live instance "
+        "of the cluster at their address; every controller pass does the same",
         _reap,
         _reap_arguments,
     ),
+    # Slurm's power saving for the elastic nodes (power-resume, -suspend, -resume-fail, -sweep).
+    *(Subcommand(*row) for row in POWER_ROWS),
     Subcommand(
-        Command.POWER_RESUME,
-        "(head; slurm.conf's ResumeProgram, run by slurmctld as SlurmUser) launch an instance "
-        "per elastic node of the hostlist with an EC2 Fleet of type instant from the pool's "
-        "launch template, tag it with its node name, set the node's address in Slurm; nodes "
-        "that get none go DOWN with EC2's error (slurmstack:launch: ...) and their pool waits",
-        _power(resume.resume, Command.POWER_RESUME.value),
-        _hostlist_argument,
+        Command.CONTROL,
+        "(head; slurmstack-controller.timer, every minute) one pass of the controller: nodes "
+        "rebooted, replaced or left by their reason, a node whose instance is gone set DOWN, "
+        "Capacity Blocks drained before their end, terminating instances drained and let go "
+        "once their jobs end, dead records deleted; each action in the controller's log",
+        _control,
+        _control_arguments,
     ),
     Subcommand(
-        Command.POWER_SUSPEND,
-        "(head; SuspendProgram) terminate the instances of the elastic nodes of the hostlist",
-        _power(suspend.suspend, Command.POWER_SUSPEND.value),
-        _hostlist_argument,
-    ),
-    Subcommand(
-        Command.POWER_RESUME_FAIL,
-        "(head; ResumeFailProgram) terminate the instances of elastic nodes that did not "
-        "register within ResumeTimeout; their pool waits before it launches again",
-        _power(suspend.resume_fail, Command.POWER_RESUME_FAIL.value),
-        _hostlist_argument,
-    ),
-    Subcommand(
-        Command.POWER_SWEEP,
-        "(head, as SlurmUser) return to service the powered-down elastic nodes a failed launch "
-        "(once their pool's retry is due), a health check or Slurm took out; terminate "
-        "instances no elastic node owns; run every minute by slurmstack-power.timer",
-        _sweep,
-        _sweep_arguments,
+        Command.BREAKER,
+        "(head) the pools' circuit breakers: `breaker` shows them, `breaker reset <pool>` "
+        "closes one (automatic replacement resumes)",
+        _breaker,
+        _breaker_arguments,
     ),
     Subcommand(
         Command.ACCOUNTING_DB,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..contract import (
+    CONTROLLER_TIMER,
     HEAD_ROLE,
     POWER_TIMER,
-    REAPER_TIMER,
     SLURM_CONF_PATH,
     DeployParameter,
     matches_key,
@@ -21,14 +21,17 @@ from .context import AgentError, Context, log, write_atomic
 # ("node count has changed before reconfiguration ... You have to restart slurmctld",
 # read_config.c, Slurm 23.11).
 RESTART_KEYS = ("MaxNodeCount", "SlurmctldPort", "SlurmdPort", "SlurmctldParameters", "NodeName")
-# The reaper's timer and the elastic nodes' sweep (head node) are enabled by sync-config
-# wherever they are merely disabled; an operator turns one off for good with `systemctl mask`.
-REAPER_TIMER_PATH = unit_path(REAPER_TIMER)
-HEAD_TIMERS = (REAPER_TIMER, POWER_TIMER)
+# The controller's timer (head node) is enabled by sync-config wherever it is merely disabled;
+# an operator stops the controller for good with `systemctl mask slurmstack-controller.timer`.
+CONTROLLER_TIMER_PATH = unit_path(CONTROLLER_TIMER)
+# The reaper's timer of agents before the controller, which the controller's pass now includes:
+# one loop on the head, so an older head's reaper timer is stopped where it is still enabled.
+SUPERSEDED_TIMERS = ("slurmstack-reaper.timer",)
+EXECUTABLE_DIRS = ("/usr/local/bin/", "/usr/local/sbin/")
 
 
 def file_mode(node_path: str) -> int:
-    executable = node_path.startswith("/usr/local/bin/") or node_path.endswith(".sh")
+    executable = node_path.startswith(EXECUTABLE_DIRS) or node_path.endswith(".sh")
     return 0o755 if executable else 0o644
 
 
@@ -82,8 +85,9 @@ def sync_config(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> li
     if any(p.startswith("/etc/systemd/") for p in changed):
         ctx.sh("systemctl", "daemon-reload", check=False)
     if role == HEAD_ROLE:
-        for timer in HEAD_TIMERS:
-            _enable_timer(ctx, timer)
+        _enable_controller(ctx)
+        # The elastic nodes' sweep, once a pool is elastic.
+        _enable_timer(ctx, POWER_TIMER)
     if role == HEAD_ROLE and SLURM_CONF_PATH in changed and old_slurm_conf:
         new = system.read(ctx, SLURM_CONF_PATH) or ""
         if restart_keys(old_slurm_conf) != restart_keys(new):
@@ -103,3 +107,18 @@ def _enable_timer(ctx: Context, timer: str) -> None:
     state = ctx.sh("systemctl", "is-enabled", timer, check=False).stdout.strip()
     if state == "disabled":
         ctx.sh("systemctl", "enable", "--now", timer, check=False)
+
+
+def _enable_controller(ctx: Context) -> None:
+    """Enable the controller's timer where it is installed and merely disabled: on a new head
+    node, and on one that got the timer from an older agent. A masked timer stays off. The
+    reaper timer it supersedes is stopped where an older agent enabled it."""
+    if not ctx.path(CONTROLLER_TIMER_PATH).exists():
+        return
+    state = ctx.sh("systemctl", "is-enabled", CONTROLLER_TIMER, check=False).stdout.strip()
+    if state == "disabled":
+        ctx.sh("systemctl", "enable", "--now", CONTROLLER_TIMER, check=False)
+    for timer in SUPERSEDED_TIMERS:
+        if ctx.sh("systemctl", "is-enabled", timer, check=False).stdout.strip() == "enabled":
+            log(f"{timer} is superseded by {CONTROLLER_TIMER}: disabling it")
+            ctx.sh("systemctl", "disable", "--now", timer, check=False)

@@ -3,9 +3,9 @@ filesystem path goes through it, so tests run on fake device trees), its AWS cli
 command runner, the clock, the metadata service and user lookup; and the node's three files
 of the contract (bootstrap.env, node.json, node.env), read through the contract's readers.
 
-Each concern module (params, config_sync, munge, health, scratch, mounts, lnet, state_volume,
-reaper, accounting_db, associations, usage) is a set of functions of a Context; nothing
-inherits from anything.
+Each concern module (params, config_sync, munge, scratch, mounts, lnet, state_volume, reaper,
+logs, accounting_db, associations, usage) and subpackage (health, controller) is a set of
+functions of a Context; nothing inherits from anything.
 """
 
 from __future__ import annotations
@@ -81,11 +81,20 @@ def imds_get(path: str) -> str:
     )
     with urllib.request.urlopen(token_req, timeout=5) as response:
         token = response.read().decode()
-    req = urllib.request.Request(
-        f"{IMDS}/meta-data/{path}", headers={"X-aws-ec2-metadata-token": token}
-    )
+    # dynamic/... (the instance identity document) sits beside meta-data/.
+    url = f"{IMDS}/{path}" if path.startswith("dynamic/") else f"{IMDS}/meta-data/{path}"
+    req = urllib.request.Request(url, headers={"X-aws-ec2-metadata-token": token})
     with urllib.request.urlopen(req, timeout=5) as response:
         return str(response.read().decode())
+
+
+def metadata(ctx: Context, path: str) -> str | None:
+    """A metadata value, or None where the service has none (404: no spot notice, no lifecycle
+    state outside an Auto Scaling group) or does not answer."""
+    try:
+        return ctx.imds(path)
+    except (KeyError, OSError):  # KeyError: a test's table; HTTPError and URLError are OSErrors
+        return None
 
 
 def user_ids(name: str) -> tuple[int, int]:
@@ -213,6 +222,14 @@ class Context:
 
     def sh(self, *cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return self.run(list(cmd), check=check)
+
+    def bounded(
+        self, seconds: float, *cmd: str, check: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        """``cmd`` killed after ``seconds`` (coreutils timeout: exit status 124; 127 when the
+        command is not installed). A GPU that fell off the bus or a hung file system makes
+        nvidia-smi and stat hang, and slurmd kills a HealthCheckProgram after 60 s."""
+        return self.run(["timeout", "-k", "5", f"{seconds:g}", *cmd], check=check)
 
     def ok(self, *cmd: str) -> str:
         """Run ``cmd``; its output, or an AgentError (which the caller may retry)."""

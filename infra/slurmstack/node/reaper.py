@@ -9,9 +9,11 @@ from ..contract import (
     CLUSTER_TAG,
     POOL_TAG,
     REAPER_GRACE_SECONDS,
+    Check,
     PoolRef,
     is_node_name_of,
     node_name,
+    parse_reason,
 )
 from .context import AgentError, Context, log
 from .slurm_records import SCONTROL, parse_node_line, slurm_time
@@ -155,9 +157,11 @@ def reap_verdict(
     with no flag outside REAPABLE_FLAGS, nothing allocated, a reason stamped by SlurmUser
     whose every part is one of SLURM_REASONS (slurmctld's own "Not responding", or a drain
     Slurm itself set: an operator's reason stays for the operator, also when Slurm >= 23.02
-    appended its own to it and re-stamped it), and DOWN for at least ``grace`` seconds. The DOWN time is the reason's
-    stamp, which slurmctld sets when it marks the node DOWN; LastBusyTime and SlurmdStartTime
-    count when later, so an older reason cannot shorten the grace."""
+    appended its own to it and re-stamped it), or the controller's own
+    `slurmstack:instance-gone:` (it found no live instance at the node's address), and DOWN
+    for at least ``grace`` seconds. The DOWN time is the reason's stamp, which slurmctld sets
+    when it marks the node DOWN; LastBusyTime and SlurmdStartTime count when later, so an older
+    reason cannot shorten the grace."""
     name = node.get("NodeName", "")
     pool = _pool_of(name, pools)
     if pool is None:
@@ -169,7 +173,9 @@ def reap_verdict(
         return "not a dynamic node"
     if base != "DOWN":
         return f"{base}, not DOWN"
-    if "NOT_RESPONDING" not in flags:
+    # The controller set it DOWN itself, having seen no live instance at its address.
+    gone = (parse_reason(node.get("Reason", "")) or ("", ""))[0] == Check.INSTANCE_GONE
+    if "NOT_RESPONDING" not in flags and not gone:
         return "DOWN but slurmd responds"
     others = sorted(set(flags) - REAPABLE_FLAGS)
     if others:
@@ -179,6 +185,21 @@ def reap_verdict(
     user = node.get("ReasonUser")
     if user is None:
         return "its reason carries no stamp"
+    kept = None if gone else _operator_reason(node, user, slurm_users)
+    if kept is not None:
+        return kept
+    times = [slurm_time(node.get(k)) for k in ("ReasonTime", "LastBusyTime", "SlurmdStartTime")]
+    known = [t for t in times if t is not None]
+    if not known:
+        return "no time to measure the grace period from"
+    down_for = now - max(known)
+    if down_for < grace:
+        return f"DOWN for {int(down_for)} s, less than the grace period ({int(grace)} s)"
+    return None
+
+
+def _operator_reason(node: dict[str, str], user: str, slurm_users: set[str]) -> str | None:
+    """Why a reason is left for the operator, or None when it is Slurm's own."""
     if user not in slurm_users:
         return f"reason set by {user}, not by Slurm: left for the operator"
     foreign = [
@@ -192,11 +213,4 @@ def reap_verdict(
             f"reason {REASON_SEPARATOR.join(foreign)!r} is not Slurm's own (Slurm appended to "
             "it and stamped it): left for the operator"
         )
-    times = [slurm_time(node.get(k)) for k in ("ReasonTime", "LastBusyTime", "SlurmdStartTime")]
-    known = [t for t in times if t is not None]
-    if not known:
-        return "no time to measure the grace period from"
-    down_for = now - max(known)
-    if down_for < grace:
-        return f"DOWN for {int(down_for)} s, less than the grace period ({int(grace)} s)"
     return None

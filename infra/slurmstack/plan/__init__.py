@@ -5,20 +5,21 @@ definition is decided here, once, one module per concern: ``pools`` (Slurm's vie
 pool's nodes, EFA layout, placement, mounts, NCCL environment), ``head``, ``storage``
 (mounts, Lustre), ``network`` (subnets, where the head sits), ``slurm`` (MaxNodeCount,
 GresTypes, extra keys), ``images`` (the node images baked, and what each node's image must
-hold), ``accounting`` (slurmdbd, its database, accounts, users, QoS and the usage report's
-prices); ``cluster`` puts them together (``build_plan``). Rules the checks apply too live in
-modules of their own (slurmstack.efa, slurmstack.subnets, slurmstack.fsx,
-slurmstack.accounting). ``build_plan`` expects a definition that passed the checks (it raises
-``PlanError`` when a fact it needs is missing, which the checks report first).
+hold), ``health`` (the checks nodes run, the head controller's repair policy), ``accounting``
+(slurmdbd, its database, accounts, users, QoS and the usage report's prices); ``cluster`` puts
+them together (``build_plan``). Rules the checks apply too live in modules of their own
+(slurmstack.efa, slurmstack.subnets, slurmstack.fsx, slurmstack.accounting). ``build_plan``
+expects a definition that passed the checks (it raises ``PlanError`` when a fact it needs is
+missing, which the checks report first).
 
 The names below are the plan's public surface (``from slurmstack.plan import ...``).
 """
 
 from slurmstack.contract import (
+    CONTROLLER_INTERVAL_SECONDS,
     HEAD_ROLE,
     NODE_INDEX_MAX,
     REAPER_GRACE_SECONDS,
-    REAPER_INTERVAL_MINUTES,
     SLURMCTLD_PORT,
     SLURMD_PORT,
     SRUN_PORT_RANGE,
@@ -47,6 +48,7 @@ from slurmstack.plan.accounting import (
 from slurmstack.plan.cluster import ClusterPlan, build_plan
 from slurmstack.plan.errors import PlanError
 from slurmstack.plan.head import HeadPlan
+from slurmstack.plan.health import HealthPlan
 from slurmstack.plan.images import (
     ImageKind,
     ImagePlan,
@@ -78,6 +80,7 @@ from slurmstack.plan.storage import LustrePlan, MountPlan
 from slurmstack.subnets import carve as subnets
 
 __all__ = [
+    "CONTROLLER_INTERVAL_SECONDS",
     "ENFORCE",
     "HEAD_ROLE",
     "INNODB_BUFFER_POOL_MAX_MIB",
@@ -93,7 +96,6 @@ __all__ = [
     "RDS_ENGINE_VERSION",
     "RDS_PARAMETER_FAMILY",
     "REAPER_GRACE_SECONDS",
-    "REAPER_INTERVAL_MINUTES",
     "RESERVED_CAPACITY",
     "RESUME_TIMEOUT_SECONDS",
     "SLURMCTLD_PORT",
@@ -108,6 +110,7 @@ __all__ = [
     "DeployParameter",
     "GpuPlan",
     "HeadPlan",
+    "HealthPlan",
     "ImageKind",
     "ImagePlan",
     "InterfaceType",

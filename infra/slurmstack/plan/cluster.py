@@ -18,6 +18,7 @@ from slurmstack.facts import resolve_facts
 from slurmstack.fsx import LUSTRE_EFA_CONNECTION_LIMIT
 from slurmstack.plan.errors import PlanError
 from slurmstack.plan.head import HeadPlan
+from slurmstack.plan.health import HealthPlan, plan_health
 from slurmstack.plan.network import head_in_public_subnet
 from slurmstack.plan.pools import PoolPlan, plan_pool
 from slurmstack.plan.slurm import gres_types, slurm_max_node_count, slurm_settings
@@ -40,6 +41,7 @@ class ClusterPlan:
     vpc_cidr: ipaddress.IPv4Network | None
     public_subnet_cidr: ipaddress.IPv4Network | None
     compute_subnet_cidr: ipaddress.IPv4Network | None
+    health: HealthPlan
 
     @property
     def max_node_count(self) -> int:
@@ -157,4 +159,5 @@ def build_plan(spec: ClusterSpec, catalog: Catalog | None = None) -> ClusterPlan
         vpc_cidr=vpc,
         public_subnet_cidr=public,
         compute_subnet_cidr=compute,
+        health=plan_health(spec.health),
     )

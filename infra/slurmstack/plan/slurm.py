@@ -10,9 +10,10 @@ from slurmstack.spec import ClusterSpec
 
 # MaxNodeCount headroom. A replacement instance usually gets a new private address, so it
 # registers as a new dynamic node while the record of the instance it replaces lives on:
-# slurmctld marks it DOWN ("Not responding") after SlurmdTimeout, and the head node's reaper
-# (`slurmstack-node reap`, run by slurmstack-reaper.timer every REAPER_INTERVAL_MINUTES)
-# deletes it once it has been DOWN for REAPER_GRACE_SECONDS (both in slurmstack.contract),
+# slurmctld marks it DOWN ("Not responding") after SlurmdTimeout, or the head node's controller
+# (slurmstack-controller.timer, every CONTROLLER_INTERVAL_SECONDS) as soon as its instance is
+# gone, and the controller deletes it once it has been DOWN for REAPER_GRACE_SECONDS (both in
+# slurmstack.contract),
 # unless a job, a reservation, an operator's reason or a live instance at its address holds
 # it. Until then, and during an instance refresh of a whole pool, every node can exist twice.
 # The count is rounded up to a multiple of MAX_NODE_COUNT_STEP because MaxNodeCount only takes

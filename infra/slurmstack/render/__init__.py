@@ -61,9 +61,9 @@ from slurmstack.render.node import (
 )
 from slurmstack.render.roles import roles
 from slurmstack.render.slurm import (
+    CONTROLLER_SERVICE_PATH,
+    CONTROLLER_TIMER_PATH,
     LNET_EFA_UNIT_PATH,
-    REAPER_SERVICE_PATH,
-    REAPER_TIMER_PATH,
     SLURMD_UNIT_PATH,
     Ports,
     cgroup_conf,
@@ -85,6 +85,8 @@ __all__ = [
     "BOOTSTRAP_PATH",
     "BOOTSTRAP_SOURCE",
     "CLOUD_INIT",
+    "CONTROLLER_SERVICE_PATH",
+    "CONTROLLER_TIMER_PATH",
     "ENROOT_CONF_PATH",
     "FABRIC_PROFILE_PATH",
     "HEAD_ROLE",
@@ -94,8 +96,6 @@ __all__ = [
     "NODE_DIR",
     "PACKAGE_DIR",
     "PYXIS_PLUGIN",
-    "REAPER_SERVICE_PATH",
-    "REAPER_TIMER_PATH",
     "SLURMCTLD_DROPIN_PATH",
     "SLURMD_UNIT_PATH",
     "SLURM_DIR",

@@ -90,9 +90,11 @@ def user_data(plan: ClusterPlan, role: str) -> str:
     return text
 
 
+@cache
 def bootstrap_source() -> str:
     """The first-boot script as it goes into the user data: the names it imports from the
-    contract are written into it, since nothing of slurmstack is on the node before it runs."""
+    contract are written into it, since nothing of slurmstack is on the node before it runs.
+    The same for every role, so made once per process (it was a third of a pool's cost)."""
     return inline_contract(BOOTSTRAP_SOURCE.read_text())
 
 

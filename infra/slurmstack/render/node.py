@@ -10,15 +10,17 @@ from slurmstack.contract import (
     AGENT_LIB_DIR,
     AGENT_PACKAGE,
     AGENT_PATH,
+    COMMAND_DIRS,
     ELASTIC_TAG,
     HEAD_ROLE,
+    HEALTH_CHECK_PROGRAM,
     POOL_ROLE,
     POOL_TAG,
     STATE_SAVE_LOCATION,
     STATE_VOLUME_DEVICE,
     STATE_VOLUME_MOUNT,
+    Command,
     ElasticPool,
-    Health,
     Mount,
     MountKind,
     NodeConfig,
@@ -26,6 +28,7 @@ from slurmstack.contract import (
     Scratch,
     StateVolume,
     node_name_prefix,
+    pool_group_name,
     pool_resource_name,
     resource_tags,
 )
@@ -59,16 +62,19 @@ def node_config(plan: ClusterPlan, pool: PoolPlan | None) -> NodeConfig:
         return replace(
             common,
             state_volume=StateVolume(STATE_VOLUME_DEVICE, STATE_VOLUME_MOUNT, STATE_SAVE_LOCATION),
-            # The reaper deletes dead records of these pools' nodes only.
-            pools=tuple(PoolRef(p.name, node_name_prefix(p.name), p.feature) for p in plan.pools),
+            # The controller looks after these pools' nodes only.
+            pools=tuple(pool_ref(plan, p) for p in plan.pools),
             elastic_pools=tuple(elastic_pool(plan, p) for p in plan.elastic_pools),
+            repair=plan.health.repair,
         )
     scratch = pool.local_scratch_mount
     return replace(
         common,
         node_name_prefix=node_name_prefix(pool.name),
         scratch=Scratch(scratch.path) if scratch is not None else None,
-        health=Health(pool.expected_gpus, pool.expected_neuron_devices, pool.expected_efa_devices),
+        health=plan.health.node_health(
+            pool.expected_gpus, pool.expected_neuron_devices, pool.expected_efa_devices
+        ),
         # EFA interfaces LNet uses for Lustre; 0: the pool mounts Lustre over TCP.
         lustre_efa_interfaces=pool.lustre_efa_interfaces if plan.lustre is not None else None,
         elastic=pool.elastic,
@@ -98,6 +104,17 @@ def elastic_pool(plan: ClusterPlan, pool: PoolPlan) -> ElasticPool:
     )
 
 
+def pool_ref(plan: ClusterPlan, pool: PoolPlan) -> PoolRef:
+    return PoolRef(
+        name=pool.name,
+        node_name_prefix=node_name_prefix(pool.name),
+        feature=pool.feature,
+        group=pool_group_name(plan.name, pool.name),
+        capacity_type=pool.capacity.type.value,
+        reservation_id=pool.capacity.reservation_id or "",
+    )
+
+
 def agent_modules() -> tuple[Path, ...]:
     """The node agent's modules, as the nodes receive them: the package's __init__, the
     contract, and every module of slurmstack/node and its subpackages but the bootstrap,
@@ -109,10 +126,17 @@ def agent_modules() -> tuple[Path, ...]:
 
 def agent_files() -> dict[str, str]:
     """Absolute node path -> text: the agent's launcher and its modules, for every role."""
-    launcher = render_template(
-        "node/slurmstack-node.j2", lib_dir=AGENT_LIB_DIR, module=f"{AGENT_PACKAGE}.node.cli"
+    cli = f"{AGENT_PACKAGE}.node.cli"
+    launcher = render_template("node/slurmstack-node.j2", lib_dir=AGENT_LIB_DIR, module=cli)
+    # Slurm's HealthCheckProgram takes no arguments and runs with no PATH.
+    health_check = render_template(
+        "node/slurmstack-node.j2",
+        lib_dir=AGENT_LIB_DIR,
+        module=cli,
+        command=Command.HEALTH_CHECK.value,
+        path=":".join(COMMAND_DIRS),
     )
-    files = {AGENT_PATH: launcher}
+    files = {AGENT_PATH: launcher, HEALTH_CHECK_PROGRAM: health_check}
     for module in agent_modules():
         files[f"{AGENT_DIR}/{module.relative_to(PACKAGE_DIR).as_posix()}"] = module.read_text()
     return files

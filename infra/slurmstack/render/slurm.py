@@ -1,5 +1,5 @@
 """Slurm's files: slurm.conf, gres.conf, cgroup.conf, plugstack.conf (the head node serves
-them configless), and the systemd units of Slurm's daemons and of the head's reaper."""
+them configless), and the systemd units of Slurm's daemons and of the head's controller."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ import re
 from dataclasses import dataclass
 
 from slurmstack.contract import (
+    CONTROLLER_INTERVAL_SECONDS,
+    CONTROLLER_SERVICE,
+    CONTROLLER_TIMER,
+    DEEP_DIAGNOSTIC_SECONDS,
     LNET_EFA_UNIT,
     POWER_PROGRAMS,
     POWER_SERVICE,
@@ -14,9 +18,6 @@ from slurmstack.contract import (
     POWER_TIMER,
     PYXIS_PLUGIN,
     REAPER_GRACE_SECONDS,
-    REAPER_INTERVAL_MINUTES,
-    REAPER_SERVICE,
-    REAPER_TIMER,
     RESUME_FAIL_PROGRAM,
     RESUME_PROGRAM,
     SLURM_USER,
@@ -37,12 +38,13 @@ from slurmstack.plan import (
     PoolPlan,
     accounting_plan,
 )
+from slurmstack.plan.health import REBOOT_TIMEOUT_SECONDS
 from slurmstack.render.templates import render_template
 
 SLURMD_UNIT_PATH = unit_path(SLURMD_UNIT)
-# The head node's dead-node reaper (`slurmstack-node reap`) and the timer that runs it.
-REAPER_SERVICE_PATH = unit_path(REAPER_SERVICE)
-REAPER_TIMER_PATH = unit_path(REAPER_TIMER)
+# The head node's controller (`slurmstack-node control`) and the timer that runs it.
+CONTROLLER_SERVICE_PATH = unit_path(CONTROLLER_SERVICE)
+CONTROLLER_TIMER_PATH = unit_path(CONTROLLER_TIMER)
 # Pools that reach an EFA-enabled Lustre file system over EFA: LNet setup before the mount.
 LNET_EFA_UNIT_PATH = unit_path(LNET_EFA_UNIT)
 # The head's sweep of the elastic nodes (`slurmstack-node power-sweep`) and its timer.
@@ -66,6 +68,7 @@ def slurm_conf(plan: ClusterPlan) -> str:
         state_save_location=STATE_SAVE_LOCATION,
         resume_timeout=RESUME_TIMEOUT_SECONDS,
         suspend_timeout=SUSPEND_TIMEOUT_SECONDS,
+        reboot_timeout=REBOOT_TIMEOUT_SECONDS,
         accounting=accounting_plan(plan),
     )
 
@@ -88,15 +91,17 @@ def slurmctld_dropin(plan: ClusterPlan) -> str:
     )
 
 
-def reaper_service(plan: ClusterPlan) -> str:
+def controller_service(plan: ClusterPlan) -> str:
     return render_template(
-        "systemd/slurmstack-reaper.service.j2", plan=plan, grace_seconds=REAPER_GRACE_SECONDS
+        "systemd/slurmstack-controller.service.j2", plan=plan, grace_seconds=REAPER_GRACE_SECONDS
     )
 
 
-def reaper_timer(plan: ClusterPlan) -> str:
+def controller_timer(plan: ClusterPlan) -> str:
     return render_template(
-        "systemd/slurmstack-reaper.timer.j2", plan=plan, interval_minutes=REAPER_INTERVAL_MINUTES
+        "systemd/slurmstack-controller.timer.j2",
+        plan=plan,
+        interval_seconds=CONTROLLER_INTERVAL_SECONDS,
     )
 
 
@@ -151,6 +156,8 @@ def slurmd_unit(plan: ClusterPlan, pool: PoolPlan) -> str:
         pool=pool,
         ports=Ports(),
         scratch_mount_unit=mount_unit_name(scratch.path) if scratch is not None else None,
+        # The boot health check's time: the deep diagnostic on a first boot, and the rest.
+        start_timeout=DEEP_DIAGNOSTIC_SECONDS + 300,
     )
 
 

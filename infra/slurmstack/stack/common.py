@@ -35,6 +35,9 @@ from slurmstack.contract import (
 from slurmstack.contract import (
     STATE_VOLUME_DEVICE as STATE_VOLUME_DEVICE,
 )
+from slurmstack.contract import (
+    partition as partition,
+)
 from slurmstack.plan import ClusterPlan
 
 
@@ -82,15 +85,6 @@ def resource_name(cluster: str, role: Role | str, pool: str | None = None) -> st
 def tags(plan: ClusterPlan, role: Role, name: str | None = None, **extra: str) -> dict[str, str]:
     """The definition's tags, then slurmstack's own (which the definition cannot override)."""
     return resource_tags(plan.spec.tags, plan.name, role.value, name, **extra)
-
-
-def partition(region: str) -> str:
-    """AWS partition of a region (ARNs and managed-policy ARNs depend on it)."""
-    if region.startswith("cn-"):
-        return "aws-cn"
-    if region.startswith("us-gov-"):
-        return "aws-us-gov"
-    return "aws"
 
 
 def ssm_parameter_arn(region: str, account: str, name: str) -> str:

@@ -12,16 +12,22 @@ What each node may do, and nothing else:
   (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2autoscaling.html,
   SetInstanceHealth: resource autoScalingGroup*, keys autoscaling:ResourceTag/${TagKey},
   aws:ResourceTag/${TagKey}), so "its own pool" is as narrow as IAM can say: one role per pool;
-- the head node: find the cluster's instances (the reaper) and mark an instance of any of the
-  cluster's groups Unhealthy, so its group replaces it (the head's repair path); with elastic
-  pools, launch their instances from the cluster's launch templates (EC2 Fleet), name and
-  terminate them, and nothing else (power_statements);
-- a node of an elastic pool: read its own tags (an elastic instance's node name).
+- a node of an elastic pool: read its own tags (an elastic instance's node name);
+- a pool node: write its own logs to the bucket, under logs/<pool>/<its instance ARN>/ and
+  nowhere else: IAM's policy variable ec2:SourceInstanceARN names the calling instance (its
+  role's credentials carry it), so one node cannot write or overwrite another's logs;
+- the head node (its controller): find the cluster's instances, groups and Capacity Blocks
+  (read-only); for any of the cluster's groups, mark an instance Unhealthy (so its group
+  replaces it), keep alive and complete the drain lifecycle action of a terminating instance,
+  and suspend or resume the group's replacement of Unhealthy instances (the circuit breaker);
+  read the nodes' logs (to see that they arrived before an instance goes); with elastic
+  pools (its power programs), launch their instances from the cluster's launch templates (EC2
+  Fleet), name and terminate them, and nothing else (power_statements).
 
-No node writes to the bucket: job users cannot reach the instance role at all (only root
-reaches the metadata service, slurmstack.imds_firewall), so its data access would serve only
-someone who is already root on a node. Jobs reach datasets and checkpoints through /fsx (the
-data repository association) or with credentials of their own.
+No node writes anything else to the bucket: job users cannot reach the instance role at all
+(only root reaches the metadata service, slurmstack.imds_firewall), so its data access would
+serve only someone who is already root on a node. Jobs reach datasets and checkpoints through
+/fsx (the data repository association) or with credentials of their own.
 """
 
 from __future__ import annotations
@@ -33,9 +39,11 @@ from slurmstack.contract import (
     CONFIG_PREFIX,
     ELASTIC_TAG,
     IMAGE_PREFIX,
+    LOGS_PREFIX,
     NODE_NAME_TAG,
     POOL_TAG,
     ROLE_TAG,
+    log_prefix,
 )
 from slurmstack.plan import ClusterPlan, PoolPlan, accounting_plan
 from slurmstack.stack.common import Role, partition, resource_name, ssm_parameter_arn
@@ -346,24 +354,37 @@ def head_policy(
         )
     statements += [
         {
-            # Replace a node: its group terminates and relaunches it. Any of this cluster's
-            # groups (name pattern), and only groups tagged as this cluster's (another cluster
-            # may be named "<this>-pool-x").
-            "Sid": "ReplaceClusterNodes",
+            # The controller's repairs: replace a node (its group terminates and relaunches
+            # it), hold a terminating instance in the drain hook and let it go, stop and resume
+            # a group's replacements (the breaker). Any of this cluster's groups (name
+            # pattern), and only groups tagged as this cluster's (another cluster may be named
+            # "<this>-pool-x").
+            "Sid": "RepairClusterNodes",
             "Effect": "Allow",
-            "Action": ["autoscaling:SetInstanceHealth"],
+            "Action": list(HEAD_GROUP_ACTIONS),
             "Resource": [asg_arn(plan, account, resource_name(plan.name, Role.POOL) + "-*")],
             "Condition": {"StringEquals": {f"aws:ResourceTag/{CLUSTER_TAG}": plan.name}},
         },
         {
-            # Read-only, and EC2's Describe calls take no resource (only ec2:Region): the
-            # reaper filters by the cluster tag itself.
+            # Read-only, and these Describe calls take no resource: the controller filters by
+            # the cluster tag and its groups' names itself.
             "Sid": "FindClusterInstances",
             "Effect": "Allow",
-            "Action": ["ec2:DescribeInstances"],
+            "Action": [
+                "ec2:DescribeInstances",
+                "ec2:DescribeCapacityReservations",
+                "autoscaling:DescribeAutoScalingGroups",
+            ],
             "Resource": ["*"],
         },
         *power_statements(plan, account),
+        {
+            # Whether a terminating node's logs arrived (HeadObject).
+            "Sid": "ReadNodeLogs",
+            "Effect": "Allow",
+            "Action": ["s3:GetObject"],
+            "Resource": [f"{bucket_arn}/{LOGS_PREFIX}*"],
+        },
     ]
     return {"Version": VERSION, "Statement": statements}
 
@@ -374,6 +395,16 @@ def pool_policy(
     """The inline policy of the role of ``pool``'s nodes."""
     statements = _common_statements(
         plan, account=account, bucket_arn=bucket_arn, secret_arn=secret_arn
+    )
+    statements.append(
+        {
+            # Logs outlive instances: a node writes its own logs, under its own instance's
+            # prefix only (the policy variable is the calling instance's ARN).
+            "Sid": "ShipOwnLogs",
+            "Effect": "Allow",
+            "Action": ["s3:PutObject"],
+            "Resource": [f"{bucket_arn}/{own_logs_prefix(pool)}*"],
+        }
     )
     statements.append(
         {
@@ -403,6 +434,24 @@ def pool_policy(
             }
         )
     return {"Version": VERSION, "Statement": statements}
+
+
+# The controller's calls on a group (each scoped to the cluster's groups by name and tag).
+HEAD_GROUP_ACTIONS = (
+    "autoscaling:SetInstanceHealth",
+    "autoscaling:CompleteLifecycleAction",
+    "autoscaling:RecordLifecycleActionHeartbeat",
+    "autoscaling:SuspendProcesses",
+    "autoscaling:ResumeProcesses",
+)
+# IAM's policy variable for the ARN of the instance whose role credentials sign a request.
+SOURCE_INSTANCE_ARN = "${ec2:SourceInstanceARN}"
+
+
+def own_logs_prefix(pool: PoolPlan) -> str:
+    """The bucket prefix a node of ``pool`` may write: its own instance's (contract.log_prefix,
+    the ARN left to IAM)."""
+    return log_prefix(pool.name, SOURCE_INSTANCE_ARN)
 
 
 def image_component_arn(plan: ClusterPlan, account: str) -> str:

@@ -7,15 +7,32 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
+import re
 
 from slurmstack import render, stable_gzip
 from slurmstack.plan import ClusterPlan
 
+# A part starts at each file cloud-init writes: the parts that differ between pools (the header
+# with their name, the environment, the firewall) are small, and the first-boot script, the
+# largest, is the same in every document. Fewer parts compress better (no match crosses a part).
+PART_START = re.compile(rb"^(?=  - path: )", re.MULTILINE)
+
+
+def document_parts(document: bytes) -> list[bytes]:
+    """``document`` cut before each ``write_files`` entry; the parts joined are the document."""
+    starts = [m.start() for m in PART_START.finditer(document) if m.start() > 0]
+    bounds = [0, *starts, len(document)]
+    return [document[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+
 
 def ec2_user_data(plan: ClusterPlan, role: str) -> bytes:
     """The bytes EC2 gets for ``role``: the same for the same document on every machine (see
-    slurmstack.stable_gzip), so a deploy from elsewhere changes no launch template."""
-    data = stable_gzip.compress(render.user_data(plan, role).encode())
+    slurmstack.stable_gzip), so a deploy from elsewhere changes no launch template. One gzip
+    member per part of the document, so the parts every pool shares are encoded once: at 64
+    pools this was half of the program's time per pool."""
+    document = render.user_data(plan, role).encode()
+    data = stable_gzip.compress_parts(document_parts(document))
     if len(data) > render.USER_DATA_LIMIT:
         raise ValueError(
             f"user data of {role} is {len(data)} bytes gzip-compressed, over EC2's "

@@ -9,7 +9,12 @@ import pulumi
 import pulumi_aws.autoscaling as autoscaling
 import pulumi_aws.ec2 as ec2
 
-from slurmstack.contract import POOL_TAG, pool_resource_name
+from slurmstack.contract import (
+    DRAIN_HOOK_HEARTBEAT_SECONDS,
+    DRAIN_HOOK_NAME,
+    POOL_TAG,
+    pool_group_name,
+)
 from slurmstack.plan import ClusterPlan, InterfaceType, PoolPlan
 from slurmstack.spec import CapacityType
 from slurmstack.stack.common import ROOT_DEVICE, Role, tags
@@ -22,8 +27,8 @@ HEALTH_CHECK_GRACE_SECONDS = 900
 
 def pool_name(plan: ClusterPlan, pool: PoolPlan) -> str:
     """Name of the pool's launch template, placement group and Auto Scaling group (the
-    contract's pool_resource_name: the power programs launch from the template by it)."""
-    return pool_resource_name(plan.name, pool.name)
+    contract's: the head's controller finds the group by it)."""
+    return pool_group_name(plan.name, pool.name)
 
 
 def instance_refresh(plan: ClusterPlan) -> autoscaling.GroupInstanceRefreshArgs:
@@ -32,9 +37,8 @@ def instance_refresh(plan: ClusterPlan) -> autoscaling.GroupInstanceRefreshArgs:
     the pool in service, each new node given instance_warmup_seconds to boot and join before
     the next batch. Nodes already on the new version are skipped.
 
-    Each replaced node leaves through the group's termination path, so a termination
-    lifecycle hook (autoscaling:EC2_INSTANCE_TERMINATING) on the group drains it in Slurm
-    first; that hook belongs to the health and repair work (DRAIN_HOOK_POINT below)."""
+    Each replaced node leaves through the group's termination path, so the group's
+    termination lifecycle hook (drain_hook) drains it in Slurm first."""
     rollout = plan.spec.image.rollout
     return autoscaling.GroupInstanceRefreshArgs(
         strategy="Rolling",
@@ -49,9 +53,24 @@ def instance_refresh(plan: ClusterPlan) -> autoscaling.GroupInstanceRefreshArgs:
 
 
 # Where the drain-before-terminate lifecycle hook plugs in: the group's
-# initial_lifecycle_hooks (or an autoscaling.LifecycleHook on the group). Instance refreshes,
+# initial_lifecycle_hooks, so it exists before the group's first instance. Instance refreshes,
 # scale-in and the health check's replacements all terminate through it.
 DRAIN_HOOK_POINT = "autoscaling.Group.initial_lifecycle_hooks"
+
+
+def drain_hook() -> autoscaling.GroupInitialLifecycleHookArgs:
+    """No busy node is terminated: a terminating instance waits in this hook while the head
+    node's controller drains its node, sees its jobs end (up to health.scale_in_wait_minutes,
+    with a heartbeat every pass) and its logs reach the bucket, then completes the action. If
+    the controller is gone the action completes by itself (CONTINUE) once a heartbeat is
+    missed, so nothing waits for ever; AWS caps a wait at 48 hours or 100 heartbeat timeouts,
+    whichever is smaller (Amazon EC2 Auto Scaling User Guide, lifecycle hooks)."""
+    return autoscaling.GroupInitialLifecycleHookArgs(
+        name=DRAIN_HOOK_NAME,
+        lifecycle_transition="autoscaling:EC2_INSTANCE_TERMINATING",
+        heartbeat_timeout=DRAIN_HOOK_HEARTBEAT_SECONDS,
+        default_result="CONTINUE",
+    )
 
 
 def network_interfaces(
@@ -253,6 +272,7 @@ class WorkerPool(pulumi.ComponentResource):
             capacity_rebalance=pool.capacity.type is CapacityType.SPOT,
             # A new template version (a new image) rolls out in batches (see instance_refresh).
             instance_refresh=instance_refresh(plan),
+            initial_lifecycle_hooks=[drain_hook()],
             tags=[
                 {"key": key, "value": value, "propagate_at_launch": True}
                 for key, value in sorted(pool_tags.items())

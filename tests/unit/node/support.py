@@ -339,3 +339,73 @@ class NoAws:
 
     def client(self, *_args, **_kwargs):
         raise RuntimeError("Unable to locate credentials")
+
+
+# --- health checks ------------------------------------------------------------------------
+
+ACCOUNT = "123456789012"
+INSTANCE = "i-0123456789abcdef0"
+
+
+def identity(instance: str = INSTANCE) -> str:
+    """The metadata service's instance identity document (the fields ship-logs reads)."""
+    import json
+
+    return json.dumps({"accountId": ACCOUNT, "region": REGION, "instanceId": instance})
+
+
+class Answers(Runner):
+    """A node whose commands answer as scripted: ``answers`` maps a command's first words (the
+    `timeout -k 5 N` prefix of a bounded command dropped) to (exit status, stdout); anything
+    else succeeds with no output. Commands it was given are in ``calls``, unprefixed."""
+
+    def __init__(self, answers: dict[tuple[str, ...], tuple[int, str]] | None = None) -> None:
+        super().__init__()
+        self.answers = dict(answers or {})
+
+    def __call__(self, cmd: list[str], check: bool = True):
+        import subprocess
+
+        words = cmd[4:] if cmd[:2] == ["timeout", "-k"] else cmd
+        self.calls.append(words)
+        for prefix, (code, out) in sorted(self.answers.items(), key=lambda a: -len(a[0])):
+            if tuple(words[: len(prefix)]) == prefix:
+                if code and check:
+                    raise subprocess.CalledProcessError(code, cmd)
+                return subprocess.CompletedProcess(cmd, code, out, "")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+
+def nvidia_smi(gpus: int, broken: dict[int, str] | None = None) -> str:
+    """`nvidia-smi --query-gpu=index,pci.bus_id,ecc...,retired_pages.pending` of healthy GPUs,
+    with the fields of ``broken`` GPUs replaced."""
+    broken = broken or {}
+    rows = []
+    for i in range(gpus):
+        rows.append(broken.get(i, f"{i}, 00000000:{16 + i:02X}:00.0, 0, [N/A]"))
+    return "\n".join(rows) + "\n"
+
+
+def mounted_everything(root: Path, paths: list[str]) -> None:
+    """/proc/mounts listing ``paths``, as on a node whose mounts step ran."""
+    proc = root / "proc"
+    proc.mkdir(exist_ok=True)
+    lines = [f"fs{i} {p} nfs4 rw 0 0" for i, p in enumerate(paths)]
+    (proc / "mounts").write_text("\n".join(lines) + "\n")
+
+
+def efa_ports(root: Path, states: list[str]) -> None:
+    """/sys/class/infiniband/rdmap<i>s0/ports/1/state, one device per state."""
+    for i, state in enumerate(states):
+        port = root / f"sys/class/infiniband/rdmap{i}s0/ports/1"
+        port.mkdir(parents=True, exist_ok=True)
+        (port / "state").write_text(f"{state}\n")
+
+
+def kernel_log(root: Path, *messages: str, first: int = 1) -> None:
+    """/dev/kmsg as a regular file in its format, one record per message."""
+    dev = root / "dev"
+    dev.mkdir(exist_ok=True)
+    lines = [f"4,{first + i},{1000 * (first + i)},-;{m}" for i, m in enumerate(messages)]
+    with (dev / "kmsg").open("a") as handle:
+        handle.write("".join(line + "\n" for line in lines))

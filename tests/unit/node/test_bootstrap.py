@@ -20,7 +20,7 @@ from node.support import (
     publish_config,
     tamper,
 )
-from slurmstack.contract import PYXIS_PLUGIN, ImageItem
+from slurmstack.contract import HEALTH_CHECK_PROGRAM, PYXIS_PLUGIN, ImageItem
 from slurmstack.node import bootstrap
 from slurmstack.plan import role_image_contract
 from slurmstack.render import (
@@ -44,7 +44,10 @@ def test_bootstrap_installs_the_agent_from_the_store(aws, tmp_path: Path) -> Non
     node = make_node(tmp_path, aws, "train")
     target = bootstrap.install(node.bootstrap_env(), aws, root=str(tmp_path), poll=0)
     assert target == str(tmp_path / AGENT_PATH.lstrip("/"))
-    agent = {p: t for p, t in role_files(PLAN, "train").items() if p.startswith("/usr/local/")}
+    files = role_files(PLAN, "train")
+    # The HealthCheckProgram's launcher arrives with sync-config (slurmd needs it, not the boot).
+    assert HEALTH_CHECK_PROGRAM in files
+    agent = {p: t for p, t in files.items() if p.startswith(AGENT_LIB_DIR) or p == AGENT_PATH}
     modules = {f"{AGENT_DIR}/{m.relative_to(PACKAGE_DIR).as_posix()}": m for m in agent_modules()}
     assert sorted(agent) == sorted([AGENT_PATH, *modules])
     for path, text in agent.items():

@@ -119,14 +119,19 @@ class SystemctlRunner(Runner):
 @pytest.mark.parametrize(
     ("enabled", "enables"), [("disabled", True), ("masked", False), ("enabled", False)]
 )
-def test_sync_config_enables_the_reaper_timer_on_the_head(aws, tmp_path, enabled, enables) -> None:
+def test_sync_config_enables_the_controller_timer_on_the_head(
+    aws, tmp_path, enabled, enables
+) -> None:
     publish_config(aws, "head")
     run = SystemctlRunner(enabled)
     config_sync.sync_config(make_node(tmp_path, aws, "head", run=run), poll=0)
-    assert (tmp_path / config_sync.REAPER_TIMER_PATH.lstrip("/")).exists()
-    start = ["systemctl", "enable", "--now", config_sync.REAPER_TIMER]
+    assert (tmp_path / config_sync.CONTROLLER_TIMER_PATH.lstrip("/")).exists()
+    start = ["systemctl", "enable", "--now", config_sync.CONTROLLER_TIMER]
     assert (start in run.calls) is enables
-    # A pool node has no reaper.
+    # The reaper's timer of an older agent is stopped where it is enabled: one loop.
+    stop = ["systemctl", "disable", "--now", "slurmstack-reaper.timer"]
+    assert (stop in run.calls) is (enabled == "enabled")
+    # A pool node has no controller.
     pool = SystemctlRunner("disabled")
     config_sync.sync_config(make_node(tmp_path / "pool", aws, "train", run=pool), poll=0)
     assert not any("is-enabled" in c for c in pool.calls)

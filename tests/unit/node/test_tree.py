@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from slurmstack.node import bootstrap
-from slurmstack.render import AGENT_PATH, PACKAGE_DIR, agent_modules, bootstrap_source
+from slurmstack.render import PACKAGE_DIR, agent_modules, bootstrap_source
 
 
 def test_agent_is_self_contained() -> None:
@@ -77,7 +77,7 @@ def test_every_module_of_the_agent_reaches_every_node() -> None:
 
 
 def test_a_subpackage_of_the_agent_ships_too(tmp_path: Path, monkeypatch) -> None:
-    """A later subpackage (a controller) reaches the nodes without a change to render."""
+    """A later subpackage reaches the nodes without a change to render."""
     import shutil
 
     from slurmstack.render import node as node_config
@@ -86,13 +86,16 @@ def test_a_subpackage_of_the_agent_ships_too(tmp_path: Path, monkeypatch) -> Non
     shutil.copytree(PACKAGE_DIR / "node", package / "node")
     shutil.copy(PACKAGE_DIR / "__init__.py", package)
     shutil.copy(PACKAGE_DIR / "contract.py", package)
-    (package / "node" / "controller").mkdir()
-    (package / "node" / "controller" / "__init__.py").write_text('"""a controller"""\n')
-    (package / "node" / "controller" / "decide.py").write_text("RULES = ()\n")
+    (package / "node" / "later").mkdir()
+    (package / "node" / "later" / "__init__.py").write_text('"""a later concern"""\n')
+    (package / "node" / "later" / "decide.py").write_text("RULES = ()\n")
     monkeypatch.setattr(node_config, "PACKAGE_DIR", package)
     monkeypatch.setattr(node_config, "NODE_DIR", package / "node")
     monkeypatch.setattr(node_config, "BOOTSTRAP_SOURCE", package / "node" / "bootstrap.py")
     files = node_config.agent_files()
-    assert f"{node_config.AGENT_DIR}/node/controller/decide.py" in files
-    shipped = {p[len(node_config.AGENT_DIR) + 1 :] for p in files if p != AGENT_PATH}
+    assert f"{node_config.AGENT_DIR}/node/later/decide.py" in files
+    # The launchers (the agent's, the HealthCheckProgram's) aside, the tree as on disk.
+    shipped = {
+        p[len(node_config.AGENT_DIR) + 1 :] for p in files if p.startswith(node_config.AGENT_DIR)
+    }
     assert shipped == _tree_on_disk(package)

@@ -17,6 +17,7 @@ import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from .fleet_faults import Ec2Faults
+from .groups import ACTIONS
 from .netns import Fabric, run_in_namespace
 
 # Any port works inside the fabric namespace; this one reads as "the moto port".
@@ -30,6 +31,9 @@ class MotoServer:
         from moto.server import DomainDispatcherApplication, create_backend_app
 
         self.region = region
+        # Stand-in "asg-lifecycle": the lifecycle calls moto lacks.
+        ACTIONS.install()
+        self.lifecycle = ACTIONS
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # not one line per request
         # Stand-in "fleet-faults": EC2's capacity refusals on demand, in front of moto.
         self.faults = Ec2Faults(DomainDispatcherApplication(create_backend_app))

@@ -30,12 +30,13 @@ from typing import Any, TypeVar
 import yaml
 
 from slurmstack.contract import HEAD_ROLE, POOL_TAG, node_name, node_name_prefix
+from slurmstack.node.health.periodic import TARGET_LIFECYCLE_STATE
 from slurmstack.node.slurm_records import parse_node_line
 from slurmstack.offline import OfflineRun, run_definition
 from slurmstack.plan import ClusterPlan, build_plan
 from slurmstack.validate import validate_object
 
-from . import deploy
+from . import deploy, groups
 from .aws import MotoServer
 from .cloudinit import parse
 from .imds import Instance, MetadataService
@@ -268,6 +269,62 @@ class VirtualCluster:
             timeout=30,
         )
         return self.boot(new)[0]
+
+    def notice(self, node: Node, path: str, value: str | None) -> None:
+        """What EC2's metadata service tells ``node`` at a meta-data path (None: nothing)."""
+        assert self._imds is not None
+        self._imds.notice(node.address, path, value)
+
+    # --- what the pools' groups do (stand-ins "asg-health", "asg-lifecycle") ----------------
+
+    def begin_termination(self, instance_id: str) -> None:
+        """The instance's group starts terminating it (a scale-in, a refresh, a replacement):
+        it waits in the group's drain hook, and its metadata says so."""
+        assert self._imds is not None
+        backend = groups.backend(self.plan.region)
+        state = groups.member(backend, instance_id)
+        assert state is not None, f"{instance_id} is in no group"
+        if groups.has_drain_hook(backend, state.auto_scaling_group_name):
+            state.lifecycle_state = groups.WAIT
+        else:
+            state.lifecycle_state = groups.PROCEED
+        address = self.describe(instance_id)[0].address
+        self._imds.notice(address, TARGET_LIFECYCLE_STATE, "Terminated")
+
+    def lifecycle_completed(self, instance_id: str) -> str | None:
+        """The result its drain lifecycle action was completed with (None: not completed)."""
+        return self.aws.lifecycle.completed.get(instance_id)
+
+    def lifecycle_heartbeats(self, instance_id: str) -> int:
+        return self.aws.lifecycle.heartbeats[instance_id]
+
+    def settle_groups(self) -> list[Node]:
+        """What the pools' groups do between two looks: an instance marked Unhealthy starts
+        terminating (unless its group's ReplaceUnhealthy process is suspended); one whose
+        lifecycle action was completed goes, and its group launches the instance that keeps
+        its capacity, which boots. Returns the nodes booted."""
+        backend = groups.backend(self.plan.region)
+        for name in self.deployment.groups.values():
+            replaces = groups.replaces_unhealthy(backend, name)
+            for state in list(backend.autoscaling_groups[name].instance_states):
+                unhealthy = state.health_status == "Unhealthy"
+                if replaces and unhealthy and state.lifecycle_state == "InService":
+                    self.begin_termination(state.instance.id)
+        gone = [
+            state.instance.id
+            for name in self.deployment.groups.values()
+            for state in backend.autoscaling_groups[name].instance_states
+            if state.lifecycle_state == groups.PROCEED
+        ]
+        booted: list[Node] = []
+        for instance_id in gone:
+            before = set(self.group_instances())
+            node = self.workers.get(instance_id)
+            if node is not None:
+                self.kill(node)
+            backend.terminate_instance(instance_id, should_decrement=False)
+            booted += self.boot(sorted(set(self.group_instances()) - before))
+        return booted
 
     def replace_head(self, new_interface: bool = False) -> Node:
         """The head instance is replaced (`pulumi up --replace`): the old one stops (slurmctld

@@ -295,7 +295,8 @@ def create_group(
     aws: MotoServer, template: RecordedResource, group: RecordedResource, subnets: dict[str, str]
 ) -> str:
     """The pool's launch template (image, type, user data: what a node boots from) and its
-    Auto Scaling group at the program's sizes, tagged as the program tags it."""
+    Auto Scaling group at the program's sizes, tagged as the program tags it, with its
+    lifecycle hooks."""
     created = aws.client("ec2").create_launch_template(
         LaunchTemplateName=template.inputs["name"],
         LaunchTemplateData={
@@ -320,4 +321,14 @@ def create_group(
             for t in group.inputs["tags"]
         ],
     )
+    # The group's lifecycle hooks, as the program gives them (moto keeps them; stand-in
+    # "asg-lifecycle" makes terminations wait in them).
+    for hook in group.inputs.get("initialLifecycleHooks") or []:
+        aws.client("autoscaling").put_lifecycle_hook(
+            AutoScalingGroupName=name,
+            LifecycleHookName=hook["name"],
+            LifecycleTransition=hook["lifecycleTransition"],
+            HeartbeatTimeout=hook["heartbeatTimeout"],
+            DefaultResult=hook["defaultResult"],
+        )
     return name

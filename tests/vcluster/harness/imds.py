@@ -19,6 +19,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from .netns import METADATA_ADDRESS, Fabric, run_in_namespace
 
 TOKEN_PATH = "/latest/api/token"
+IDENTITY_PATH = "/latest/dynamic/instance-identity/document"
+# moto's account (moto.core.DEFAULT_ACCOUNT_ID), which every instance there belongs to.
+ACCOUNT_ID = "123456789012"
 TOKEN_TTL_HEADER = "X-aws-ec2-metadata-token-ttl-seconds"
 TOKEN_HEADER = "X-aws-ec2-metadata-token"
 ROLE = "vcluster-node"
@@ -43,6 +46,19 @@ class Instance:
     user_data: str
     mac: str = ""  # the primary network interface's MAC address
 
+    def identity_document(self) -> str:
+        """/latest/dynamic/instance-identity/document, the fields nodes read (moto's account)."""
+        return json.dumps(
+            {
+                "accountId": ACCOUNT_ID,
+                "instanceId": self.instance_id,
+                "instanceType": self.instance_type,
+                "privateIp": self.address,
+                "availabilityZone": self.availability_zone,
+                "region": self.availability_zone[:-1],
+            }
+        )
+
     def meta_data(self) -> dict[str, str]:
         hostname = "ip-" + self.address.replace(".", "-")
         return {
@@ -65,6 +81,7 @@ class MetadataService:
 
     def __init__(self) -> None:
         self._instances: dict[str, Instance] = {}
+        self._notices: dict[str, dict[str, str]] = {}  # address -> meta-data path -> value
         self._tokens: set[str] = set()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -84,6 +101,17 @@ class MetadataService:
     def unregister(self, address: str) -> None:
         with self._lock:
             self._instances.pop(address, None)
+            self._notices.pop(address, None)
+
+    def notice(self, address: str, path: str, value: str | None) -> None:
+        """What EC2 tells one instance at a meta-data path (a spot interruption notice, its
+        group's target lifecycle state); None takes it back."""
+        with self._lock:
+            notices = self._notices.setdefault(address, {})
+            if value is None:
+                notices.pop(path, None)
+            else:
+                notices[path] = value
 
     def new_token(self) -> str:
         token = secrets.token_urlsafe(24)
@@ -101,7 +129,12 @@ class MetadataService:
             return 404, f"no instance at {source}"
         if path == "/latest/user-data":
             return 200, instance.user_data
-        value = instance.meta_data().get(path.removeprefix("/latest/meta-data/"))
+        if path == IDENTITY_PATH:
+            return 200, instance.identity_document()
+        key = path.removeprefix("/latest/meta-data/")
+        with self._lock:
+            value = self._notices.get(source, {}).get(key)
+        value = value if value is not None else instance.meta_data().get(key)
         return (200, value) if value is not None else (404, "Not Found")
 
     def close(self) -> None:

@@ -20,7 +20,15 @@ from pathlib import Path
 from .cloudinit import INSTANCE_ID_PATH, SCRIPT_PATH, UserData
 from .imds import Instance
 from .netns import NETNS_DIR, Fabric
-from .standins import NODE_PYTHON_MODULES, NODE_SIDE, NODE_TOOLS, NVIDIA_MAJOR
+from .standins import (
+    EFA_PORT_ACTIVE,
+    HEALTH_CHECK_ENV,
+    KERNEL_LOG,
+    NODE_PYTHON_MODULES,
+    NODE_SIDE,
+    NODE_TOOLS,
+    NVIDIA_MAJOR,
+)
 
 NODE_INIT = NODE_SIDE / "node_init.py"
 # Directories a node writes to: each is an overlay on the host's, with the node's own upper layer.
@@ -47,6 +55,17 @@ class Hardware:
 
     gpus: int = 0
     efa_devices: int = 0
+
+
+def node_files(hardware: Hardware, env: dict[str, str]) -> list[dict[str, str]]:
+    """Files of the node (stand-ins "efa", "kernel-log", "health-check-env"): each EFA device's
+    port state, an empty kernel log of the node's own, the AWS settings of its commands."""
+    ports = [
+        {"path": f"/sys/class/infiniband/efa_{i}/ports/1/state", "content": EFA_PORT_ACTIVE}
+        for i in range(hardware.efa_devices)
+    ]
+    aws = "".join(f"{k}={v}\n" for k, v in sorted(env.items()) if k.startswith("AWS_"))
+    return [*ports, {"path": KERNEL_LOG, "content": ""}, {"path": HEALTH_CHECK_ENV, "content": aws}]
 
 
 @functools.cache
@@ -142,6 +161,7 @@ class Node:
                 for i in range(hardware.gpus)
             ],
             "dirs": [f"/sys/class/infiniband/efa_{i}" for i in range(hardware.efa_devices)],
+            "files": node_files(hardware, self.env),
             "links": links,
             "ready": str(ready),
             "cgroup_hold": str(self.directory / "cgroup-hold"),

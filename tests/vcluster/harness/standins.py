@@ -64,7 +64,9 @@ STAND_INS: tuple[StandIn, ...] = (
         "there is no EC2 here",
         "an IMDSv2 server at 169.254.169.254 in the fabric namespace answers each node by its "
         "source address: instance id, address, type, zone, user data, role credentials; "
-        "it can be slower than EC2's, so nodes give botocore's metadata calls 5 s and 3 tries. "
+        "it can be slower than EC2's, so nodes give botocore's metadata calls 5 s and 3 tries; "
+        "the instance identity document; EC2's notices a scenario sets (spot/instance-action, "
+        "autoscaling/target-lifecycle-state). "
         "Each node's own rendered nftables rule set (loaded for real by its firewall unit) "
         "lets only root's calls reach it",
     ),
@@ -94,8 +96,47 @@ STAND_INS: tuple[StandIn, ...] = (
         "efa",
         "EFA devices (/sys/class/infiniband/*)",
         "no EFA hardware here",
-        "directories in the node's /sys/class/infiniband, as many as the pool expects; "
-        "traffic goes over the bridge",
+        "directories in the node's /sys/class/infiniband, as many as the pool expects, each "
+        "with its port's state file reading ACTIVE (a scenario may write another); traffic "
+        "goes over the bridge",
+    ),
+    StandIn(
+        "gpu-tools",
+        "nvidia-smi and DCGM's dcgmi",
+        "no GPUs, no NVIDIA driver here",
+        "nvidia-smi and dcgmi scripts (node_side/) that answer the health check's queries from "
+        "the node's GPU device files; a scenario injects faults through the node's "
+        "/var/lib/vcluster/gpus.json (a GPU lost, ECC errors, a hang, a failed diagnostic)",
+    ),
+    StandIn(
+        "kernel-log",
+        "the kernel's log (/dev/kmsg), where the NVIDIA driver logs XIDs",
+        "the host's kernel log is not a node's, and a test must not write to it",
+        "each node's /dev/kmsg is a regular file in /dev/kmsg's record format, empty at boot; "
+        "a scenario appends the records a driver would log",
+    ),
+    StandIn(
+        "reboot",
+        "RebootProgram=/usr/sbin/reboot (Ubuntu's systemd reboot)",
+        "a namespace cannot reboot, and this machine's reboot would talk to its own systemd",
+        "RebootProgram in the stored slurm.conf is node_side/reboot.py: it records the request "
+        "in the node's /var/log/vcluster/reboot.log, clears the node's GPU faults and starts "
+        "slurmd again with -b (it reports a fresh boot, as Slurm's own tests do); the boot's "
+        "steps are not run again",
+    ),
+    StandIn(
+        "health-check-env",
+        "HealthCheckProgram=/usr/local/sbin/slurmstack-health-check",
+        "slurmd runs it with SLURMD_NODENAME alone in its environment, and nodes here reach "
+        "moto through AWS_ENDPOINT_URL, which a real node does not need",
+        "HealthCheckProgram in the stored slurm.conf is node_side/health_check.py: it sets the "
+        "node's AWS_ENDPOINT_URL (and metadata timeouts) and runs the rendered program",
+    ),
+    StandIn(
+        "requeue-delay",
+        "Slurm's wait before a requeued batch job starts again (the credential lifetime, 120 s)",
+        "a scenario would wait two minutes for a requeued job",
+        "AuthInfo=cred_expire=10 in the stored slurm.conf",
     ),
     StandIn(
         "nvme-raid",
@@ -143,10 +184,24 @@ STAND_INS: tuple[StandIn, ...] = (
     ),
     StandIn(
         "asg-health",
-        "the Auto Scaling group's EC2 health check replacing a dead instance",
-        "moto does not watch instances",
+        "the Auto Scaling group replacing a dead or Unhealthy instance",
+        "moto does not watch instances, and marks an instance Unhealthy without replacing it",
         "the harness terminates a killed node's instance through the group "
-        "(TerminateInstanceInAutoScalingGroup, capacity kept) and moto launches the replacement",
+        "(TerminateInstanceInAutoScalingGroup, capacity kept) and moto launches the "
+        "replacement; `settle_groups` does what a group does with an instance marked Unhealthy "
+        "(unless its ReplaceUnhealthy process is suspended): terminates it, through the "
+        "termination lifecycle hook when the group has one, and boots the replacement",
+    ),
+    StandIn(
+        "asg-lifecycle",
+        "an Auto Scaling group's termination lifecycle hook (Terminating:Wait, "
+        "RecordLifecycleActionHeartbeat, CompleteLifecycleAction)",
+        "moto stores lifecycle hooks but never waits in them, and implements neither call",
+        "the group's terminating instance is put in Terminating:Wait in moto's own records "
+        "(and its metadata's autoscaling/target-lifecycle-state says Terminated); moto's "
+        "Auto Scaling API gets the two calls (harness/groups.py), which check the hook, "
+        "record heartbeats and completions; `settle_groups` terminates an instance once its "
+        "action is completed",
     ),
     StandIn(
         "elastic-instances",
@@ -215,15 +270,22 @@ BY_NAME = {s.name: s for s in STAND_INS}
 
 # --- what the harness code uses ---------------------------------------------------------
 
-# "cgroups", "node-size", "slurmd-timeout": keys of the head node's slurm.conf changed in the
-# copy the config store holds; each must be a key the rendered file sets.
+# "cgroups", "node-size", "slurmd-timeout", "reboot", "health-check-env", "requeue-delay": keys of
+# the head node's
+# slurm.conf changed in the copy the config store holds; each override must be a key the
+# rendered file sets.
 SLURM_CONF_PATH = "/etc/slurm/slurm.conf"
 SLURM_CONF_OVERRIDES = {
     "ProctrackType": "proctrack/linuxproc",
     "TaskPlugin": "task/none",
     "SlurmdTimeout": "6",
+    "RebootProgram": "/usr/local/sbin/vcluster-reboot",  # "reboot"
+    "HealthCheckProgram": "/usr/local/sbin/vcluster-health-check",  # "health-check-env"
 }
-SLURM_CONF_ADDITIONS = ("SlurmdParameters=config_overrides",)
+SLURM_CONF_ADDITIONS = (
+    "SlurmdParameters=config_overrides",
+    "AuthInfo=cred_expire=10",  # "requeue-delay"
+)
 
 # "amis": any well-formed id will do, moto does not look images up.
 PLACEHOLDER_AMI = "ami-0123456789abcdef0"
@@ -236,7 +298,19 @@ NODE_PYTHON_MODULES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil"
 NODE_TOOLS = {
     "/usr/local/sbin/systemctl": NODE_SIDE / "systemctl.py",
     "/usr/local/sbin/hostnamectl": NODE_SIDE / "hostnamectl.py",
+    "/usr/local/bin/nvidia-smi": NODE_SIDE / "nvidia_smi.py",  # "gpu-tools"
+    "/usr/local/bin/dcgmi": NODE_SIDE / "dcgmi.py",
+    "/usr/local/sbin/vcluster-reboot": NODE_SIDE / "reboot.py",  # "reboot"
+    "/usr/local/sbin/vcluster-health-check": NODE_SIDE / "health_check.py",  # "health-check-env"
 }
+# "health-check-env": the environment the HealthCheckProgram's stand-in sets.
+HEALTH_CHECK_ENV = "/etc/vcluster/aws.env"
+# "gpu-tools": where a scenario writes a node's GPU faults (node_side/nvidia_smi.py).
+GPU_FAULTS = "/var/lib/vcluster/gpus.json"
+# "kernel-log": the node's own kernel log, a regular file in /dev/kmsg's record format.
+KERNEL_LOG = "/dev/kmsg"
+# "efa": a port's state, as the kernel's file reads for an active port.
+EFA_PORT_ACTIVE = "4: ACTIVE\n"
 
 # "image-contract": contract items this machine lacks, dropped from the boot's check step.
 CONTRACT_STEP = ("slurmstack-bootstrap", "check")

@@ -7,7 +7,9 @@ stopping a node is one signal. Standard library only: it runs on the system pyth
 
 Spec keys: cgroup_hold (an empty directory); run_directory (kept visible in the private /tmp);
 hostname; overlays [{target, upper, work}]; tmpfs [{target, options}];
-devices [{path, major, minor}]; dirs [path]; links [{path, target}]; ready (a file to create).
+devices [{path, major, minor}]; dirs [path]; files [{path, content}] (whatever was at the path
+in the layer below, a device included, is replaced); links [{path, target}]; ready (a file to
+create).
 """
 
 import json
@@ -63,6 +65,12 @@ def lay_out(spec: dict) -> None:
             os.chmod(device["path"], 0o666)
     for path in spec["dirs"]:
         os.makedirs(path, exist_ok=True)
+    for file in spec.get("files", []):
+        os.makedirs(os.path.dirname(file["path"]), exist_ok=True)
+        if os.path.lexists(file["path"]):
+            os.unlink(file["path"])  # never write through to the host's device (/dev/kmsg)
+        with open(file["path"], "w") as handle:
+            handle.write(file["content"])
     for link in spec["links"]:
         os.makedirs(os.path.dirname(link["path"]), exist_ok=True)
         if os.path.lexists(link["path"]):

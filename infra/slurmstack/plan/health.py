@@ -1,0 +1,89 @@
+"""What the plan decides about health and repair: the checks each node runs, and the head
+controller's policy, above all its reason -> action table. Policy is data: the table lives in
+slurmstack.health_policy, the definition's overrides apply here, the result is rendered into
+node.json (slurmstack.render.node), and the README quotes it (slurmstack.docs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from slurmstack.contract import Health, RepairPolicy, RepairRule
+from slurmstack.contract import Remedy as R
+from slurmstack.health_policy import CAUSES, CRITICAL_XIDS
+from slurmstack.spec import HealthSpec
+
+# A cause back within this after the controller rebooted a node for it: the node is replaced.
+REBOOT_WINDOW_MINUTES = 24 * 60
+# `scontrol reboot`: how long a rebooting node may take to come back before slurmctld marks it
+# DOWN (ResumeTimeout, which also bounds a reboot). A GPU instance boots in minutes (driver,
+# EFA, RAID over NVMe, mounts); half an hour leaves room.
+REBOOT_TIMEOUT_SECONDS = 1800
+# How long the controller waits, once a terminating node is idle, for its logs to reach the
+# bucket (the node copies them on its next health check, within check_interval_seconds).
+LOGS_WAIT_MINUTES = 5
+
+
+@dataclass(frozen=True)
+class HealthPlan:
+    check_interval_seconds: int
+    deep_diagnostic: bool
+    disk_full_percent: int
+    repair: RepairPolicy
+
+    @property
+    def critical_xids(self) -> tuple[int, ...]:
+        """The XIDs that drain a node, those the policy replaces for first: a node names the
+        first it found in this order in its one reason, so the worst wins."""
+        remedy = {r.cause: r.remedy for r in self.repair.rules}
+        rank = {R.REPLACE: 0, R.REBOOT: 1, R.LEAVE: 2}
+        numbers = (x.number for x in CRITICAL_XIDS)
+        return tuple(sorted(numbers, key=lambda n: (rank[remedy[f"gpu-xid:{n}"]], n)))
+
+    def node_health(self, gpus: int, neuron_devices: int, efa_devices: int) -> Health:
+        """What a node with these devices checks (node.json's ``health``)."""
+        return Health(
+            gpus=gpus,
+            neuron_devices=neuron_devices,
+            efa_devices=efa_devices,
+            critical_xids=self.critical_xids if gpus else (),
+            disk_full_percent=self.disk_full_percent,
+            deep_diagnostic=self.deep_diagnostic and gpus > 0,
+        )
+
+
+def repair_rules(overrides: dict[str, R]) -> tuple[RepairRule, ...]:
+    """The table, the definition's overrides applied (the checks refuse unknown causes)."""
+    return tuple(RepairRule(c.cause, overrides.get(c.cause, c.remedy)) for c in CAUSES)
+
+
+def plan_health(spec: HealthSpec) -> HealthPlan:
+    return HealthPlan(
+        check_interval_seconds=spec.check_interval_seconds,
+        deep_diagnostic=spec.deep_diagnostic,
+        disk_full_percent=spec.disk_full_percent,
+        repair=RepairPolicy(
+            rules=repair_rules(dict(spec.actions)),
+            breaker_replacements=spec.breaker.replacements,
+            breaker_window_minutes=spec.breaker.window_minutes,
+            reboot_window_minutes=REBOOT_WINDOW_MINUTES,
+            capacity_block_drain_minutes=spec.capacity_block_drain_minutes,
+            scale_in_wait_minutes=spec.scale_in_wait_minutes,
+            logs_wait_minutes=LOGS_WAIT_MINUTES,
+        ),
+    )
+
+
+def repair_table_markdown(plan: HealthPlan) -> str:
+    """The README's reason -> action table, from the plan's policy."""
+    remedies = {r.cause: r.remedy for r in plan.repair.rules}
+    lines = [
+        "| reason (`slurmstack:<check>: ...`, Slurm's, or an operator's) | what was found "
+        "| action | why |",
+        "| --- | --- | --- | --- |",
+    ]
+    for cause in CAUSES:
+        lines.append(
+            f"| `{cause.cause}` | {cause.what} | **{remedies[cause.cause].value}** | {cause.why} |"
+        )
+    lines.append("| anything else | an operator's own reason, another tool's | **leave** | |")
+    return "\n".join(lines) + "\n"
