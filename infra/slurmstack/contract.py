@@ -67,6 +67,48 @@ def is_node_name_of(name: str, prefix: str) -> bool:
     return name.startswith(prefix) and index.isdigit() and int(index) <= NODE_INDEX_MAX
 
 
+# Elastic nodes (the part of a pool above its count, started by Slurm's power saving) are
+# CLOUD nodes declared in slurm.conf, so their names exist before any instance does:
+# <pool>-e1 .. <pool>-e<max_count - count>. The "e" keeps them apart from the pool's dynamic
+# names (<pool>-<digits>), which the reaper deletes and gres.conf's 0-65535 range covers.
+ELASTIC_MARK = "e"
+
+
+def elastic_node_prefix(pool: str) -> str:
+    return f"{node_name_prefix(pool)}{ELASTIC_MARK}"
+
+
+def elastic_node_name(pool: str, index: int) -> str:
+    """The ``index``-th (from 1) elastic node of ``pool``."""
+    return f"{elastic_node_prefix(pool)}{index}"
+
+
+def elastic_node_names(pool: str, nodes: int) -> str:
+    """Every elastic node of a pool with ``nodes`` of them, as a Slurm hostlist."""
+    prefix = elastic_node_prefix(pool)
+    return f"{prefix}1" if nodes == 1 else f"{prefix}[1-{nodes}]"
+
+
+def elastic_index(name: str, pool: str) -> int | None:
+    """The index of elastic node ``name`` of ``pool``, or None if it is not one."""
+    prefix = elastic_node_prefix(pool)
+    index = name[len(prefix) :]
+    if not name.startswith(prefix) or not index.isdigit() or index.startswith("0"):
+        return None
+    return int(index)
+
+
+# The slurmstack:role tag of a pool's resources (the stack's Role.POOL).
+POOL_ROLE = "pool"
+
+
+def pool_resource_name(cluster: str, pool: str) -> str:
+    """The name of a pool's launch template, placement group, Auto Scaling group and role:
+    ``{cluster}-pool-{pool}`` (the stack's resource_name scheme). The power programs launch
+    elastic nodes from the launch template of this name."""
+    return f"{cluster}-{POOL_ROLE}-{pool}"
+
+
 # --- tags ------------------------------------------------------------------------------
 
 # On every resource of the cluster (the stack); the reaper finds the cluster's instances by
@@ -77,6 +119,31 @@ CLUSTER_TAG = f"{TAG_PREFIX}cluster"
 ROLE_TAG = f"{TAG_PREFIX}role"
 POOL_TAG = f"{TAG_PREFIX}pool"
 IMAGE_TAG = f"{TAG_PREFIX}image"  # on an Image Builder image: the key of the image it is
+# On an instance the power programs launched (value: its pool), from the launch itself: the
+# node agent knows by it to wait for its name, the head's role may terminate only such
+# instances. Its Slurm node name follows as NODE_NAME_TAG once EC2 has said which instance
+# takes which name.
+ELASTIC_TAG = f"{TAG_PREFIX}elastic"
+NODE_NAME_TAG = f"{TAG_PREFIX}node-name"
+
+
+def resource_tags(
+    user_tags: dict[str, str], cluster: str, role: str, name: str | None = None, **extra: str
+) -> dict[str, str]:
+    """The definition's tags, then slurmstack's own (which the definition cannot override):
+    what the stack puts on every resource, and what the power programs put on the elastic
+    instances they launch (the pool's tags, as its Auto Scaling group propagates them)."""
+    out = dict(user_tags)
+    out[CLUSTER_TAG] = cluster
+    out[ROLE_TAG] = role
+    if name is not None:
+        out["Name"] = name
+    out.update(extra)
+    return out
+
+
+# slurm.conf's SlurmUser: slurmctld runs as it, and so do the programs it runs.
+SLURM_USER = "slurm"
 
 # --- network ---------------------------------------------------------------------------
 
@@ -109,6 +176,8 @@ class DeployParameter(enum.StrEnum):
     # The head node's Slurm state volume id (vol-...). On Nitro the volume shows up as an NVMe
     # disk whose serial is the id without its dash, which is how the head finds it.
     STATE_VOLUME_ID = "head/state-volume-id"
+    # The compute subnet (subnet-...): the power programs launch elastic nodes into it.
+    COMPUTE_SUBNET_ID = "network/compute-subnet-id"
     # The RDS accounting database's address (slurm.accounting.database.type rds): known only
     # once the instance exists; the head's agent waits for it (slurmdbd.conf's StorageHost).
     ACCOUNTING_DB_HOST = "accounting/db-host"
@@ -232,10 +301,16 @@ CONTROLLER_SERVICE = "slurmstack-controller.service"
 CONTROLLER_TIMER = "slurmstack-controller.timer"
 LNET_EFA_UNIT = "slurmstack-lustre-efa.service"
 IMDS_FIREWALL_UNIT = "slurmstack-imds-firewall.service"
+POWER_SERVICE = "slurmstack-power.service"  # the head's sweep of elastic nodes
+POWER_TIMER = "slurmstack-power.timer"
 
 
 def unit_path(unit: str) -> str:
     return f"{SYSTEMD_DIR}/{unit}"
+
+
+def dropin_path(unit: str, name: str) -> str:
+    return f"{SYSTEMD_DIR}/{unit}.d/{name}.conf"
 
 
 SLURMCTLD_DROPIN_PATH = f"{SYSTEMD_DIR}/{SLURMCTLD_UNIT}.d/slurmstack.conf"
@@ -286,6 +361,10 @@ class Command(enum.StrEnum):
     LNET_EFA = "lnet-efa"
     STATE_VOLUME = "state-volume"
     REAP = "reap"
+    POWER_RESUME = "power-resume"
+    POWER_SUSPEND = "power-suspend"
+    POWER_RESUME_FAIL = "power-resume-fail"
+    POWER_SWEEP = "power-sweep"
     HEALTH_CHECK = "health-check"
     SHIP_LOGS = "ship-logs"
     CONTROL = "control"
@@ -314,6 +393,39 @@ REAPER_GRACE_SECONDS = 900
 # How often the controller's timer runs it: a node whose instance is gone is set DOWN (its jobs
 # requeued) within this, and a terminating instance's lifecycle action is looked at this often.
 CONTROLLER_INTERVAL_SECONDS = 60
+
+
+# --- Slurm's power saving (elastic nodes) ----------------------------------------------------
+
+# The programs slurmctld runs (ResumeProgram, SuspendProgram, ResumeFailProgram): one-line
+# launchers of the agent's power-* subcommands, as slurmctld passes a program no arguments
+# of its own and wants an absolute path that only its owner may write.
+RESUME_PROGRAM = "/usr/local/bin/slurmstack-resume"
+SUSPEND_PROGRAM = "/usr/local/bin/slurmstack-suspend"
+RESUME_FAIL_PROGRAM = "/usr/local/bin/slurmstack-resume-fail"
+POWER_PROGRAMS = {
+    RESUME_PROGRAM: Command.POWER_RESUME,
+    SUSPEND_PROGRAM: Command.POWER_SUSPEND,
+    RESUME_FAIL_PROGRAM: Command.POWER_RESUME_FAIL,
+}
+# slurmctld runs them as SlurmUser with nothing but SLURM_CONF in their environment: they log
+# next to slurmctld's own log (a directory SlurmUser writes), keep the pools' launch retry
+# state in slurmctld's state directory (SlurmUser's, on the state volume), and take extra
+# environment (an HTTPS proxy, an EC2 endpoint) from POWER_ENV_PATH, when it exists.
+POWER_LOG_PATH = "/var/log/slurm/slurmstack-power.log"
+POWER_STATE_PATH = f"{STATE_SAVE_LOCATION}/slurmstack-power.json"
+POWER_ENV_PATH = "/etc/slurmstack/power.env"
+# An elastic node's slurmd is a CLOUD node's (slurmd -N <name>, no -Z): this drop-in, sent to
+# every node of an elastic pool, is put in place by `params` on the elastic instances only.
+SLURMD_ELASTIC_DROPIN_SOURCE = "/etc/slurmstack/slurmd-elastic.conf"
+SLURMD_ELASTIC_DROPIN_PATH = dropin_path(SLURMD_UNIT, "elastic")
+# How often the head's sweep runs (slurmstack-power.timer): it returns elastic nodes to
+# service once their pool's launch retry is due and terminates instances no node owns.
+POWER_SWEEP_INTERVAL_SECONDS = 60
+# After a failed launch a pool waits LAUNCH_RETRY_SECONDS, doubled after each further failure
+# up to LAUNCH_RETRY_MAX_SECONDS, before its nodes are offered to Slurm again.
+LAUNCH_RETRY_SECONDS = 120
+LAUNCH_RETRY_MAX_SECONDS = 1800
 
 # --- bootstrap.env ----------------------------------------------------------------------
 
@@ -424,6 +536,35 @@ class PoolRef:
 
 
 @dataclass(frozen=True)
+class ElasticPool:
+    """A pool's elastic part as the head node's power programs know it: its CLOUD nodes and
+    how to launch an instance for one of them (the pool's own launch template, into the
+    compute subnet, bought as the pool's capacity type says)."""
+
+    name: str
+    node_names: str  # hostlist of the pool's CLOUD nodes, e.g. gpu-e[1-8]
+    nodes: int
+    launch_template: str
+    instance_type: str
+    capacity: str  # the definition's capacity type: on_demand, spot, capacity_block, ...
+    placement_group: str | None = None  # the cluster placement group the nodes launch into
+    max_spot_price: str | None = None
+    tags: tuple[tuple[str, str], ...] = ()  # the pool's instance tags (ELASTIC_TAG added)
+
+
+@dataclass(frozen=True)
+class LaunchRetry:
+    """How long a pool waits after a failed launch before its nodes are offered again."""
+
+    first_seconds: int = LAUNCH_RETRY_SECONDS
+    max_seconds: int = LAUNCH_RETRY_MAX_SECONDS
+
+    def delay(self, failures: int) -> int:
+        """The wait after the ``failures``-th failure in a row (from 1): doubling, capped."""
+        return int(min(self.first_seconds * 2 ** max(failures - 1, 0), self.max_seconds))
+
+
+@dataclass(frozen=True)
 class Scratch:
     mount: str
 
@@ -456,10 +597,13 @@ class NodeConfig:
     mounts: tuple[Mount, ...]  # shared file systems (local scratch is ``scratch``)
     # The head node.
     state_volume: StateVolume | None = None
+    elastic_pools: tuple[ElasticPool, ...] = ()  # what the power programs launch
+    launch_retry: LaunchRetry = field(default_factory=LaunchRetry)
     pools: tuple[PoolRef, ...] = ()  # the pools whose nodes the controller looks after
     repair: RepairPolicy | None = None  # the controller's policy
     # A pool's node.
     node_name_prefix: str = ""
+    elastic: bool = False  # the pool has elastic nodes: an instance may be one of them
     scratch: Scratch | None = None
     health: Health = field(default_factory=Health)
     # EFA interfaces LNet uses for Lustre; 0: over TCP; None: the cluster has no Lustre.
@@ -488,9 +632,14 @@ def node_config_json(config: NodeConfig) -> str:
         volume = config.state_volume
         data["state_volume"] = None if volume is None else vars(volume).copy()
         data["pools"] = [vars(p).copy() for p in config.pools]
+        if config.elastic_pools:
+            data["elastic_pools"] = [_elastic_json(p) for p in config.elastic_pools]
+            data["launch_retry"] = vars(config.launch_retry).copy()
         data["repair"] = None if config.repair is None else repair_policy_data(config.repair)
     else:
         data["node_name_prefix"] = config.node_name_prefix
+        if config.elastic:
+            data["elastic"] = True
         data["scratch"] = None if config.scratch is None else {"mount": config.scratch.mount}
         health = vars(config.health).copy()
         health["critical_xids"] = list(config.health.critical_xids)
@@ -498,6 +647,16 @@ def node_config_json(config: NodeConfig) -> str:
         if config.lustre_efa_interfaces is not None:
             data["lustre_efa_interfaces"] = config.lustre_efa_interfaces
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def _elastic_json(pool: ElasticPool) -> dict[str, Any]:
+    data = vars(pool).copy()
+    data["tags"] = dict(pool.tags)
+    return data
+
+
+def _elastic_pool(data: dict[str, Any]) -> ElasticPool:
+    return ElasticPool(**{**data, "tags": tuple(sorted(data.get("tags", {}).items()))})
 
 
 def read_node_config(text: str) -> NodeConfig:
@@ -517,7 +676,10 @@ def read_node_config(text: str) -> NodeConfig:
         mounts=tuple(Mount(MountKind(m["kind"]), str(m["path"])) for m in data["mounts"]),
         state_volume=StateVolume(**volume) if volume else None,
         pools=tuple(PoolRef(**p) for p in data.get("pools") or ()),
+        elastic_pools=tuple(_elastic_pool(p) for p in data.get("elastic_pools") or ()),
+        launch_retry=LaunchRetry(**(data.get("launch_retry") or {})),
         node_name_prefix=str(data.get("node_name_prefix") or ""),
+        elastic=bool(data.get("elastic", False)),
         scratch=Scratch(str(scratch["mount"])) if scratch else None,
         health=Health(**health),
         repair=read_repair_policy(repair) if repair else None,

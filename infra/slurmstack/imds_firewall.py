@@ -1,4 +1,5 @@
-"""Who may reach the instance metadata service (IMDS) on a node: root, and no one else.
+"""Who may reach the instance metadata service (IMDS) on a node: root (and on the head node
+SlurmUser, for the elastic nodes' power programs), and no one else.
 
 IMDS hands the instance role's credentials to any process that asks. Left open, a job user
 could take them, read the munge key from Secrets Manager and forge munge credentials as uid 0
@@ -10,8 +11,19 @@ job user's uid as the kernel sees it (a user namespace's "root" is the job user 
 the owner match covers them. (A container given the host's network with real uid 0, as a
 member of docker's group can start, is root: such membership must not be handed to job users.)
 
+Also allowed, on the head node only: ``slurm`` (SlurmUser). slurmctld runs the power programs
+of elastic pools (ResumeProgram, SuspendProgram, ResumeFailProgram; their sweep runs as the same
+user) as SlurmUser, and they launch, name and terminate the elastic nodes' instances with the
+head's role. Every head allows it, elastic pools or not: the rules travel in the head's
+first-boot document, which a running head never reads again, and a pool made elastic later
+must not need a new head. The alternative, a root helper the programs call through sudo, gives
+the same power to the same user with more moving parts. It lets no one further than they could
+already go: SlurmUser is slurmctld itself, which can run any job as any user on every node; no
+job runs on the head node (it runs no slurmd) and no job user runs as SlurmUser. On workers,
+where slurmd runs as root and jobs run, ``slurm`` stays refused.
+
 Deliberately not allowed (named so nobody adds them without a reason):
-- ``slurm`` (SlurmUser): slurmctld runs as it on the head node; nothing it runs calls AWS.
+- ``slurm`` (SlurmUser) on workers: nothing it runs there calls AWS.
 - ``munge``: munged never talks to AWS; the key is fetched by root.
 - ``ssm-user``: the Session Manager shell; an operator who needs the node's credentials uses
   sudo, which the SSM user has (see the README's threat model).
@@ -32,6 +44,7 @@ from slurmstack.contract import (
     IMDS_IPV4,
     IMDS_IPV6,
     MUNGE_UNIT,
+    SLURM_USER,
     SLURMCTLD_UNIT,
     SLURMD_UNIT,
     unit_path,
@@ -59,6 +72,10 @@ class MetadataUser:
 
 
 ROOT = MetadataUser("root", "cloud-init, the node agent, slurmd, the SSM agent")
+SLURM = MetadataUser(
+    SLURM_USER,
+    "SlurmUser: slurmctld's power programs launch, name and terminate the elastic nodes",
+)
 
 
 @dataclass(frozen=True)
@@ -80,4 +97,5 @@ class MetadataFirewall:
 def firewall(role: str, *, head: bool) -> MetadataFirewall:
     """The metadata firewall of the head node (``head``) or of a node of pool ``role``."""
     daemon = SLURMCTLD_UNIT if head else SLURMD_UNIT
-    return MetadataFirewall(role=role, users=(ROOT,), guarded_units=(MUNGE_UNIT, daemon))
+    users = (ROOT, SLURM) if head else (ROOT,)
+    return MetadataFirewall(role=role, users=users, guarded_units=(MUNGE_UNIT, daemon))

@@ -181,6 +181,12 @@ class HeadNodeSpec(Model):
     )
 
 
+# A pool's nodes, always-on or at most (5,000 p5.48xlarge are 40,000 GPUs, far beyond any
+# one Availability Zone's capacity), and an elastic node's idle time before it stops (a week).
+POOL_NODES_MAX = 5000
+SCALE_DOWN_IDLE_MINUTES_MAX = 7 * 24 * 60
+
+
 class CapacityType(enum.StrEnum):
     ON_DEMAND = "on_demand"
     SPOT = "spot"
@@ -209,11 +215,35 @@ class CapacitySpec(Model):
 
 
 class PoolSpec(Model):
-    """A worker pool: one instance type, one Slurm partition, one Auto Scaling group."""
+    """A worker pool: one instance type, one Slurm partition, one Auto Scaling group of
+    always-on nodes (count) and, up to max_count, elastic nodes started for pending jobs."""
 
     name: PoolName = Field(description="Pool name; also its Slurm partition and node feature.")
     instance_type: str = Field(description="EC2 instance type, e.g. p5.48xlarge.")
-    count: int = Field(ge=0, le=5000, description="Number of nodes the pool keeps running.")
+    count: int = Field(
+        ge=0,
+        le=POOL_NODES_MAX,
+        description="Number of nodes the pool keeps running (its Auto Scaling group; may be 0).",
+    )
+    max_count: int | None = Field(
+        default=None,
+        ge=0,
+        le=POOL_NODES_MAX,
+        description=(
+            "The most nodes the pool may have (at least count). Default: count, i.e. not "
+            "elastic. The max_count - count elastic nodes are started for pending jobs by "
+            "Slurm's power saving and stopped again when idle."
+        ),
+    )
+    scale_down_idle_minutes: int = Field(
+        default=10,
+        ge=1,
+        le=SCALE_DOWN_IDLE_MINUTES_MAX,
+        description=(
+            "How long an elastic node may stay idle before it is stopped (Slurm's SuspendTime "
+            "for the pool's elastic nodes)."
+        ),
+    )
     capacity: CapacitySpec = Field(default_factory=CapacitySpec, description="Purchase option.")
     efa: bool | Auto = Field(
         default="auto",
@@ -246,6 +276,17 @@ class PoolSpec(Model):
         default=None,
         description="Facts for an instance type the catalog lacks (see the catalog record).",
     )
+
+    @property
+    def max_nodes(self) -> int:
+        """The most nodes the pool may have: max_count, or count when it is not set."""
+        return self.count if self.max_count is None else self.max_count
+
+    @property
+    def elastic_nodes(self) -> int:
+        """Nodes started on demand: max_count - count (0 when not elastic, or when the
+        definition's max_count is below count, which the checks refuse)."""
+        return max(self.max_nodes - self.count, 0)
 
 
 class LustreDeployment(enum.StrEnum):
@@ -586,8 +627,8 @@ class SlurmSpec(Model):
         default_factory=dict,
         description=(
             "Extra slurm.conf keys of Slurm 23.11 (the nodes' Slurm), appended last. Refused: "
-            "keys slurmstack manages (accounting keys are slurm.accounting's), keys of older "
-            "or newer Slurm releases only, and power-saving keys (not provisioned yet)."
+            "keys slurmstack manages (accounting keys are slurm.accounting's, power-saving "
+            "keys pools[].max_count's) and keys of older or newer Slurm releases only."
         ),
     )
     accounting: AccountingSpec = Field(

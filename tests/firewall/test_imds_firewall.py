@@ -14,6 +14,7 @@ import yaml
 from firewall.conftest import CLIENT_TIMEOUT, MetadataNetwork, require_tools
 from firewall.metadata_standin import INSTANCE_ID
 from helpers_examples import EXAMPLE_IDS, example_plan
+from slurmstack.contract import SLURM_USER
 from slurmstack.imds_firewall import IMDS_IPV6, RULES_PATH, TABLE
 from slurmstack.render import HEAD_ROLE, roles, user_data
 
@@ -67,6 +68,27 @@ def test_only_root_reaches_the_metadata_service(
     # Every refusal was the rule set's doing: output (v4 user, v6 user, userns) and forward.
     metadata_reject, forward_v4, forward_v6 = net.counters()
     assert metadata_reject >= 3 and forward_v4 >= 1 and forward_v6 == 0
+
+
+def test_slurmuser_reaches_it_on_the_head_node_only(
+    metadata_network: MetadataNetwork, tmp_path: Path
+) -> None:
+    """slurmctld runs the elastic pools' power programs as SlurmUser on the head node: there
+    `slurm` is answered (and only `slurm` besides root); on a worker it is refused like any
+    job user. The example has elastic pools (g6e-inference-spot)."""
+    net = metadata_network
+    example = "g6e-inference-spot"
+    assert example_plan(example).elastic_pools
+    net.clear_rules()
+    net.load_rules(shipped_rules(example, HEAD_ROLE, tmp_path))
+    assert answered(net.ask(user=SLURM_USER))
+    assert answered(net.ask())
+    assert refused(net.ask(user=UNPRIVILEGED))
+    assert refused(net.ask(ns=net.container))
+    worker = next(p.name for p in example_plan(example).pools)
+    net.load_rules(shipped_rules(example, worker, tmp_path))
+    assert refused(net.ask(user=SLURM_USER))
+    assert answered(net.ask())
 
 
 def test_loading_again_replaces_only_its_own_table(

@@ -74,6 +74,30 @@ def test_p5_summary_by_hand() -> None:
     )
 
 
+def test_elastic_pools_cost_at_max_and_when_idle_by_hand() -> None:
+    """g6e-inference-spot: l40s 1 always-on + 7 elastic g6e.12xlarge, l4 0 + 4 elastic
+    g6.12xlarge at max_spot_price 3.5. At max every node runs; idle, only l40s's one."""
+    document = plan_json("g6e-inference-spot")
+    summary = document["summary"]
+    assert (summary["nodes"], summary["idle_nodes"]) == (12, 1)
+    assert (summary["gpus"], summary["idle_gpus"]) == (48, 4)
+    price = load_catalog().instances["g6e.12xlarge"].price
+    assert price is not None
+    # Each node's root volume: 200 GiB gp3 at $0.08 per GB-month plus 250 - 125 MiB/s of
+    # throughput at $0.04 (service_prices.json), over a 720-hour month.
+    volume = (200 * 0.08 + 125 * 0.04) / 720
+    stopped = 7 * price.usd_per_hour + 4 * 3.5 + 11 * volume
+    saved = summary["hourly_cost_usd"] - summary["idle_hourly_cost_usd"]
+    assert saved == pytest.approx(stopped, abs=0.02)
+    assert summary["idle_hourly_cost_usd"] > price.usd_per_hour  # the always-on node, the head
+    assert document["cost"]["idle_hourly_usd"] == summary["idle_hourly_cost_usd"]
+    text = _cli("plan", "examples/g6e-inference-spot.yaml")
+    assert text.returncode == 0, text.stderr
+    idle = next(line for line in text.stdout.splitlines() if line.startswith("total when idle"))
+    assert f"${summary['idle_hourly_cost_usd']:,.2f}" in idle
+    assert "1 nodes and 4 accelerators when idle" in text.stdout
+
+
 def test_p4d_summary_by_hand() -> None:
     document = plan_json("p4d-odcr")
     summary = document["summary"]

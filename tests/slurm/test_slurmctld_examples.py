@@ -68,8 +68,14 @@ def test_slurmctld_runs_rendered_config(cluster, example: str) -> None:
     cluster.start_munged()
     cluster.start_slurmctld()
 
-    parts = partitions(cluster.scontrol("show", "partition", "-o").stdout)
-    assert set(parts) == {p.partition for p in plan.pools}
+    parts = partitions(cluster.scontrol("show", "partition", "-o", "--all").stdout)
+    elastic = {p.elastic_partition: p for p in plan.elastic_pools}
+    assert set(parts) == {p.partition for p in plan.pools} | set(elastic)
+    for name, pool in elastic.items():
+        # Hidden and inactive: it only gives the pool's elastic nodes their idle time.
+        assert parts[name]["State"] == "INACTIVE" and parts[name]["Hidden"] == "YES"
+        assert parts[name]["SuspendTime"] == str(pool.suspend_time_seconds)
+        assert parts[name]["Nodes"] == pool.elastic_node_names
     for pool in plan.pools:
         part = parts[pool.partition]
         assert part["NodeSets"] == pool.nodeset
@@ -97,6 +103,12 @@ def test_slurmctld_runs_rendered_config(cluster, example: str) -> None:
     assert config["SrunPortRange"] == "60001-63000"
     for key, value in plan.slurm_settings:
         assert config[key] == value, key
+    if plan.elastic_pools:
+        assert config["ResumeProgram"] == "/usr/local/bin/slurmstack-resume"
+        assert config["SuspendProgram"] == "/usr/local/bin/slurmstack-suspend"
+        assert config["ResumeFailProgram"] == "/usr/local/bin/slurmstack-resume-fail"
+        assert config["ResumeTimeout"] == "1800 sec"
+        assert config["SuspendTimeout"] == "120 sec"
 
 
 @pytest.mark.parametrize("example", EXAMPLE_IDS)

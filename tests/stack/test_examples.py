@@ -145,6 +145,8 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
         c[T_EFS] = 1
         c[T_MOUNT_TARGET] = 1
         params += 1
+    if plan.elastic_pools:
+        params += 1  # the compute subnet, which the power programs launch elastic nodes into
     c[T_PARAM] = params
     if spec.network.ssh_cidrs and (spec.network.vpc_id is None or spec.network.public_subnet_id):
         # The head node's public address (an Elastic IP on its network interface).
@@ -197,7 +199,13 @@ def test_one_launch_template_group_and_placement_group_per_pool(example_run: Exa
         assert asg.inputs["desiredCapacity"] == pool.count
         assert asg.inputs["healthCheckType"] == "EC2"
         assert asg.inputs["waitForCapacityTimeout"] == "0"
-        assert asg.inputs["launchTemplate"]["version"] == "1"  # the template's latest_version
+        # The template's latest_version: the group's own, or (spot) its mixed instances policy's.
+        if pool.capacity.type is CapacityType.SPOT:
+            policy = asg.inputs["mixedInstancesPolicy"]
+            spec = policy["launchTemplate"]["launchTemplateSpecification"]
+            assert spec["version"] == "1" and "launchTemplate" not in asg.inputs
+        else:
+            assert asg.inputs["launchTemplate"]["version"] == "1"
         assert asg.inputs["capacityRebalance"] is (pool.capacity.type is CapacityType.SPOT)
         placement_groups = [r for r in result.of_type(T_PG) if r.name == name]
         assert len(placement_groups) == (1 if pool.placement_group else 0)
@@ -220,10 +228,16 @@ def test_capacity_options_per_pool(example_run: Example) -> None:
         market = lt.get("instanceMarketOptions")
         reservation = lt.get("capacityReservationSpecification")
         if kind is CapacityType.SPOT:
-            assert market["marketType"] == "spot"
+            # The group asks for Spot (its mixed instances policy), the elastic nodes' fleet
+            # too: the template says nothing that could contradict either.
+            assert market is None and reservation is None
+            asg = result.one(T_ASG, f"{plan.name}-pool-{pool.name}").inputs
+            spot = asg["mixedInstancesPolicy"]["instancesDistribution"]
+            assert spot["onDemandBaseCapacity"] == 0
+            assert spot["onDemandPercentageAboveBaseCapacity"] == 0
+            assert spot["spotAllocationStrategy"] == "price-capacity-optimized"
             price = pool.capacity.max_spot_price
-            assert market["spotOptions"].get("maxPrice") == (f"{price:g}" if price else None)
-            assert reservation is None
+            assert spot.get("spotMaxPrice") == (f"{price:g}" if price else None)
         elif kind is CapacityType.CAPACITY_BLOCK:
             assert market == {"marketType": "capacity-block"}
             target = reservation["capacityReservationTarget"]
@@ -455,6 +469,7 @@ def test_outputs(example_run: Example) -> None:
         p.name: {
             "asg_name": f"{plan.name}-pool-{p.name}",
             "count": p.count,
+            "max_count": p.max_count,
             "instance_type": p.instance_type,
         }
         for p in plan.pools

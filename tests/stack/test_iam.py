@@ -6,6 +6,7 @@ questions through a stand-in evaluator (iam_eval.py)."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -60,6 +61,29 @@ ACCEPTED_FINDINGS = {
         "as AWS's managed policy does, held to the cluster's region by a condition"
     ),
 }
+# Findings the head's power programs bring (elastic pools), by issue.
+ACCEPTED_POWER_FINDINGS = {
+    "PERMISSIONS_MANAGEMENT_ACTIONS": (
+        "iam:PassRole of the elastic pools' own roles (to EC2 only) and EC2 Fleet's "
+        "service-linked role (for that service only): a launch from a pool's template needs both"
+    ),
+    "PRIVILEGE_ESCALATION": (
+        "RunInstances with PassRole is how an instance gets its role: the head may pass only "
+        "its elastic pools' roles, from the cluster's launch templates"
+    ),
+    "RESOURCE_MISMATCH": (
+        "a launch's statements are split by condition (template, tags at launch, Region), so "
+        "each lists only part of the resource types CreateFleet and RunInstances touch"
+    ),
+}
+POWER_ACTIONS = {"ec2:createfleet", "ec2:runinstances", "iam:passrole", "ec2:CreateFleet",
+                 "ec2:RunInstances", "iam:createservicelinkedrole"}  # fmt: skip
+
+
+def accepted_power_finding(issue: str, detail: str) -> bool:
+    if issue not in ACCEPTED_POWER_FINDINGS:
+        return False
+    return all(a.strip(" '\"") in POWER_ACTIONS for a in re.findall(r"'action': ('[^']*')", detail))
 
 
 @cache
@@ -182,6 +206,29 @@ def test_one_role_per_pool_and_each_node_uses_its_own(iam: ClusterIam) -> None:
             assert tags[POOL_TAG] == name.removeprefix(f"{plan.name}-pool-")
 
 
+def power_scoped(plan: ClusterPlan, statement: dict[str, Any], resource: str) -> bool:
+    """The head's power programs (elastic pools): EC2 resources under a condition that holds
+    them to the cluster (its tag, its launch templates, its Region, or tagging only within a
+    launch, which those hold), the pools' own roles, and EC2 Fleet's service-linked role."""
+    if not plan.elastic_pools:
+        return False
+    if resource.startswith(f"arn:aws:ec2:{plan.region}:"):
+        condition = json.dumps(statement.get("Condition", {}))
+        return any(
+            mark in condition
+            for mark in (
+                f'"{plan.name}"',
+                "ec2:LaunchTemplate",
+                f'"{plan.region}"',
+                "ec2:CreateAction",
+            )
+        )
+    iam_roles = f"arn:aws:iam::{ACCOUNT_ID}:role/"
+    return resource.startswith(f"{iam_roles}{plan.name}-") or resource == (
+        f"{iam_roles}aws-service-role/ec2fleet.amazonaws.com/AWSServiceRoleForEC2Fleet"
+    )
+
+
 def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
     plan = iam.plan
     region, levels = plan.region, access_levels()
@@ -216,6 +263,7 @@ def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
                 assert (
                     resource in own
                     or (role == iam.head and resource in head_only)
+                    or (role == iam.head and power_scoped(plan, statement, resource))
                     or (
                         resource.startswith(group_prefix)
                         and f"autoScalingGroupName/{plan.name}-pool-" in resource
@@ -407,13 +455,11 @@ def lint(document: dict[str, Any]) -> list[tuple[str, str, str]]:
     policy = parliament.analyze_policy_string(json.dumps(document), include_community_auditors=True)
     found = []
     for finding in policy.findings:
-        if finding.issue in parliament.config:
+        try:
             parliament.enhance_finding(finding)
-            detail = str(finding.detail)
-        else:
-            finding.severity = community_config()[finding.issue]["severity"]
-            detail = str(sorted(finding.location.get("actions", [])))
-        found.append((finding.severity, finding.issue, detail))
+        except Exception:  # a community auditor's issue parliament's own config lacks
+            finding.severity = "UNKNOWN"
+        found.append((finding.severity, finding.issue, str(finding.detail or finding.location)))
     return found
 
 
@@ -427,6 +473,9 @@ def test_every_document_passes_the_linter(iam: ClusterIam) -> None:
     documents.append(("bucket", "bucket", iam.bucket_policy))
     for kind, name, document in documents:
         for severity, issue, detail in lint(document):
+            power = name == iam.head and bool(iam.plan.elastic_pools)
+            if power and accepted_power_finding(issue, detail):
+                continue
             assert (kind, issue, detail) in ACCEPTED_FINDINGS, (name, severity, issue, detail)
 
 

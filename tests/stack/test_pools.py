@@ -100,8 +100,10 @@ def test_true_with_a_capacity_reservation_is_refused_with_the_reason() -> None:
 def test_spot_pool() -> None:
     result = run_ok(small_cluster(capacity={"type": "spot", "max_spot_price": 40.5}))
     lt = result.one(T_LT, "tiny-pool-gpu").inputs
-    assert lt["instanceMarketOptions"]["marketType"] == "spot"
-    assert lt["instanceMarketOptions"]["spotOptions"]["maxPrice"] == "40.5"
+    assert "instanceMarketOptions" not in lt  # the group and the fleet each ask for Spot
+    spot = result.one(T_ASG).inputs["mixedInstancesPolicy"]["instancesDistribution"]
+    assert spot["onDemandPercentageAboveBaseCapacity"] == 0
+    assert spot["spotMaxPrice"] == "40.5"
     assert result.one(T_ASG).inputs["capacityRebalance"] is True
 
 

@@ -14,6 +14,7 @@ FAMILIES = [
     "names",
     "instances",
     "capacity",
+    "elastic",
     "network",
     "storage",
     "slurm",

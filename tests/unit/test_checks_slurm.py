@@ -104,7 +104,8 @@ CASES = [
         "slurm-setting-unprovisioned",
         settings(SuspendTime=600),
         "slurm.settings.SuspendTime",
-        "power saving is not wired",
+        "managed by pools[].max_count",
+        name="power-saving",
     ),
     Case(
         "slurm-setting-value",

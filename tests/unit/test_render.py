@@ -143,9 +143,10 @@ def test_template_sets_only_managed_keys(example: str) -> None:
     missing = sorted(
         k
         for k in own
-        if k.lower() not in checks.MANAGED_SLURM_KEYS and not checks.is_accounting_key(k)
+        if k.lower() not in checks.MANAGED_SLURM_KEYS | checks.POWER_SAVING_KEYS
+        and not checks.is_accounting_key(k)
     )
-    assert missing == [], f"add to MANAGED_SLURM_KEYS (or the accounting keys): {missing}"
+    assert missing == [], f"add to MANAGED_SLURM_KEYS (or the accounting, power keys): {missing}"
 
 
 def test_templates_are_strict(monkeypatch) -> None:

@@ -78,7 +78,8 @@ def test_lustre_price_override() -> None:
 def test_spot_with_max_price_is_capped() -> None:
     report = _report(_definition("g6e-inference-spot.yaml"))
     l4 = _line(report, "pool l4:")
-    assert l4.hourly_usd == pytest.approx(2 * 3.5)
+    assert l4.hourly_usd == pytest.approx(4 * 3.5)  # 0 always on, 4 at max_count
+    assert l4.idle_hourly_usd == pytest.approx(0.0)
     assert "max_spot_price" in l4.note
 
 

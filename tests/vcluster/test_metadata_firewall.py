@@ -1,12 +1,13 @@
-"""Only root reaches the instance metadata service, on every node of the virtual cluster.
+"""Only root reaches the instance metadata service, on every node of the virtual cluster, and
+SlurmUser on the head node (slurmctld runs the elastic pools' power programs as it).
 
 Each node loaded its own rendered rule set with Debian's nft, in its own network namespace:
 runcmd enables and starts slurmstack-imds-firewall.service before the bootstrap, and the unit's
 RequiredBy links make munge and the node's Slurm daemon require it (the systemctl stand-in
 follows them as systemd does). Behind it the stand-in metadata service answers whoever gets
 through. Root gets through (the whole boot, which takes its credentials from the metadata
-service, depends on it); a job user does not, and neither does the slurm user: the rule set's
-reject counter counts their packets.
+service, depends on it); a job user does not, and neither does the slurm user on a worker: the
+rule set's reject counter counts their packets. On the head node the slurm user gets through.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ except OSError as exc:
     sys.exit(1)
 """
 JOB_USERS = ("nobody", "slurm")
+HEAD_USERS = ("root", "slurm")  # slurmctld's power programs run as SlurmUser
 
 
 def token_request(node: Node, user: str) -> tuple[int, str]:
@@ -70,8 +72,11 @@ def test_only_root_reaches_the_metadata_service_on_every_node(vcluster: VirtualC
             assert node.run("test", "-L", link, check=False).returncode == 0, (label, link)
 
         refused_before = rejected_packets(node)
-        assert token_request(node, "root") == (0, "200"), label
-        for user in JOB_USERS:
+        allowed = HEAD_USERS if node is vcluster.head else ("root",)
+        for user in allowed:
+            assert token_request(node, user) == (0, "200"), (label, user)
+        refused = [u for u in JOB_USERS if u not in allowed]
+        for user in refused:
             code, answer = token_request(node, user)
             assert code == 1 and answer.startswith("refused:"), (label, user, answer)
-        assert rejected_packets(node) >= refused_before + len(JOB_USERS), label
+        assert rejected_packets(node) >= refused_before + len(refused), label

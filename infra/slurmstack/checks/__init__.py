@@ -1,8 +1,8 @@
 """Rules that need the catalog or span several fields. Each rule is a small named function
 that yields findings with a path; all rules run and every finding is collected.
 
-Rules live in one module per resource family (names, region, instances, capacity, network,
-storage, slurm, accounting, nccl, tags, health). The rule id is the function name with dashes for
+Rules live in one module per resource family (names, region, instances, capacity, elastic,
+network, storage, slurm, accounting, nccl, tags, images, health). The rule id is the function name with dashes for
 underscores; the comment above each rule says why it exists.
 """
 
@@ -46,6 +46,7 @@ def _with_rule(finding: Finding, name: str) -> Finding:
 from slurmstack.checks import (  # noqa: E402
     accounting,
     capacity,
+    elastic,
     health,
     images,
     instances,
@@ -63,6 +64,7 @@ __all__ = [
     "Rule",
     "accounting",
     "capacity",
+    "elastic",
     "health",
     "images",
     "instances",

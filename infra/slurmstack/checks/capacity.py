@@ -169,22 +169,25 @@ def placement_group_capacity_reservation(spec: ClusterSpec, catalog: Catalog) ->
             )
 
 
-# why: see CAPACITY_BLOCK_SIZES; more nodes than one block holds can never all start.
+# why: see CAPACITY_BLOCK_SIZES; more nodes than one block holds can never all start, and an
+# elastic pool's nodes all launch into the same block, so the block bounds max_count.
 @rule
 def capacity_block_size(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     for index, pool in enumerate(spec.pools):
-        if pool.capacity.type is not CapacityType.CAPACITY_BLOCK or pool.count == 0:
+        nodes = pool.max_nodes
+        if pool.capacity.type is not CapacityType.CAPACITY_BLOCK or nodes == 0:
             continue
-        if pool.count > CAPACITY_BLOCK_SIZES[-1]:
+        key = "max_count" if pool.elastic_nodes else "count"
+        if nodes > CAPACITY_BLOCK_SIZES[-1]:
             yield error(
-                f"pools[{index}].count",
-                f"count {pool.count} is more than one Capacity Block holds (64 instances); "
+                f"pools[{index}].{key}",
+                f"{key} {nodes} is more than one Capacity Block holds (64 instances); "
                 "split the pool into pools of at most 64, one per Capacity Block",
             )
-        elif pool.count not in CAPACITY_BLOCK_SIZES:
+        elif nodes not in CAPACITY_BLOCK_SIZES:
             yield warning(
-                f"pools[{index}].count",
-                f"count {pool.count} is not a Capacity Block size (1, 2, 4, 8, 16, 32 or 64); "
+                f"pools[{index}].{key}",
+                f"{key} {nodes} is not a Capacity Block size (1, 2, 4, 8, 16, 32 or 64); "
                 "the block's other instances stay idle but are paid for, or the pool cannot "
                 "start all its nodes",
             )
@@ -194,7 +197,7 @@ def capacity_block_size(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding
 @rule
 def spot_multi_node_efa(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     for pf in pools_with_facts(spec, catalog):
-        if pf.pool.capacity.type is CapacityType.SPOT and pf.efa and pf.pool.count > 1:
+        if pf.pool.capacity.type is CapacityType.SPOT and pf.efa and pf.pool.max_nodes > 1:
             yield warning(
                 f"{pf.path}.capacity.type",
                 f"pool {pf.pool.name!r} runs multi-node EFA jobs on Spot; one interruption "
@@ -202,15 +205,16 @@ def spot_multi_node_efa(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding
             )
 
 
-# why: a pool of zero nodes creates a partition where every job pends forever.
+# why: a pool of zero nodes, and none elastic, creates a partition where every job pends
+# forever.
 @rule
 def pool_count_zero(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     for index, pool in enumerate(spec.pools):
-        if pool.count == 0:
+        if pool.max_nodes == 0:
             yield warning(
                 f"pools[{index}].count",
-                f"pool {pool.name!r} has count 0; jobs sent to its partition will pend until "
-                "the count is raised",
+                f"pool {pool.name!r} has count 0 and no max_count above it; jobs sent to its "
+                "partition will pend until count or max_count is raised",
             )
 
 

@@ -152,7 +152,7 @@ def efa_unsupported(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
 @rule
 def efa_disabled(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     for pf in pools_with_facts(spec, catalog):
-        if pf.pool.efa is False and pf.facts.efa_supported and pf.pool.count > 1:
+        if pf.pool.efa is False and pf.facts.efa_supported and pf.pool.max_nodes > 1:
             yield warning(
                 f"{pf.path}.efa",
                 f"{pf.pool.instance_type} supports EFA but efa is false; multi-node jobs in "
@@ -192,7 +192,7 @@ def head_node_small(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     facts = head_facts(spec, catalog)
     if facts is None:
         return
-    nodes = sum(pool.count for pool in spec.pools)
+    nodes = sum(pool.max_nodes for pool in spec.pools)
     vcpus, mib = HEAD_MIN_LARGE if nodes > HEAD_LARGE_CLUSTER_NODES else HEAD_MIN_ANY
     if facts.vcpus < vcpus or facts.memory_mib < mib:
         yield warning(

@@ -47,7 +47,7 @@ def _truthy(value: SettingValue) -> bool:
 
 
 def _efa_pools(spec: ClusterSpec, catalog: Catalog) -> list[PoolFacts]:
-    return [pf for pf in pools_with_facts(spec, catalog) if pf.efa and pf.pool.count > 0]
+    return [pf for pf in pools_with_facts(spec, catalog) if pf.efa and pf.pool.max_nodes > 0]
 
 
 def _env(spec: ClusterSpec) -> Iterator[tuple[str, str, SettingValue]]:

@@ -66,7 +66,8 @@ def compute_subnet(spec: ClusterSpec) -> ipaddress.IPv4Network | None:
 
 
 def _per_node_addresses(spec: ClusterSpec, catalog: Catalog) -> list[tuple[int, int, int]]:
-    """(pool index, addresses per node, count) for every pool; unknown types count one."""
+    """(pool index, addresses per node, nodes) for every pool, at its largest (max_count: an
+    elastic node takes its addresses while it runs); unknown types count one."""
     known = {pf.index: pf for pf in pools_with_facts(spec, catalog)}
     out = []
     for index, pool in enumerate(spec.pools):
@@ -74,7 +75,7 @@ def _per_node_addresses(spec: ClusterSpec, catalog: Catalog) -> list[tuple[int, 
         per_node = 1
         if pf is not None:
             per_node = addresses_per_node(efa_interfaces(pf.facts, pf.efa))
-        out.append((index, per_node, pool.count))
+        out.append((index, per_node, pool.max_nodes))
     return out
 
 
@@ -224,7 +225,8 @@ def compute_subnet_prefix(spec: ClusterSpec, catalog: Catalog) -> Iterator[Findi
         )
 
 
-# why: a node that gets no address never launches; count what each interface layout takes.
+# why: a node that gets no address never launches; count what each interface layout takes,
+# for every pool at max_count (elastic nodes need theirs when they start).
 @rule
 def compute_subnet_capacity(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     subnet = compute_subnet(spec)

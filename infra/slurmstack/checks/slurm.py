@@ -220,7 +220,7 @@ def is_accounting_key(key: str) -> bool:
     return folded.startswith(ACCOUNTING_PREFIX) or folded in ACCOUNTING_KEYS
 
 
-# Features slurmstack does not provision yet, so their keys would point Slurm at nothing.
+# Power saving: managed through the pools (max_count, scale_down_idle_minutes).
 POWER_SAVING_KEYS = frozenset(
     key.lower()
     for key in (
@@ -237,9 +237,10 @@ POWER_SAVING_KEYS = frozenset(
     )
 )
 POWER_SAVING_REASON = (
-    "pools are Auto Scaling groups of always-running nodes and Slurm's power saving is not wired "
-    "to them, so slurmctld would power nodes down that nothing brings back (elastic pools are "
-    "planned; they will manage these keys)"
+    "Slurm's power saving is managed by pools[].max_count: slurmstack sets ResumeProgram, "
+    "SuspendProgram, ResumeFailProgram and the timeouts for the elastic nodes, and each pool's "
+    "SuspendTime from its scale_down_idle_minutes; set those instead (a global SuspendTime "
+    "would power down the always-on nodes, which nothing brings back)"
 )
 
 # slurm.conf keys are words of letters and digits.
@@ -362,8 +363,8 @@ def slurm_setting_dropped_later(spec: ClusterSpec, catalog: Catalog) -> Iterator
             )
 
 
-# why: power saving needs programs slurmstack does not provision yet; its keys would point
-# slurmctld at nothing (see POWER_SAVING_REASON).
+# why: power saving is slurmstack's, through pools[].max_count: a key of the user's would fight
+# the elastic nodes' programs and timeouts, or power down always-on nodes (POWER_SAVING_REASON).
 @rule
 def slurm_setting_unprovisioned(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     for key in spec.slurm.settings:

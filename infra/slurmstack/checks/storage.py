@@ -344,7 +344,7 @@ def lustre_efa_connections(spec: ClusterSpec, catalog: Catalog) -> Iterator[Find
     ):
         return
     total = sum(
-        pf.pool.count * lustre_client_efa_interfaces(pf.pool.instance_type, pf.facts, pf.efa)
+        pf.pool.max_nodes * lustre_client_efa_interfaces(pf.pool.instance_type, pf.facts, pf.efa)
         for pf in pools_with_facts(spec, catalog)
     )
     if total > LUSTRE_EFA_CONNECTION_LIMIT:

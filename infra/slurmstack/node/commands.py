@@ -27,6 +27,7 @@ from . import (
 )
 from .context import Context, log
 from .health import boot, periodic
+from .power.handlers import POWER_ROWS
 from .workload import commands as workload
 
 Handler = Callable[[Context, argparse.Namespace], int]
@@ -243,6 +244,8 @@ COMMANDS: tuple[Subcommand, ...] = (
         _reap,
         _reap_arguments,
     ),
+    # Slurm's power saving for the elastic nodes (power-resume, -suspend, -resume-fail, -sweep).
+    *(Subcommand(*row) for row in POWER_ROWS),
     Subcommand(
         Command.CONTROL,
         "(head; slurmstack-controller.timer, every minute) one pass of the controller: nodes "

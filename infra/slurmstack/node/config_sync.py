@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..contract import (
     CONTROLLER_TIMER,
     HEAD_ROLE,
+    POWER_TIMER,
     SLURM_CONF_PATH,
     DeployParameter,
     matches_key,
@@ -15,8 +16,11 @@ from ..contract import (
 from . import system
 from .context import AgentError, Context, log, write_atomic
 
-# Keys of slurm.conf that scontrol reconfigure does not apply: slurmctld must restart.
-RESTART_KEYS = ("MaxNodeCount", "SlurmctldPort", "SlurmdPort", "SlurmctldParameters")
+# Keys of slurm.conf that scontrol reconfigure does not apply: slurmctld must restart. NodeName
+# too: the nodes slurm.conf declares (the elastic pools' CLOUD nodes) are fixed until a restart
+# ("node count has changed before reconfiguration ... You have to restart slurmctld",
+# read_config.c, Slurm 23.11).
+RESTART_KEYS = ("MaxNodeCount", "SlurmctldPort", "SlurmdPort", "SlurmctldParameters", "NodeName")
 # The controller's timer (head node) is enabled by sync-config wherever it is merely disabled;
 # an operator stops the controller for good with `systemctl mask slurmstack-controller.timer`.
 CONTROLLER_TIMER_PATH = unit_path(CONTROLLER_TIMER)
@@ -32,11 +36,13 @@ def file_mode(node_path: str) -> int:
 
 
 def restart_keys(slurm_conf: str) -> dict[str, str]:
-    out = {}
+    """The values of RESTART_KEYS (a key on several lines, as NodeName: all of them)."""
+    out: dict[str, str] = {}
     for line in slurm_conf.splitlines():
         key, _, value = line.split("#", 1)[0].partition("=")
         if key.strip() in RESTART_KEYS:
-            out[key.strip()] = value.strip()
+            key = key.strip()
+            out[key] = f"{out[key]}\n{value.strip()}" if key in out else value.strip()
     return out
 
 
@@ -80,6 +86,8 @@ def sync_config(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> li
         ctx.sh("systemctl", "daemon-reload", check=False)
     if role == HEAD_ROLE:
         _enable_controller(ctx)
+        # The elastic nodes' sweep, once a pool is elastic.
+        _enable_timer(ctx, POWER_TIMER)
     if role == HEAD_ROLE and SLURM_CONF_PATH in changed and old_slurm_conf:
         new = system.read(ctx, SLURM_CONF_PATH) or ""
         if restart_keys(old_slurm_conf) != restart_keys(new):
@@ -88,6 +96,17 @@ def sync_config(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> li
                 log("a key that reconfigure cannot apply changed: restarting slurmctld")
                 ctx.sh("systemctl", "restart", "slurmctld")
     return changed
+
+
+def _enable_timer(ctx: Context, timer: str) -> None:
+    """Enable a head timer where it is installed and merely disabled: on a new head node, and
+    on one that got the timer from an older agent or a new elastic pool. A masked timer stays
+    off."""
+    if not ctx.path(unit_path(timer)).exists():
+        return
+    state = ctx.sh("systemctl", "is-enabled", timer, check=False).stdout.strip()
+    if state == "disabled":
+        ctx.sh("systemctl", "enable", "--now", timer, check=False)
 
 
 def _enable_controller(ctx: Context) -> None:

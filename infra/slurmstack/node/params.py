@@ -1,4 +1,5 @@
-"""params: the deploy-time parameters this role needs (node.env), the node's name, /etc/hosts;
+"""params: the deploy-time parameters this role needs (node.env), the node's name (an elastic
+instance's from its tag, slurmstack.node.elastic), /etc/hosts;
 head-address: the head node's address again, before every slurmd start."""
 
 from __future__ import annotations
@@ -6,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..contract import DeployParameter, NodeEnv, head_host, node_name
+from . import elastic
 from .context import AgentError, Context, log, write_atomic
 
 HOSTS_BEGIN = "# slurmstack begin"
@@ -23,7 +25,12 @@ def params(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> NodeEnv
         name = head_host(config.cluster)
         hosts = [f"{address} {name}"]
     else:
-        name = node_name(config.node_name_prefix, address)
+        # An elastic instance (launched by the head's power programs) takes the CLOUD node name
+        # it was given; an always-on one is named by its address.
+        given = elastic.elastic_name(ctx, env.instance_id) if config.elastic else None
+        if config.elastic:
+            elastic.slurmd_dropin(ctx, given is not None)
+        name = given or node_name(config.node_name_prefix, address)
         head = ctx.wait_parameter(DeployParameter.HEAD_ADDRESS, timeout, poll)
         env = replace(env, head_address=head)
         hosts = [f"{head} {head_host(config.cluster)}", f"{address} {name}"]

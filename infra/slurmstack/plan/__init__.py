@@ -70,7 +70,12 @@ from slurmstack.plan.pools import (
     resolve_placement_group,
     schedulable_memory_mib,
 )
-from slurmstack.plan.slurm import MAX_NODE_COUNT_FACTOR, MAX_NODE_COUNT_STEP
+from slurmstack.plan.slurm import (
+    MAX_NODE_COUNT_FACTOR,
+    MAX_NODE_COUNT_STEP,
+    RESUME_TIMEOUT_SECONDS,
+    SUSPEND_TIMEOUT_SECONDS,
+)
 from slurmstack.plan.storage import LustrePlan, MountPlan
 from slurmstack.subnets import carve as subnets
 
@@ -92,11 +97,13 @@ __all__ = [
     "RDS_PARAMETER_FAMILY",
     "REAPER_GRACE_SECONDS",
     "RESERVED_CAPACITY",
+    "RESUME_TIMEOUT_SECONDS",
     "SLURMCTLD_PORT",
     "SLURMD_PORT",
     "SRUN_PORT_RANGE",
     "STATE_SAVE_LOCATION",
     "STATE_VOLUME_MOUNT",
+    "SUSPEND_TIMEOUT_SECONDS",
     "AccountingPlan",
     "ClusterPlan",
     "DatabasePlan",

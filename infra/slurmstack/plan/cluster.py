@@ -45,7 +45,22 @@ class ClusterPlan:
 
     @property
     def max_node_count(self) -> int:
+        """Nodes with every pool at its largest (max_count)."""
+        return sum(p.max_count for p in self.pools)
+
+    @property
+    def always_on_nodes(self) -> int:
+        """Nodes the pools keep running (their counts): the cluster when idle."""
         return sum(p.count for p in self.pools)
+
+    @property
+    def elastic_nodes(self) -> int:
+        """CLOUD nodes declared in slurm.conf for the pools' elastic parts."""
+        return sum(p.elastic_nodes for p in self.pools)
+
+    @property
+    def elastic_pools(self) -> tuple[PoolPlan, ...]:
+        return tuple(p for p in self.pools if p.elastic)
 
     @property
     def head_in_public_subnet(self) -> bool:
@@ -59,7 +74,7 @@ class ClusterPlan:
     def lustre_efa_connections(self) -> int:
         """EFA connections to the file system with every pool at full size: each EFA interface
         a client configures counts as one, against a limit of LUSTRE_EFA_CONNECTION_LIMIT."""
-        return sum(p.count * p.lustre_efa_interfaces for p in self.pools)
+        return sum(p.max_count * p.lustre_efa_interfaces for p in self.pools)
 
     @property
     def lustre_efa_connections_exceed_limit(self) -> bool:
@@ -72,7 +87,7 @@ class ClusterPlan:
     @property
     def slurm_max_node_count(self) -> int:
         """MaxNodeCount (slurmstack.plan.slurm)."""
-        return slurm_max_node_count(self.max_node_count)
+        return slurm_max_node_count(self.always_on_nodes, self.elastic_nodes)
 
     @property
     def gres_types(self) -> tuple[str, ...]:

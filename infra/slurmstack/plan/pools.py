@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from slurmstack.catalog import Catalog, InstanceFacts
-from slurmstack.contract import MountKind, container_root, node_name_pattern
+from slurmstack.contract import MountKind, container_root, elastic_node_names, node_name_pattern
 from slurmstack.efa import (
     NetworkInterfacePlan,
     addresses_per_node,
@@ -86,6 +86,40 @@ class PoolPlan:
     # An existing placement group the definition names (the stack creates none); None: the
     # stack creates the pool's own group when placement_group is set.
     placement_group_name: str | None = None
+    # Elastic nodes: max_count - count CLOUD nodes Slurm's power saving starts for pending
+    # jobs and stops after scale_down_idle_minutes idle (slurmstack.plan.power).
+    elastic_nodes: int = 0
+    scale_down_idle_minutes: int = 10
+
+    @property
+    def max_count(self) -> int:
+        """The most nodes the pool may have: its always-on count plus its elastic nodes."""
+        return self.count + self.elastic_nodes
+
+    @property
+    def elastic(self) -> bool:
+        return self.elastic_nodes > 0
+
+    @property
+    def elastic_node_names(self) -> str:
+        """The pool's CLOUD nodes as a Slurm hostlist, e.g. gpu-e[1-8]."""
+        return elastic_node_names(self.name, self.elastic_nodes)
+
+    @property
+    def elastic_partition(self) -> str:
+        """The hidden, inactive partition that gives the elastic nodes (and only them) their
+        SuspendTime (slurmstack.plan.power)."""
+        return f"{self.name}_elastic"
+
+    @property
+    def suspend_time_seconds(self) -> int:
+        return self.scale_down_idle_minutes * 60
+
+    @property
+    def cloud_node_conf(self) -> str:
+        """The slurm.conf attributes of the pool's CLOUD nodes: what a dynamic node of the
+        pool registers with (dynamic_node_conf), declared in advance."""
+        return f"{self.dynamic_node_conf} State=CLOUD"
 
     @property
     def partition(self) -> str:
@@ -161,7 +195,8 @@ class PoolPlan:
 
     @property
     def gpus(self) -> int:
-        return self.gpu.count * self.count if self.gpu else 0
+        """Accelerators of the pool at its largest (max_count nodes)."""
+        return self.gpu.count * self.max_count if self.gpu else 0
 
     @property
     def gpudirect_rdma(self) -> bool:
@@ -270,4 +305,6 @@ def plan_pool(
         lustre_over_efa=lustre_efa_interfaces > 0,
         lustre_efa_interfaces=lustre_efa_interfaces,
         placement_group_name=existing_placement_group(pool),
+        elastic_nodes=pool.elastic_nodes,
+        scale_down_idle_minutes=pool.scale_down_idle_minutes,
     )

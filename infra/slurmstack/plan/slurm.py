@@ -22,11 +22,27 @@ MAX_NODE_COUNT_FACTOR = 2
 MAX_NODE_COUNT_STEP = 64
 
 
-def slurm_max_node_count(nodes_at_full_size: int) -> int:
-    """MaxNodeCount: every pool at full size, twice (see MAX_NODE_COUNT_FACTOR), rounded up
-    to a multiple of MAX_NODE_COUNT_STEP."""
-    wanted = max(nodes_at_full_size * MAX_NODE_COUNT_FACTOR, 1)
+def slurm_max_node_count(dynamic_nodes: int, cloud_nodes: int = 0) -> int:
+    """MaxNodeCount: the pools' always-on (dynamic) nodes twice (see MAX_NODE_COUNT_FACTOR),
+    plus their elastic (CLOUD) nodes once, rounded up to a multiple of MAX_NODE_COUNT_STEP.
+    slurmctld sizes its node table by MaxNodeCount, and the nodes slurm.conf declares (the
+    CLOUD ones) take their places in it first (read_config.c, Slurm 23.11), so dynamic nodes
+    get what is left. A CLOUD node keeps its name when its instance is replaced: once is
+    enough."""
+    wanted = max(dynamic_nodes * MAX_NODE_COUNT_FACTOR + cloud_nodes, 1)
     return math.ceil(wanted / MAX_NODE_COUNT_STEP) * MAX_NODE_COUNT_STEP
+
+
+# Slurm's power saving for the elastic nodes (slurm.conf's ResumeTimeout, SuspendTimeout).
+# ResumeTimeout: from the resume request to the node's registration. A GPU node's launch and
+# boot take about 8 minutes (slurmstack.report.timing: NODE_BOOT and JOIN); 30 minutes leaves
+# room for a slow image, a busy Lustre and a Capacity Block's first launch, while a node that
+# never comes (a failed boot) is given up in half an hour: DOWN, its job requeued.
+RESUME_TIMEOUT_SECONDS = 1800
+# SuspendTimeout: from the suspend request until the node may be resumed again. EC2 takes
+# about a minute to terminate an instance (a Capacity Block's slot is reusable some minutes
+# later, which a failed launch and its retry cover).
+SUSPEND_TIMEOUT_SECONDS = 120
 
 
 def gres_types(gres_names: Iterable[str]) -> tuple[str, ...]:

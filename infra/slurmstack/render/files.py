@@ -12,6 +12,7 @@ from slurmstack.contract import (
     SLURM_CONF_PATH,
     SLURM_DIR,
     SLURMCTLD_DROPIN_PATH,
+    SLURMD_ELASTIC_DROPIN_SOURCE,
     TASK_PROLOG_PATH,
     node_config_json,
 )
@@ -34,6 +35,8 @@ def head_files(plan: ClusterPlan) -> dict[str, str]:
         slurm.CONTROLLER_SERVICE_PATH: slurm.controller_service(plan),
         slurm.CONTROLLER_TIMER_PATH: slurm.controller_timer(plan),
         NODE_CONFIG_PATH: node_config_json(node_config(plan, None)),
+        **slurm.power_programs(plan),
+        **slurm.power_units(plan),
         **accounting_files(plan),
         **agent_files(),
         **jobs.head_jobs_files(plan),
@@ -56,6 +59,7 @@ def pool_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
         NCCL_CONF_PATH: nccl.nccl_conf(pool),
         slurm.LNET_EFA_UNIT_PATH: slurm.lnet_efa_unit(plan, pool),
         FABRIC_PROFILE_PATH: nccl.fabric_profile(pool),
+        SLURMD_ELASTIC_DROPIN_SOURCE: slurm.slurmd_elastic_dropin(plan, pool),
     }
     files.update({path: text for path, text in optional.items() if text is not None})
     return dict(sorted(files.items()))

@@ -11,12 +11,16 @@ from slurmstack.contract import (
     AGENT_PACKAGE,
     AGENT_PATH,
     COMMAND_DIRS,
+    ELASTIC_TAG,
     HEAD_ROLE,
     HEALTH_CHECK_PROGRAM,
+    POOL_ROLE,
+    POOL_TAG,
     STATE_SAVE_LOCATION,
     STATE_VOLUME_DEVICE,
     STATE_VOLUME_MOUNT,
     Command,
+    ElasticPool,
     Mount,
     MountKind,
     NodeConfig,
@@ -25,6 +29,8 @@ from slurmstack.contract import (
     StateVolume,
     node_name_prefix,
     pool_group_name,
+    pool_resource_name,
+    resource_tags,
 )
 from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.render.templates import PACKAGE_DIR, render_template
@@ -58,6 +64,7 @@ def node_config(plan: ClusterPlan, pool: PoolPlan | None) -> NodeConfig:
             state_volume=StateVolume(STATE_VOLUME_DEVICE, STATE_VOLUME_MOUNT, STATE_SAVE_LOCATION),
             # The controller looks after these pools' nodes only.
             pools=tuple(pool_ref(plan, p) for p in plan.pools),
+            elastic_pools=tuple(elastic_pool(plan, p) for p in plan.elastic_pools),
             repair=plan.health.repair,
         )
     scratch = pool.local_scratch_mount
@@ -70,6 +77,30 @@ def node_config(plan: ClusterPlan, pool: PoolPlan | None) -> NodeConfig:
         ),
         # EFA interfaces LNet uses for Lustre; 0: the pool mounts Lustre over TCP.
         lustre_efa_interfaces=pool.lustre_efa_interfaces if plan.lustre is not None else None,
+        elastic=pool.elastic,
+    )
+
+
+def elastic_pool(plan: ClusterPlan, pool: PoolPlan) -> ElasticPool:
+    """What the head's power programs need to launch the elastic nodes of ``pool``: the
+    pool's launch template (made by the stack under this name) and its instance tags, which
+    are the tags its Auto Scaling group gives the always-on nodes, plus ELASTIC_TAG."""
+    name = pool_resource_name(plan.name, pool.name)
+    placement = pool.placement_group_name or (name if pool.placement_group else None)
+    price = pool.capacity.max_spot_price
+    instance_tags = resource_tags(
+        plan.spec.tags, plan.name, POOL_ROLE, name, **{POOL_TAG: pool.name, ELASTIC_TAG: pool.name}
+    )
+    return ElasticPool(
+        name=pool.name,
+        node_names=pool.elastic_node_names,
+        nodes=pool.elastic_nodes,
+        launch_template=name,
+        instance_type=pool.instance_type,
+        capacity=pool.capacity.type.value,
+        placement_group=placement,
+        max_spot_price=None if price is None else f"{price:g}",
+        tags=tuple(sorted(instance_tags.items())),
     )
 
 

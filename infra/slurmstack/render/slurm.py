@@ -12,18 +12,32 @@ from slurmstack.contract import (
     CONTROLLER_TIMER,
     DEEP_DIAGNOSTIC_SECONDS,
     LNET_EFA_UNIT,
+    POWER_PROGRAMS,
+    POWER_SERVICE,
+    POWER_SWEEP_INTERVAL_SECONDS,
+    POWER_TIMER,
     PYXIS_PLUGIN,
     REAPER_GRACE_SECONDS,
+    RESUME_FAIL_PROGRAM,
+    RESUME_PROGRAM,
+    SLURM_USER,
     SLURMCTLD_PORT,
     SLURMD_PORT,
     SLURMD_UNIT,
     SRUN_PORT_RANGE,
     STATE_SAVE_LOCATION,
     STATE_VOLUME_MOUNT,
+    SUSPEND_PROGRAM,
     head_host,
     unit_path,
 )
-from slurmstack.plan import ClusterPlan, PoolPlan, accounting_plan
+from slurmstack.plan import (
+    RESUME_TIMEOUT_SECONDS,
+    SUSPEND_TIMEOUT_SECONDS,
+    ClusterPlan,
+    PoolPlan,
+    accounting_plan,
+)
 from slurmstack.plan.health import REBOOT_TIMEOUT_SECONDS
 from slurmstack.render.templates import render_template
 
@@ -33,6 +47,9 @@ CONTROLLER_SERVICE_PATH = unit_path(CONTROLLER_SERVICE)
 CONTROLLER_TIMER_PATH = unit_path(CONTROLLER_TIMER)
 # Pools that reach an EFA-enabled Lustre file system over EFA: LNet setup before the mount.
 LNET_EFA_UNIT_PATH = unit_path(LNET_EFA_UNIT)
+# The head's sweep of the elastic nodes (`slurmstack-node power-sweep`) and its timer.
+POWER_SERVICE_PATH = unit_path(POWER_SERVICE)
+POWER_TIMER_PATH = unit_path(POWER_TIMER)
 
 
 @dataclass(frozen=True)
@@ -49,6 +66,8 @@ def slurm_conf(plan: ClusterPlan) -> str:
         head_host=head_host(plan.name),
         ports=Ports(),
         state_save_location=STATE_SAVE_LOCATION,
+        resume_timeout=RESUME_TIMEOUT_SECONDS,
+        suspend_timeout=SUSPEND_TIMEOUT_SECONDS,
         reboot_timeout=REBOOT_TIMEOUT_SECONDS,
         accounting=accounting_plan(plan),
     )
@@ -83,6 +102,49 @@ def controller_timer(plan: ClusterPlan) -> str:
         "systemd/slurmstack-controller.timer.j2",
         plan=plan,
         interval_seconds=CONTROLLER_INTERVAL_SECONDS,
+    )
+
+
+def power_programs(plan: ClusterPlan) -> dict[str, str]:
+    """The head's ResumeProgram, SuspendProgram and ResumeFailProgram (node path -> text),
+    when a pool is elastic: one-line launchers of the agent's power-* subcommands."""
+    if not plan.elastic_pools:
+        return {}
+    keys = {
+        RESUME_PROGRAM: "ResumeProgram",
+        SUSPEND_PROGRAM: "SuspendProgram",
+        RESUME_FAIL_PROGRAM: "ResumeFailProgram",
+    }
+    return {
+        path: render_template(
+            "node/power-program.j2", plan=plan, key=keys[path], command=command.value
+        )
+        for path, command in POWER_PROGRAMS.items()
+    }
+
+
+def power_units(plan: ClusterPlan) -> dict[str, str]:
+    """The head's sweep of the elastic nodes and its timer, when a pool is elastic."""
+    if not plan.elastic_pools:
+        return {}
+    return {
+        POWER_SERVICE_PATH: render_template(
+            "systemd/slurmstack-power.service.j2", plan=plan, slurm_user=SLURM_USER
+        ),
+        POWER_TIMER_PATH: render_template(
+            "systemd/slurmstack-power.timer.j2",
+            plan=plan,
+            interval_seconds=POWER_SWEEP_INTERVAL_SECONDS,
+        ),
+    }
+
+
+def slurmd_elastic_dropin(plan: ClusterPlan, pool: PoolPlan) -> str | None:
+    """The slurmd drop-in of the pool's elastic nodes (CLOUD nodes); None if it has none."""
+    if not pool.elastic:
+        return None
+    return render_template(
+        "systemd/slurmstack-slurmd-elastic.conf.j2", plan=plan, pool=pool, ports=Ports()
     )
 
 

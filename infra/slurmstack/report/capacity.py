@@ -1,4 +1,5 @@
-"""Capacity of a planned cluster: nodes, accelerators, memory, compute and fabric."""
+"""Capacity of a planned cluster: nodes, accelerators, memory, compute and fabric, with every
+pool at its largest (max_count), and the always-on part (count) that runs when idle."""
 
 from __future__ import annotations
 
@@ -11,9 +12,14 @@ GIB_PER_MIB = 1 / 1024
 
 @dataclass(frozen=True)
 class PoolCapacity:
+    """A pool at its largest (max_count nodes; the figures below are for that many), and its
+    always-on part (count nodes), which is what runs when no job does."""
+
     pool: str
     instance_type: str
     nodes: int
+    always_on_nodes: int
+    always_on_accelerators: int
     accelerator_model: str | None
     accelerators: int
     accelerator_memory_gib: float
@@ -34,6 +40,14 @@ class ClusterCapacity:
     @property
     def nodes(self) -> int:
         return sum(p.nodes for p in self.pools)
+
+    @property
+    def always_on_nodes(self) -> int:
+        return sum(p.always_on_nodes for p in self.pools)
+
+    @property
+    def always_on_accelerators(self) -> int:
+        return sum(p.always_on_accelerators for p in self.pools)
 
     @property
     def accelerators(self) -> int:
@@ -73,20 +87,23 @@ def pool_capacity(pool: PoolPlan) -> PoolCapacity:
     acc = facts.accelerator
     per_node_acc = acc.count if acc else 0
     efa_gbps = facts.network_gbps if pool.efa else 0.0
+    nodes = pool.max_count
     return PoolCapacity(
         pool=pool.name,
         instance_type=pool.instance_type,
-        nodes=pool.count,
+        nodes=nodes,
+        always_on_nodes=pool.count,
+        always_on_accelerators=per_node_acc * pool.count,
         accelerator_model=acc.model if acc else None,
-        accelerators=per_node_acc * pool.count,
-        accelerator_memory_gib=(acc.memory_gib * acc.count * pool.count) if acc else 0.0,
-        bf16_dense_pflops=(acc.bf16_dense_tflops * acc.count * pool.count / 1000) if acc else 0.0,
+        accelerators=per_node_acc * nodes,
+        accelerator_memory_gib=(acc.memory_gib * acc.count * nodes) if acc else 0.0,
+        bf16_dense_pflops=(acc.bf16_dense_tflops * acc.count * nodes / 1000) if acc else 0.0,
         efa=pool.efa,
         efa_gbps_per_node=efa_gbps,
-        efa_gbps_total=efa_gbps * pool.count,
-        cpu_cores=facts.cores * pool.count,
-        vcpus=facts.vcpus * pool.count,
-        memory_gib=facts.memory_mib * GIB_PER_MIB * pool.count,
+        efa_gbps_total=efa_gbps * nodes,
+        cpu_cores=facts.cores * nodes,
+        vcpus=facts.vcpus * nodes,
+        memory_gib=facts.memory_mib * GIB_PER_MIB * nodes,
         scratch_gb_per_node=(facts.nvme.count * facts.nvme.size_gb)
         if (facts.nvme and pool.local_scratch)
         else 0,

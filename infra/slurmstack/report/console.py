@@ -37,6 +37,12 @@ def _components(doc: dict[str, Any]) -> Grid:
     return grid
 
 
+def _nodes(always_on: int, most: int) -> str:
+    """A pool's nodes: "4", or "1-8" (en dash) when elastic (always on, at most); figures beside it are
+    at most."""
+    return str(most) if always_on == most else f"{always_on}–{most}"
+
+
 def _capacity(doc: dict[str, Any]) -> Grid:
     columns = [
         "pool",
@@ -54,7 +60,7 @@ def _capacity(doc: dict[str, Any]) -> Grid:
         acc = f"{p['accelerators']} {p['accelerator']}" if p["accelerator"] else "-"
         grid.add(
             p["pool"],
-            str(p["nodes"]),
+            _nodes(p["always_on_nodes"], p["nodes"]),
             p["instance_type"],
             acc,
             f"{p['accelerator_memory_gib']:,.0f} GiB" if p["accelerators"] else "-",
@@ -66,7 +72,7 @@ def _capacity(doc: dict[str, Any]) -> Grid:
     t = doc["capacity"]["totals"]
     grid.add(
         "total",
-        str(t["nodes"]),
+        _nodes(t["always_on_nodes"], t["nodes"]),
         "",
         str(t["accelerators"]),
         f"{t['accelerator_memory_gib']:,.0f} GiB",
@@ -153,6 +159,15 @@ def _cost(doc: dict[str, Any]) -> Grid:
         unpriced_note(doc),
         bold=True,
     )
+    if cost["idle_hourly_usd"] != cost["hourly_usd"]:
+        elastic = [p["pool"] for p in doc["capacity"]["pools"] if p["elastic_nodes"]]
+        grid.add(
+            "total when idle",
+            _money(cost["idle_hourly_usd"]),
+            _money(cost["idle_per_30_days_usd"]),
+            f"no job running: the elastic nodes of {', '.join(elastic)} stopped",
+            bold=True,
+        )
     return grid
 
 
@@ -180,9 +195,14 @@ def _ready(doc: dict[str, Any]) -> Grid:
 def print_plan(doc: dict[str, Any], console: Console) -> None:
     s = doc["summary"]
     by_model = ", ".join(f"{n} {m}" for m, n in sorted(s["gpus_by_model"].items())) or "none"
+    idle = (
+        f"{s['idle_nodes']} nodes and {s['idle_gpus']} accelerators when idle, "
+        if s["idle_nodes"] != s["nodes"]
+        else ""
+    )
     console.print(
         f"[bold]{doc['cluster']}[/bold] in {doc['region']} ({doc['availability_zone']}): "
-        f"{s['nodes']} nodes, {s['gpus']} accelerators ({by_model}), "
+        f"{s['nodes']} nodes, {s['gpus']} accelerators ({by_model}), {idle}"
         f"{s['resources']} resources in {s['components']} components",
         soft_wrap=not console.is_terminal,
     )

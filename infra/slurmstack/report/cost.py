@@ -1,4 +1,5 @@
-"""What a planned cluster costs at full size, line by line, each price with its source.
+"""What a planned cluster costs at full size (every pool at max_count) and when idle (elastic
+nodes stopped), line by line, each price with its source.
 
 Instance prices come from the catalog (on-demand list price, with its region and date) or
 from the definition's ``cost.instance_hourly_usd``. Spot and Capacity Block pools are shown
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from slurmstack.catalog import load_catalog
-from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.plan import RESERVED_CAPACITY, ClusterPlan, PoolPlan
 from slurmstack.spec import CapacityType, LustreDeployment, RootVolume
 
 PRICES_FILE = Path(__file__).with_name("service_prices.json")
@@ -32,6 +33,13 @@ class CostLine:
     source: str  # citation of the unit price
     note: str = ""
     pool: str | None = None  # the pool whose instances the line prices
+    # The part of hourly_usd paid only while a pool's elastic nodes run (all of them, at max);
+    # with no job running they are stopped and the line costs hourly_usd - elastic_hourly_usd.
+    elastic_hourly_usd: float = 0.0
+
+    @property
+    def idle_hourly_usd(self) -> float | None:
+        return None if self.hourly_usd is None else self.hourly_usd - self.elastic_hourly_usd
 
     @property
     def monthly_usd(self) -> float | None:
@@ -57,6 +65,16 @@ class CostReport:
     @property
     def monthly_usd(self) -> float:
         return self.hourly_usd * hours_per_month()
+
+    @property
+    def idle_hourly_usd(self) -> float:
+        """What the cluster costs with no job running: every pool at its always-on count
+        (elastic nodes stopped), the head node, network and storage as at full size."""
+        return sum(line.idle_hourly_usd or 0.0 for line in self.lines)
+
+    @property
+    def idle_monthly_usd(self) -> float:
+        return self.idle_hourly_usd * hours_per_month()
 
     @property
     def unpriced(self) -> tuple[str, ...]:
@@ -138,26 +156,41 @@ def _pool_lines(pool: PoolPlan, plan: ClusterPlan) -> list[CostLine]:
         price = min(price, pool.capacity.max_spot_price)
         note = "spot: shown at max_spot_price, the most it can cost"
     capacity_note = _CAPACITY_NOTES[pool.capacity.type] if price is not None else ""
-    notes = "; ".join(n for n in (capacity_note, note) if n)
+    elastic_note = (
+        f"{pool.elastic_nodes} elastic: started for jobs, stopped after "
+        f"{pool.scale_down_idle_minutes} idle min"
+        if pool.elastic
+        else ""
+    )
+    notes = "; ".join(n for n in (capacity_note, note, elastic_note) if n)
+    nodes = pool.max_count
+    counted = f"{pool.count}–{nodes}" if pool.elastic else str(nodes)
     lines = [
         CostLine(
-            item=f"pool {pool.name}: {pool.count} × {pool.instance_type}",
+            item=f"pool {pool.name}: {counted} × {pool.instance_type}",
             category="compute",
-            hourly_usd=None if price is None else price * pool.count,
-            basis=f"{pool.count} × ${price:,.4f}/h" if price is not None else "unpriced",
+            hourly_usd=None if price is None else price * nodes,
+            basis=f"{nodes} × ${price:,.4f}/h" if price is not None else "unpriced",
             source=source,
             note=notes,
             pool=pool.name,
+            # A reservation is paid whether its nodes run or not: idle saves nothing of it.
+            elastic_hourly_usd=0.0
+            if price is None or pool.capacity.type in RESERVED_CAPACITY
+            else price * pool.elastic_nodes,
         )
     ]
     _, ebs_source = _price("gp3_usd_per_gb_month")
+    # Root volumes end with their instances (delete on termination): elastic ones too.
+    per_volume = _gp3_hourly(pool.root_volume, pool.root_volume.size_gib)
     lines.append(
         CostLine(
             item=f"pool {pool.name}: root volumes",
             category="storage",
-            hourly_usd=_gp3_hourly(pool.root_volume, pool.root_volume.size_gib) * pool.count,
-            basis=f"{pool.count} × {pool.root_volume.size_gib} GiB gp3",
+            hourly_usd=per_volume * nodes,
+            basis=f"{nodes} × {pool.root_volume.size_gib} GiB gp3",
             source=ebs_source,
+            elastic_hourly_usd=per_volume * pool.elastic_nodes,
         )
     )
     return lines

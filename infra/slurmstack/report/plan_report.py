@@ -184,11 +184,14 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
             "gpus_by_model": cap.accelerators_by_model,
             "gpu_memory_gib": round(cap.accelerator_memory_gib, 1),
             "bf16_dense_pflops": round(cap.bf16_dense_pflops, 2),
+            # With every pool at max_count, and with no job running (the elastic nodes
+            # stopped, the always-on ones and everything else still there).
             "hourly_cost_usd": round(cost.hourly_usd, 2),
-            # Every pool runs its count at all times until pools become elastic, so idle
-            # costs what busy does.
-            "idle_hourly_cost_usd": round(cost.hourly_usd, 2),
+            "idle_hourly_cost_usd": round(cost.idle_hourly_usd, 2),
             "monthly_cost_usd": round(cost.monthly_usd, 2),
+            "idle_monthly_cost_usd": round(cost.idle_monthly_usd, 2),
+            "idle_nodes": cap.always_on_nodes,
+            "idle_gpus": cap.always_on_accelerators,
             "cost_complete": cost.complete,
             "unpriced_pools": list(cost.unpriced_pools),
             "unpriced": list(cost.unpriced),
@@ -209,6 +212,8 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
                     "pool": p.pool,
                     "instance_type": p.instance_type,
                     "nodes": p.nodes,
+                    "always_on_nodes": p.always_on_nodes,
+                    "elastic_nodes": p.nodes - p.always_on_nodes,
                     "accelerator": p.accelerator_model,
                     "accelerators": p.accelerators,
                     "accelerator_memory_gib": round(p.accelerator_memory_gib, 1),
@@ -223,6 +228,8 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
             ],
             "totals": {
                 "nodes": cap.nodes,
+                "always_on_nodes": cap.always_on_nodes,
+                "always_on_accelerators": cap.always_on_accelerators,
                 "accelerators": cap.accelerators,
                 "accelerator_memory_gib": round(cap.accelerator_memory_gib, 1),
                 "bf16_dense_pflops": round(cap.bf16_dense_pflops, 2),
@@ -240,6 +247,9 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
                     "category": line.category,
                     "hourly_usd": None if line.hourly_usd is None else round(line.hourly_usd, 4),
                     "monthly_usd": None if line.monthly_usd is None else round(line.monthly_usd, 2),
+                    "idle_hourly_usd": None
+                    if line.idle_hourly_usd is None
+                    else round(line.idle_hourly_usd, 4),
                     "basis": line.basis,
                     "note": line.note,
                     "source": line.source,
@@ -252,6 +262,8 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
             ],
             "hourly_usd": round(cost.hourly_usd, 2),
             "per_30_days_usd": round(cost.monthly_usd, 2),
+            "idle_hourly_usd": round(cost.idle_hourly_usd, 2),
+            "idle_per_30_days_usd": round(cost.idle_monthly_usd, 2),
         },
         "time_to_ready": {
             "seconds": report.ready.total_seconds,

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import pulumi
 
+from slurmstack.contract import DeployParameter
 from slurmstack.plan import ClusterPlan, accounting_plan
+from slurmstack.stack import parameters
 from slurmstack.stack.accounting import AccountingPassword, AccountingRds
 from slurmstack.stack.bucket import ClusterBucket
+from slurmstack.stack.common import Role
 from slurmstack.stack.config_store import ConfigStore
 from slurmstack.stack.efs import HomeFileSystem
 from slurmstack.stack.head_node import HeadNode
@@ -145,6 +148,16 @@ class SlurmCluster(pulumi.ComponentResource):
             )
             for pool in plan.pools
         }
+        self.compute_subnet_parameter = None
+        if plan.elastic_pools:
+            # The head's ResumeProgram launches elastic nodes into the compute subnet.
+            self.compute_subnet_parameter = parameters.publish(
+                plan,
+                DeployParameter.COMPUTE_SUBNET_ID,
+                net.compute_subnet_id,
+                role=Role.NETWORK,
+                parent=self,
+            )
         self.config = ConfigStore(
             plan, bucket=self.bucket.bucket.id, head_instance_id=self.head.instance.id, opts=child
         )
@@ -178,6 +191,7 @@ class SlurmCluster(pulumi.ComponentResource):
                 name: {
                     "asg_name": pool.group.name,
                     "count": plan.pool(name).count,
+                    "max_count": plan.pool(name).max_count,
                     "instance_type": plan.pool(name).instance_type,
                 }
                 for name, pool in self.pools.items()

@@ -16,6 +16,7 @@ from slurmstack.contract import (  # the names users of this module import from 
 from slurmstack.contract import (
     CLUSTER_TAG as CLUSTER_TAG,
 )
+from slurmstack.contract import POOL_ROLE, resource_tags
 from slurmstack.contract import (
     POOL_TAG as POOL_TAG,
 )
@@ -52,7 +53,7 @@ class Role(enum.StrEnum):
     HOME = "home"
     CONFIG = "config"
     HEAD = "head"
-    POOL = "pool"
+    POOL = POOL_ROLE
     IMAGE = "image"  # the node images (slurmstack.stack.image)
     ACCOUNTING = "accounting"  # the accounting database (slurmstack.stack.accounting)
 
@@ -83,13 +84,7 @@ def resource_name(cluster: str, role: Role | str, pool: str | None = None) -> st
 
 def tags(plan: ClusterPlan, role: Role, name: str | None = None, **extra: str) -> dict[str, str]:
     """The definition's tags, then slurmstack's own (which the definition cannot override)."""
-    out: dict[str, str] = dict(plan.spec.tags)
-    out[CLUSTER_TAG] = plan.name
-    out[ROLE_TAG] = role.value
-    if name is not None:
-        out["Name"] = name
-    out.update(extra)
-    return out
+    return resource_tags(plan.spec.tags, plan.name, role.value, name, **extra)
 
 
 def ssm_parameter_arn(region: str, account: str, name: str) -> str:

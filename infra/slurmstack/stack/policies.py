@@ -12,6 +12,7 @@ What each node may do, and nothing else:
   (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2autoscaling.html,
   SetInstanceHealth: resource autoScalingGroup*, keys autoscaling:ResourceTag/${TagKey},
   aws:ResourceTag/${TagKey}), so "its own pool" is as narrow as IAM can say: one role per pool;
+- a node of an elastic pool: read its own tags (an elastic instance's node name);
 - a pool node: write its own logs to the bucket, under logs/<pool>/<its instance ARN>/ and
   nowhere else: IAM's policy variable ec2:SourceInstanceARN names the calling instance (its
   role's credentials carry it), so one node cannot write or overwrite another's logs;
@@ -19,7 +20,9 @@ What each node may do, and nothing else:
   (read-only); for any of the cluster's groups, mark an instance Unhealthy (so its group
   replaces it), keep alive and complete the drain lifecycle action of a terminating instance,
   and suspend or resume the group's replacement of Unhealthy instances (the circuit breaker);
-  read the nodes' logs (to see that they arrived before an instance goes);
+  read the nodes' logs (to see that they arrived before an instance goes); with elastic
+  pools (its power programs), launch their instances from the cluster's launch templates (EC2
+  Fleet), name and terminate them, and nothing else (power_statements);
 - every node: pull container images from the account's ECR repositories in the cluster's
   Region (read-only), for its jobs (slurmstack.node.workload.ecr hands them the token).
 
@@ -36,8 +39,10 @@ from typing import Any
 from slurmstack.contract import (
     CLUSTER_TAG,
     CONFIG_PREFIX,
+    ELASTIC_TAG,
     IMAGE_PREFIX,
     LOGS_PREFIX,
+    NODE_NAME_TAG,
     POOL_TAG,
     ROLE_TAG,
     log_prefix,
@@ -214,6 +219,138 @@ def _common_statements(
     ]
 
 
+def _ec2_arn(plan: ClusterPlan, account: str, resource: str) -> str:
+    # An image's ARN names no account (Service Authorization Reference, "Amazon EC2": image).
+    owner = "" if resource.startswith("image/") else account
+    return f"arn:{partition(plan.region)}:ec2:{plan.region}:{owner}:{resource}"
+
+
+# What a launch from a launch template touches besides the template and the instance (the EC2
+# actions' resource types in AWS's Service Authorization Reference, "Amazon EC2": RunInstances,
+# CreateFleet).
+LAUNCH_RESOURCES = (
+    "subnet/*",
+    "security-group/*",
+    "network-interface/*",
+    "volume/*",
+    "image/*",
+    "placement-group/*",
+)
+FLEET_SERVICE = "ec2fleet.amazonaws.com"
+
+
+def power_statements(plan: ClusterPlan, account: str) -> list[dict[str, Any]]:
+    """The head's power programs (slurmstack.node.power), when a pool is elastic: launch
+    instances with an EC2 Fleet from the cluster's own launch templates, tagged as the
+    cluster's at launch; name the elastic instances; terminate only the elastic instances of
+    the cluster. slurmctld runs these programs as SlurmUser, which the head's metadata
+    firewall lets through for this (slurmstack.imds_firewall)."""
+    pools = plan.elastic_pools
+    if not pools:
+        return []
+    cluster_tag = f"aws:ResourceTag/{CLUSTER_TAG}"
+    ec2_cluster_tag = f"ec2:ResourceTag/{CLUSTER_TAG}"
+    launch = ["ec2:CreateFleet", "ec2:RunInstances"]
+    reservations = sorted(
+        {p.capacity.reservation_id for p in pools if p.capacity.reservation_id is not None}
+    )
+    iam = f"arn:{partition(plan.region)}:iam::{account}"
+    statements: list[dict[str, Any]] = [
+        {
+            # Only from a launch template of this cluster (the stack tags them so) ...
+            "Sid": "LaunchFromClusterTemplates",
+            "Effect": "Allow",
+            "Action": launch,
+            "Resource": [_ec2_arn(plan, account, "launch-template/*")],
+            "Condition": {"StringEquals": {cluster_tag: plan.name}},
+        },
+        {
+            # ... instances (and the fleet request) tagged as the cluster's from the start.
+            "Sid": "LaunchClusterTaggedInstances",
+            "Effect": "Allow",
+            "Action": launch,
+            "Resource": [
+                _ec2_arn(plan, account, "instance/*"),
+                _ec2_arn(plan, account, "fleet/*"),
+            ],
+            "Condition": {"StringEquals": {f"aws:RequestTag/{CLUSTER_TAG}": plan.name}},
+        },
+        {
+            # The network, volumes and image a launch uses, only through a launch template
+            # (which the statement above holds to the cluster's; CreateFleet always takes one).
+            "Sid": "LaunchThroughATemplate",
+            "Effect": "Allow",
+            "Action": ["ec2:RunInstances"],
+            "Resource": [_ec2_arn(plan, account, r) for r in LAUNCH_RESOURCES]
+            + [_ec2_arn(plan, account, f"capacity-reservation/{r}") for r in reservations],
+            "Condition": {
+                "ArnLike": {"ec2:LaunchTemplate": _ec2_arn(plan, account, "launch-template/*")}
+            },
+        },
+        {
+            "Sid": "FleetResourcesInTheClustersRegion",
+            "Effect": "Allow",
+            "Action": ["ec2:CreateFleet"],
+            "Resource": [_ec2_arn(plan, account, r) for r in LAUNCH_RESOURCES],
+            "Condition": {"StringEquals": {"aws:RequestedRegion": plan.region}},
+        },
+        {
+            # Tags only as part of a launch ...
+            "Sid": "TagAtLaunch",
+            "Effect": "Allow",
+            "Action": ["ec2:CreateTags"],
+            "Resource": [
+                _ec2_arn(plan, account, f"{kind}/*")
+                for kind in ("instance", "volume", "network-interface", "fleet")
+            ],
+            "Condition": {"StringEquals": {"ec2:CreateAction": ["CreateFleet", "RunInstances"]}},
+        },
+        {
+            # ... and each elastic instance's node name, afterwards: that tag only, on the
+            # cluster's elastic instances only.
+            "Sid": "NameElasticInstances",
+            "Effect": "Allow",
+            "Action": ["ec2:CreateTags"],
+            "Resource": [_ec2_arn(plan, account, "instance/*")],
+            "Condition": {
+                "StringEquals": {ec2_cluster_tag: plan.name},
+                "StringLike": {f"ec2:ResourceTag/{ELASTIC_TAG}": "*"},
+                "ForAllValues:StringEquals": {"aws:TagKeys": [NODE_NAME_TAG]},
+            },
+        },
+        {
+            # The elastic instances of this cluster, and no other instance (the always-on
+            # nodes are their groups' to terminate).
+            "Sid": "TerminateElasticInstances",
+            "Effect": "Allow",
+            "Action": ["ec2:TerminateInstances"],
+            "Resource": [_ec2_arn(plan, account, "instance/*")],
+            "Condition": {
+                "StringEquals": {ec2_cluster_tag: plan.name},
+                "StringLike": {f"ec2:ResourceTag/{ELASTIC_TAG}": "*"},
+            },
+        },
+        {
+            # The elastic pools' launch templates give their instances these roles.
+            "Sid": "PassElasticPoolRoles",
+            "Effect": "Allow",
+            "Action": ["iam:PassRole"],
+            "Resource": [f"{iam}:role/{role_name(plan, p)}" for p in pools],
+            "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+        },
+        {
+            # EC2 Fleet works through its service-linked role (EC2 User Guide, "Service-linked
+            # role for EC2 Fleet"), made on first use in an account.
+            "Sid": "Ec2FleetServiceLinkedRole",
+            "Effect": "Allow",
+            "Action": ["iam:CreateServiceLinkedRole"],
+            "Resource": [f"{iam}:role/aws-service-role/{FLEET_SERVICE}/AWSServiceRoleForEC2Fleet"],
+            "Condition": {"StringEquals": {"iam:AWSServiceName": FLEET_SERVICE}},
+        },
+    ]
+    return statements
+
+
 def accounting_secret_arn(plan: ClusterPlan, account: str, created_arn: str | None) -> str | None:
     """The secret holding the accounting database's password: the one the stack created, or an
     external database's, named by the definition (by name: Secrets Manager appends six
@@ -279,6 +416,7 @@ def head_policy(
             ],
             "Resource": ["*"],
         },
+        *power_statements(plan, account),
         {
             # Whether a terminating node's logs arrived (HeadObject).
             "Sid": "ReadNodeLogs",
@@ -323,6 +461,17 @@ def pool_policy(
             },
         }
     )
+    if pool.elastic:
+        statements.append(
+            {
+                # An elastic instance reads its node name from its own tags at boot
+                # (slurmstack.node.elastic). Read-only; EC2's Describe calls take no resource.
+                "Sid": "ReadOwnTags",
+                "Effect": "Allow",
+                "Action": ["ec2:DescribeTags"],
+                "Resource": ["*"],
+            }
+        )
     return {"Version": VERSION, "Statement": statements}
 
 

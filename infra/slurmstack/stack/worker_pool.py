@@ -99,19 +99,33 @@ def network_interfaces(
 
 
 def market_options(pool: PoolPlan) -> ec2.LaunchTemplateInstanceMarketOptionsArgs | None:
-    capacity = pool.capacity
-    if capacity.type is CapacityType.SPOT:
-        price = capacity.max_spot_price
-        return ec2.LaunchTemplateInstanceMarketOptionsArgs(
-            market_type="spot",
-            spot_options=ec2.LaunchTemplateInstanceMarketOptionsSpotOptionsArgs(
-                spot_instance_type="one-time",
-                max_price=f"{price:g}" if price is not None else None,
-            ),
-        )
-    if capacity.type is CapacityType.CAPACITY_BLOCK:
+    """A Capacity Block pool's template says capacity-block, as both its group and an EC2
+    Fleet (the elastic nodes' launch, slurmstack.node.power.launch) require. A spot pool's
+    says nothing: each caller asks for Spot itself, the group through its mixed instances
+    policy (spot_distribution) and the fleet through its target capacity type, so no market
+    options in the template can contradict either."""
+    if pool.capacity.type is CapacityType.CAPACITY_BLOCK:
         return ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
     return None
+
+
+# Spot capacity from the pools with the most capacity at the lowest price (EC2 Auto Scaling
+# User Guide, "Allocation strategies": AWS's recommendation for most Spot workloads); the
+# elastic nodes' fleet asks the same (slurmstack.node.power.launch.SPOT_ALLOCATION).
+SPOT_ALLOCATION = "price-capacity-optimized"
+
+
+def spot_distribution(
+    pool: PoolPlan,
+) -> autoscaling.GroupMixedInstancesPolicyInstancesDistributionArgs:
+    """A spot pool's group: every instance Spot, at most max_spot_price."""
+    price = pool.capacity.max_spot_price
+    return autoscaling.GroupMixedInstancesPolicyInstancesDistributionArgs(
+        on_demand_base_capacity=0,
+        on_demand_percentage_above_base_capacity=0,
+        spot_allocation_strategy=SPOT_ALLOCATION,
+        spot_max_price=f"{price:g}" if price is not None else None,
+    )
 
 
 def reservation_options(
@@ -140,6 +154,20 @@ def root_volume(pool: PoolPlan) -> ec2.LaunchTemplateBlockDeviceMappingArgs:
             encrypted="true",
             delete_on_termination="true",
         ),
+    )
+
+
+def spot_policy(
+    pool: PoolPlan, template_id: pulumi.Input[str], version: pulumi.Input[str]
+) -> autoscaling.GroupMixedInstancesPolicyArgs:
+    spec = autoscaling.GroupMixedInstancesPolicyLaunchTemplateLaunchTemplateSpecificationArgs(
+        launch_template_id=template_id, version=version
+    )
+    return autoscaling.GroupMixedInstancesPolicyArgs(
+        launch_template=autoscaling.GroupMixedInstancesPolicyLaunchTemplateArgs(
+            launch_template_specification=spec
+        ),
+        instances_distribution=spot_distribution(pool),
     )
 
 
@@ -216,19 +244,24 @@ class WorkerPool(pulumi.ComponentResource):
             opts=child,
         )
 
+        # The template's own latest version: a template change shows as a group change in
+        # the preview, and new instances use it (running ones are kept).
+        version = self.launch_template.latest_version.apply(str)
+        spot = pool.capacity.type is CapacityType.SPOT
         self.group = autoscaling.Group(
             name,
             name=name,
+            # The always-on nodes; the elastic ones (max_count - count) are Slurm's to start
+            # and stop (slurmstack.node.power), outside the group.
             min_size=pool.count,
             max_size=pool.count,
             desired_capacity=pool.count,
             vpc_zone_identifiers=[subnet_id],
-            launch_template={
-                "id": self.launch_template.id,
-                # The template's own latest version: a template change shows as a group
-                # change in the preview, and new instances use it (running ones are kept).
-                "version": self.launch_template.latest_version.apply(str),
-            },
+            launch_template=None if spot else {"id": self.launch_template.id, "version": version},
+            # Spot: the group asks for it itself (see market_options).
+            mixed_instances_policy=spot_policy(pool, self.launch_template.id, version)
+            if spot
+            else None,
             health_check_type="EC2",
             health_check_grace_period=HEALTH_CHECK_GRACE_SECONDS,
             # "0": do not wait for instances. A 1,280-node pool, a capacity block that starts

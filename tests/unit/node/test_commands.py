@@ -15,8 +15,10 @@ def test_the_table_has_each_of_the_contract_s_commands_once() -> None:
 def test_the_command_line_and_its_help_come_from_the_table() -> None:
     parser = cli.parser()
     help_text = parser.format_help()
+    takes_nodes = {Command.POWER_RESUME, Command.POWER_SUSPEND, Command.POWER_RESUME_FAIL}
     for command in COMMANDS:
-        assert parser.parse_args([command.name.value]).command == command.name.value
+        argv = [command.name.value] + (["gpu-e[1-2]"] if command.name in takes_nodes else [])
+        assert parser.parse_args(argv).command == command.name.value
         assert f"{command.name.value:<13} {command.help}" in help_text
     assert reference() in help_text
 

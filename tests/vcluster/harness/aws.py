@@ -16,6 +16,7 @@ from typing import Any
 import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from .fleet_faults import Ec2Faults
 from .groups import ACTIONS
 from .netns import Fabric, run_in_namespace
 
@@ -34,7 +35,9 @@ class MotoServer:
         ACTIONS.install()
         self.lifecycle = ACTIONS
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # not one line per request
-        app = DomainDispatcherApplication(create_backend_app)
+        # Stand-in "fleet-faults": EC2's capacity refusals on demand, in front of moto.
+        self.faults = Ec2Faults(DomainDispatcherApplication(create_backend_app))
+        app = self.faults
         self._local = make_server("127.0.0.1", 0, app, threaded=True)
         self._bridge: BaseWSGIServer = run_in_namespace(
             fabric.namespace, lambda: make_server(fabric.router, NODE_PORT, app, threaded=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import gzip
 import ipaddress
+import itertools
 import json
 import os
 import shutil
@@ -48,6 +49,9 @@ REGISTER_SECONDS = 90
 # One cluster per process at a time: namespaces and directories carry the process id.
 RUN_ID = str(os.getpid())
 RUN_DIR_PREFIX = "vcluster-"
+# Clusters of one process (the shared one and a scenario's own) carry <pid>-<n> in their
+# namespaces and directories: they may run at the same time.
+_CLUSTERS = itertools.count()
 
 
 def remove_stale_runs() -> None:
@@ -80,7 +84,8 @@ class VirtualCluster:
         assert result.ok and result.spec is not None, [f.line() for f in result.findings]
         self.plan: ClusterPlan = build_plan(result.spec)
         self.keep = keep
-        self.directory = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{RUN_ID}-"))
+        self.run_id = f"{RUN_ID}-{next(_CLUSTERS)}"
+        self.directory = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{self.run_id}-"))
         self.head: Node | None = None
         self.workers: dict[str, Node] = {}  # instance id -> node
         self.gone: list[Node] = []  # killed nodes, kept for their logs
@@ -108,7 +113,7 @@ class VirtualCluster:
         self.offline = self.program(self.definition)
         subnet = ipaddress.IPv4Network(deploy.compute_cidr(self.offline))
         remove_stale_runs()
-        self._fabric = Fabric(RUN_ID, subnet)
+        self._fabric = Fabric(self.run_id, subnet)
         self._aws = MotoServer(self._fabric, self.plan.region)
         self._imds = MetadataService()
         self._imds.serve(self._fabric)
@@ -141,7 +146,7 @@ class VirtualCluster:
     def leftovers(self) -> list[str]:
         """What is left of this run after ``close`` (nothing, unless cleanup failed)."""
         out = [f"process of {n.label()}" for n in self._all_nodes() if n.running()]
-        prefix = f"{NAME_PREFIX}{RUN_ID}-"
+        prefix = f"{NAME_PREFIX}{self.run_id}-"
         namespaces = os.listdir(NETNS_DIR) if os.path.isdir(NETNS_DIR) else []
         out += [f"namespace {n}" for n in namespaces if n.startswith(prefix)]
         if self.directory.exists() and not self.keep:

@@ -102,9 +102,12 @@ def publish_config(run: OfflineRun, aws: MotoServer, bucket: str) -> str:
     for bundle_key, text in contents.items():
         files = {path: body.decode() for path, body in read_bundle(text.encode()).items()}
         for path in set(files) & set(STORE_PATCHES):
+            # A path several roles receive with their own content (node.json): only the roles
+            # listing this bundle's version of it get the patched one.
+            listed = store_key(files[path].encode())
             files[path] = STORE_PATCHES[path](files[path])
             for role_files in manifest.files.values():
-                if path in role_files:
+                if role_files.get(path) == listed:
                     role_files[path] = store_key(files[path].encode())
         text = bundle_text(files)
         patched[bundle_key] = store_key(text.encode())
@@ -130,7 +133,11 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
         subnet_ids[str(subnet.id)] = created["Subnet"]["SubnetId"]
 
     bucket = str(_one(run, BUCKET).outputs["bucket"])
-    aws.client("s3").create_bucket(Bucket=bucket)
+    # Outside us-east-1 S3 wants the Region named (a cluster of its own may use another).
+    where = {} if aws.region == "us-east-1" else {"LocationConstraint": aws.region}
+    aws.client("s3").create_bucket(
+        Bucket=bucket, **({"CreateBucketConfiguration": where} if where else {})
+    )
 
     secret = _one(run, SECRET)
     aws.client("secretsmanager").create_secret(
@@ -150,6 +157,7 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
     # Values only AWS knows once it has made the resource: the head node's address (the
     # program publishes its interface's address, which the offline engine made up).
     live_values = {str(interface.outputs["privateIp"]): head_address}
+    live_values.update(subnet_ids)  # the compute subnet's id (elastic pools' launches)
     parameters = {}
     for param in run.of_type(PARAMETER):
         name = param.inputs["name"]
@@ -170,7 +178,7 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
     templates = {str(t.id): t for t in run.of_type(LAUNCH_TEMPLATE)}
     groups = {}
     for group in run.of_type(GROUP):
-        template = templates[group.inputs["launchTemplate"]["id"]]
+        template = templates[launch_template_id(group)]
         groups[_pool_of(group)] = create_group(aws, template, group, subnet_ids)
 
     return Deployment(
@@ -263,6 +271,19 @@ def launch_head(run: OfflineRun, aws: MotoServer, interface: str) -> str:
 def interface_address(aws: MotoServer, interface_id: str) -> str:
     found = aws.client("ec2").describe_network_interfaces(NetworkInterfaceIds=[interface_id])
     return str(found["NetworkInterfaces"][0]["PrivateIpAddress"])
+
+
+def instance_address(aws: MotoServer, instance_id: str) -> str:
+    found = aws.client("ec2").describe_instances(InstanceIds=[instance_id])
+    return str(found["Reservations"][0]["Instances"][0]["PrivateIpAddress"])
+
+
+def launch_template_id(group: RecordedResource) -> str:
+    """The group's launch template: its own, or (a spot pool's) its mixed instances policy's."""
+    if group.inputs.get("launchTemplate"):
+        return str(group.inputs["launchTemplate"]["id"])
+    policy = group.inputs["mixedInstancesPolicy"]["launchTemplate"]
+    return str(policy["launchTemplateSpecification"]["launchTemplateId"])
 
 
 def _pool_of(group: RecordedResource) -> str:

@@ -11,6 +11,7 @@ the harness code uses, each next to the entry that explains it.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,6 +206,61 @@ STAND_INS: tuple[StandIn, ...] = (
         "action is completed",
     ),
     StandIn(
+        "elastic-instances",
+        "the instances an elastic pool's EC2 Fleet launches, and their termination",
+        "moto records them but runs nothing",
+        "the harness boots the instances moto launched with the elastic tag as nodes, like the "
+        "groups' (their user data is the pool's launch template's), and kills the node of an "
+        "instance moto terminated (harness/elastic.py)",
+    ),
+    StandIn(
+        "fleet-faults",
+        "EC2 running out of capacity (InsufficientInstanceCapacity) for a fleet",
+        "moto has no capacity to run out of",
+        "a switch in front of moto answers the next CreateFleet calls with EC2's error "
+        "response and no instances; it also keeps every CreateFleet request, which moto does "
+        "not (harness/fleet_faults.py)",
+    ),
+    StandIn(
+        "power-env",
+        "the EC2 endpoint the head's power programs reach (the Region's own)",
+        "slurmctld runs ResumeProgram and SuspendProgram with no environment, so the "
+        "endpoint override every other command gets cannot reach them",
+        "the harness writes the node's AWS environment (AWS_ENDPOINT_URL, the metadata "
+        "timeouts) into the head's /etc/slurmstack/power.env, which the programs read",
+    ),
+    StandIn(
+        "vpc-dns",
+        "the VPC's resolver, which answers a name it does not know (a powered-down elastic "
+        "node's, which slurmctld may look up to message it) at once",
+        "a namespace here has no resolver: glibc waits out its timeouts, Debian's Slurm retries "
+        "(its retry-getaddrinfo patch), and slurmctld stalls for about 110 s per lookup",
+        "the elastic cluster's head resolves host names from /etc/hosts only (nsswitch.conf "
+        "hosts: files): an unknown name is unknown at once",
+    ),
+    StandIn(
+        "power-timeouts",
+        "an elastic cluster's SuspendTimeout=120, ResumeTimeout=1800, a requeued job's wait "
+        "of CredExpire + 1 s (120 s by default: job_mgr.c), and the launch retry (120 s, "
+        "doubling to 1800) in the head's node.json",
+        "a scenario would wait minutes for each",
+        "SuspendTimeout=5, ResumeTimeout=120, AuthInfo=cred_expire=10 in the stored slurm.conf; "
+        "a launch retry of 5 s, doubling to 20, in the head's stored node.json",
+    ),
+    StandIn(
+        "cloud-node-visibility",
+        "Slurm 23.11 showing powered-down CLOUD nodes in scontrol and sinfo",
+        "Slurm 22.05 (this machine's) hides them unless PrivateData=cloud (23.02 dropped it)",
+        "PrivateData=cloud in an elastic cluster's stored slurm.conf",
+    ),
+    StandIn(
+        "slurmd-boot-time",
+        "an elastic instance that has just booted",
+        "a node here is a namespace on a host that booted long ago, and slurmctld refuses a "
+        "resumed node whose boot time is older than the resume request",
+        "slurmd -b (report the start as the boot time) in the stored elastic slurmd drop-in",
+    ),
+    StandIn(
         "amis",
         "the node images (the AMIs Image Builder bakes, or a pinned AMI)",
         "no images here: every node runs this machine's system",
@@ -321,4 +377,46 @@ def patch_slurm_conf(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-STORE_PATCHES = {SLURM_CONF_PATH: patch_slurm_conf}
+# "power-timeouts", "cloud-node-visibility": an elastic cluster's slurm.conf (one that sets
+# ResumeProgram) gets these too; keys are replaced where the rendered file sets them.
+ELASTIC_MARKER = "ResumeProgram="
+ELASTIC_OVERRIDES = {"SuspendTimeout": "5", "ResumeTimeout": "120"}
+ELASTIC_ADDITIONS = ("AuthInfo=cred_expire=10", "PrivateData=cloud")
+LAUNCH_RETRY = {"first_seconds": 5, "max_seconds": 20}
+
+
+def patch_elastic_slurm_conf(text: str) -> str:
+    if not any(line.startswith(ELASTIC_MARKER) for line in text.splitlines()):
+        return text
+    lines = []
+    for line in text.splitlines():
+        key = line.split("=", 1)[0]
+        lines.append(f"{key}={ELASTIC_OVERRIDES[key]}" if key in ELASTIC_OVERRIDES else line)
+    return "\n".join([*lines, *ELASTIC_ADDITIONS]) + "\n"
+
+
+def patch_node_config(text: str) -> str:
+    """ "power-timeouts": the head's launch retry, when it has elastic pools."""
+    data = json.loads(text)
+    if "launch_retry" not in data:
+        return text
+    data["launch_retry"] = LAUNCH_RETRY
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+# "slurmd-boot-time": the elastic nodes' slurmd command line.
+SLURMD_ELASTIC_DROPIN = "/etc/slurmstack/slurmd-elastic.conf"
+
+
+def patch_slurmd_elastic(text: str) -> str:
+    slurmd = "/usr/sbin/slurmd -D -s "
+    if slurmd not in text:
+        raise ValueError(f"the elastic slurmd drop-in no longer runs {slurmd!r}")
+    return text.replace(slurmd, slurmd + "-b ")
+
+
+STORE_PATCHES = {
+    SLURM_CONF_PATH: lambda text: patch_elastic_slurm_conf(patch_slurm_conf(text)),
+    "/etc/slurmstack/node.json": patch_node_config,
+    SLURMD_ELASTIC_DROPIN: patch_slurmd_elastic,
+}

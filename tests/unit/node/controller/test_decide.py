@@ -136,6 +136,14 @@ ROWS = [
         **record("DOWN+DYNAMIC_NORM", "slurmstack:instance-gone: no live instance"),
         "ReasonTime": LONG_AGO}, [("reap", "no live instance")], instance=False),
     Row("powered-down-cloud-node", record("IDLE+CLOUD+POWERED_DOWN"), [], instance=False),
+    # Elastic (CLOUD) nodes are the power programs': a failed launch, a drained running node
+    # (Slurm powers it down, terminating its instance) or one powering up is left to them.
+    Row("elastic-launch-failed", record(
+        "DOWN+CLOUD+POWERED_DOWN", "slurmstack:launch: InsufficientInstanceCapacity: none",
+        NodeName="gpu-e1"), [], instance=False),
+    Row("elastic-drained-running", record("IDLE+DRAIN+CLOUD", XID_79, NodeName="gpu-e2"), []),
+    Row("elastic-powering-up", record("ALLOCATED+CLOUD+POWERING_UP", NodeName="gpu-e3"), [],
+        instance=False),
     Row("scale-in-drains-and-waits-for-jobs",
         record("ALLOCATED+DYNAMIC_NORM", CPUAlloc="96"),
         [("drain", "slurmstack:scale-in: vc-pool-gpu is terminating i-0aaa: draining"),

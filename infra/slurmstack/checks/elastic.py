@@ -1,0 +1,65 @@
+"""Elastic pools: the part of a pool above its count (max_count - count), started for pending
+jobs by Slurm's power saving and stopped when idle (slurmstack.node.power)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from slurmstack.catalog import Catalog
+from slurmstack.checks import rule
+from slurmstack.checks.common import error, warning
+from slurmstack.checks.tags import MAX_TAGS, SLURMSTACK_TAG_KEYS
+from slurmstack.contract import ELASTIC_TAG, NODE_NAME_TAG
+from slurmstack.findings import Finding
+from slurmstack.spec import CapacityType, ClusterSpec
+
+# The tags an elastic instance carries besides every pool instance's: which pool launched it,
+# and the Slurm node it runs.
+ELASTIC_TAG_KEYS = (ELASTIC_TAG, NODE_NAME_TAG)
+RESERVED = frozenset({CapacityType.CAPACITY_BLOCK, CapacityType.CAPACITY_RESERVATION})
+
+
+# why: max_count is the pool's most nodes; below count, Slurm would be given fewer nodes than
+# the Auto Scaling group keeps running.
+@rule
+def max_count_below_count(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    for index, pool in enumerate(spec.pools):
+        if pool.max_count is not None and pool.max_count < pool.count:
+            yield error(
+                f"pools[{index}].max_count",
+                f"max_count {pool.max_count} is below count {pool.count}: max_count is the "
+                f"most nodes pool {pool.name!r} may have, count the ones always running; set "
+                f"max_count to {pool.count} or more, or lower count",
+            )
+
+
+# why: EC2 refuses a tag set of more than 50 user tags (TagLimitExceeded), and an elastic
+# instance carries two more of slurmstack's than the pool's always-on ones: every launch of
+# the pool's elastic nodes would fail.
+@rule
+def elastic_tag_count(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    if not any(pool.elastic_nodes for pool in spec.pools):
+        return
+    room = MAX_TAGS - len(SLURMSTACK_TAG_KEYS) - len(ELASTIC_TAG_KEYS)
+    if len(spec.tags) > room:
+        yield error(
+            "tags",
+            f"{len(spec.tags)} tags, but an elastic node's instance holds {MAX_TAGS} and "
+            f"slurmstack adds {len(SLURMSTACK_TAG_KEYS) + len(ELASTIC_TAG_KEYS)} "
+            f"({', '.join((*SLURMSTACK_TAG_KEYS, *ELASTIC_TAG_KEYS))}); keep at most {room}",
+        )
+
+
+# why: a Capacity Block is paid for its whole term and an On-Demand Capacity Reservation by
+# the hour whether instances run in it or not, so stopping idle nodes saves nothing; plan
+# counts the reserved part in the idle cost.
+@rule
+def elastic_reserved_capacity(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    for index, pool in enumerate(spec.pools):
+        if pool.elastic_nodes and pool.capacity.type in RESERVED:
+            yield warning(
+                f"pools[{index}].max_count",
+                f"pool {pool.name!r} is elastic on {pool.capacity.type.value}, which is paid "
+                "whether its nodes run or not: stopping idle nodes saves nothing; set count "
+                "to max_count unless the reservation starts later than the cluster",
+            )

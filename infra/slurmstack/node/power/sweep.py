@@ -1,0 +1,99 @@
+"""The sweep of the elastic nodes (slurmstack-power.timer, as SlurmUser): return to service
+the powered-down nodes that a failed launch (once their pool's retry is due), a health check or
+Slurm itself took out, and terminate the instances no node owns.
+
+Which powered-down DOWN or DRAINED node is returned (sweep_verdict): one whose reason is a
+launch failure (``slurmstack:launch: ...``) when its pool's retry is due; one whose reason is
+another of slurmstack's (a health check drained it: its instance was terminated at power down,
+the next job gets a fresh one) or one of Slurm's own ("Not responding", "ResumeTimeout
+reached"): at once. An operator's reason keeps the node out.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from ..context import Context, log
+from ..reaper import REASON_SEPARATOR, SLURM_REASONS
+from . import nodes
+from .retry import RetryState
+
+# Slurm's own reasons for an elastic node it gave up on, besides the reaper's list.
+POWER_REASONS = frozenset({"ResumeTimeout reached", "Node unexpectedly rebooted"})
+# An instance the resume program launched but could not name (it died between CreateFleet and
+# CreateTags), or one running for a powered-down node, is terminated this long after launch:
+# a resume under way names its instances and sets their nodes powering up within seconds.
+ORPHAN_GRACE_SECONDS = 600
+
+
+def sweep_verdict(record: dict[str, str], retry_due: bool) -> str | None:
+    """None when the node goes back to service, else why it stays as it is."""
+    if not nodes.powered_down(record):
+        return "not powered down"
+    base, flags = nodes.state_flags(record)
+    if base != "DOWN" and "DRAIN" not in flags:
+        return "available"
+    parts = [p.strip() for p in record.get("Reason", "").split(REASON_SEPARATOR) if p.strip()]
+    if not parts:
+        return "no reason"
+    if any(p.startswith(nodes.LAUNCH_REASON_PREFIX) for p in parts):
+        return None if retry_due else "its pool's launch retry is not due"
+    if all(p.startswith("slurmstack:") or p in SLURM_REASONS | POWER_REASONS for p in parts):
+        return None
+    return "an operator's reason: left for the operator"
+
+
+def sweep(ctx: Context, dry_run: bool = False) -> dict[str, Any]:
+    config = ctx.config()
+    pools = config.elastic_pools
+    now = float(ctx.clock())
+    state = RetryState.load(ctx)
+    found = nodes.records(ctx, pools)
+    back: list[str] = []
+    kept: dict[str, str] = {}
+    for name, record in sorted(found.items()):
+        pool = nodes.pool_of(name, pools)
+        assert pool is not None
+        verdict = sweep_verdict(record, state.due(pool.name, now))
+        if verdict is None:
+            back.append(name)
+        elif verdict not in ("not powered down", "available"):
+            kept[name] = verdict
+    stray = _stray_instances(ctx, config.cluster, found, now)
+    result: dict[str, Any] = {
+        "returned": back,
+        "kept": kept,
+        "terminated": {i: why for i, why in stray.items()},
+    }
+    if dry_run:
+        return result
+    if back:
+        log(f"returning to service: {', '.join(back)}")
+        nodes.return_to_service(ctx, back)
+    if stray:
+        for instance, why in sorted(stray.items()):
+            nodes.terminate(ctx, [instance], why)
+    return result
+
+
+def _stray_instances(
+    ctx: Context, cluster: str, found: dict[str, dict[str, str]], now: float
+) -> dict[str, str]:
+    """Instances launched for elastic nodes that no node owns: instance id -> why."""
+    stray = {}
+    for instance in nodes.instances(ctx, cluster):
+        age = now - instance.launched.astimezone(datetime.UTC).timestamp()
+        record = found.get(instance.node or "")
+        if instance.node is None:
+            if age > ORPHAN_GRACE_SECONDS:
+                stray[instance.instance_id] = "launched but never named (its resume died)"
+        elif record is None:
+            stray[instance.instance_id] = f"{instance.node} is no elastic node of the cluster"
+        elif nodes.powered_down(record) and age > ORPHAN_GRACE_SECONDS:
+            stray[instance.instance_id] = f"{instance.node} is powered down"
+        elif record.get("NodeAddr") not in (instance.address, None) and age > ORPHAN_GRACE_SECONDS:
+            stray[instance.instance_id] = (
+                f"{instance.node} runs at {record.get('NodeAddr')}, not at {instance.address}"
+            )
+    return stray

@@ -1,0 +1,74 @@
+"""Stand-ins "elastic-instances" and "power-env": the elastic nodes' instances, which the head's
+power programs launch and terminate through moto, as nodes of the virtual cluster.
+
+``ElasticNodes.sync`` does what EC2 does for those instances: one that moto launched (it carries
+the elastic tag) boots as a node, from its own user data (its pool's launch template's), as the
+groups' instances do; one that moto terminated dies. A scenario calls it from its wait loops:
+nodes are made on the thread that runs the scenario (see VirtualCluster.boot).
+"""
+
+from __future__ import annotations
+
+from slurmstack.contract import ELASTIC_TAG, NODE_NAME_TAG, POWER_ENV_PATH
+
+from .cluster import VirtualCluster
+from .node import Node
+
+GONE_STATES = ("shutting-down", "terminated")
+# "vpc-dns": where glibc is told how to resolve host names, and the head's answer.
+NSSWITCH = "/etc/nsswitch.conf"
+HOSTS_FROM_FILES = "hosts: files"
+
+
+class ElasticNodes:
+    def __init__(self, cluster: VirtualCluster) -> None:
+        self.cluster = cluster
+        self.nodes: dict[str, Node] = {}  # instance id -> node
+
+    def instances(self) -> dict[str, dict[str, str]]:
+        """Every instance moto launched with the elastic tag: id -> state and tags."""
+        pages = self.cluster.aws.client("ec2").get_paginator("describe_instances")
+        out = {}
+        for page in pages.paginate(Filters=[{"Name": "tag-key", "Values": [ELASTIC_TAG]}]):
+            for reservation in page["Reservations"]:
+                for item in reservation["Instances"]:
+                    tags = {t["Key"]: t["Value"] for t in item.get("Tags", [])}
+                    out[item["InstanceId"]] = {"State": item["State"]["Name"], **tags}
+        return out
+
+    def sync(self) -> None:
+        """Kill the nodes of terminated instances, boot the new ones; any that has its
+        node name (the resume program names them right after the launch)."""
+        known = self.instances()
+        for instance_id, node in list(self.nodes.items()):
+            if known.get(instance_id, {}).get("State", "terminated") in GONE_STATES:
+                self.cluster.kill(node)
+                del self.nodes[instance_id]
+        booted = {n.instance_id for n in self.cluster.gone} | set(self.nodes)
+        new = [
+            i
+            for i, info in sorted(known.items())
+            if i not in booted and info["State"] not in GONE_STATES and NODE_NAME_TAG in info
+        ]
+        for node in self.cluster.boot(new):
+            # Not one of the groups' workers: those are named by their address.
+            self.cluster.workers.pop(node.instance_id, None)
+            self.nodes[node.instance_id] = node
+
+    def named(self, node_name: str) -> Node | None:
+        names = {i: info.get(NODE_NAME_TAG) for i, info in self.instances().items()}
+        return next((n for i, n in self.nodes.items() if names.get(i) == node_name), None)
+
+
+def prepare_head(cluster: VirtualCluster) -> None:
+    """Stand-in "power-env": the AWS environment every command on a node gets, for the power
+    programs slurmctld runs without one. Stand-in "vpc-dns": the head resolves host names from
+    /etc/hosts only, so a name no one knows is unknown at once, as the VPC's resolver says."""
+    head = cluster.head
+    assert head is not None
+    keys = ("AWS_ENDPOINT_URL", "AWS_METADATA_SERVICE_TIMEOUT", "AWS_METADATA_SERVICE_NUM_ATTEMPTS")
+    text = "".join(f"{k}={head.env[k]}\n" for k in keys)
+    head.write_file(POWER_ENV_PATH, text, "0644", "root:root")
+    nsswitch = head.run("cat", NSSWITCH).stdout.splitlines()
+    lines = [HOSTS_FROM_FILES if line.startswith("hosts:") else line for line in nsswitch]
+    head.write_file(NSSWITCH, "\n".join(lines) + "\n", "0644", "root:root")
