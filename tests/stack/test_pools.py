@@ -137,6 +137,16 @@ def test_a_new_template_version_rolls_out_in_batches() -> None:
     assert default["minHealthyPercentage"] == 90
 
 
+def test_a_worker_that_powers_itself_off_is_terminated() -> None:
+    """A failed boot that cannot reach its group (an elastic node never can) powers off: the
+    instance must end there, not stop and wait for Slurm's ResumeTimeout."""
+    definition = small_cluster()
+    definition["pools"][0]["max_count"] = definition["pools"][0]["count"] + 2
+    result = run_ok(definition)
+    for template in result.of_type(T_LT):
+        assert template.inputs["instanceInitiatedShutdownBehavior"] == "terminate"
+
+
 def test_every_group_holds_terminating_instances_for_the_drain() -> None:
     """The drain hook is part of the group (created before its first instance), with the
     heartbeat timeout the controller's passes keep alive and CONTINUE if they stop."""

@@ -230,6 +230,11 @@ class WorkerPool(pulumi.ComponentResource):
                 http_put_response_hop_limit=1,
             ),
             block_device_mappings=[root_volume(pool)],
+            # A worker that cannot mark itself Unhealthy after a failed boot powers off
+            # (slurmstack.node.bootstrap): that is always the case for an elastic node, which
+            # is in no group. Terminating on power-off stops the bill at once instead of
+            # leaving a stopped instance until ResumeTimeout; a group replaces its own.
+            instance_initiated_shutdown_behavior="terminate",
             instance_market_options=market_options(pool),
             capacity_reservation_specification=reservation_options(pool),
             placement=placement,
