@@ -159,6 +159,27 @@ def _ecr_pull_statements(plan: ClusterPlan, account: str) -> list[dict[str, Any]
     ]
 
 
+def _ssm_agent_statements(plan: ClusterPlan) -> list[dict[str, Any]]:
+    """What the SSM agent needs on an instance (nodes, and the image build's instance): its
+    reads anywhere, its writes only in the cluster's region, so a copied credential registers
+    no instance and opens no session anywhere else."""
+    return [
+        {
+            "Sid": "SsmAgentReads",
+            "Effect": "Allow",
+            "Action": list(SSM_AGENT_READS),
+            "Resource": ["*"],
+        },
+        {
+            "Sid": "SsmAgentWrites",
+            "Effect": "Allow",
+            "Action": list(SSM_AGENT_WRITES),
+            "Resource": ["*"],
+            "Condition": _region_only(plan),
+        },
+    ]
+
+
 def _region_only(plan: ClusterPlan) -> dict[str, Any]:
     return {"StringEquals": {"aws:RequestedRegion": plan.region}}
 
@@ -186,21 +207,7 @@ def _common_statements(
             "Action": ["s3:GetObject"],
             "Resource": [f"{bucket_arn}/{CONFIG_PREFIX}*"],
         },
-        {
-            "Sid": "SsmAgentReads",
-            "Effect": "Allow",
-            "Action": list(SSM_AGENT_READS),
-            "Resource": ["*"],
-        },
-        {
-            # Only in the cluster's region: a copied credential registers no instance and
-            # opens no session anywhere else.
-            "Sid": "SsmAgentWrites",
-            "Effect": "Allow",
-            "Action": list(SSM_AGENT_WRITES),
-            "Resource": ["*"],
-            "Condition": _region_only(plan),
-        },
+        *_ssm_agent_statements(plan),
         {
             # Defence in depth: the roles grant no write, and a policy attached later by
             # someone else still cannot let a node change what the head node applies.
@@ -522,19 +529,7 @@ def image_build_policy(plan: ClusterPlan, *, account: str, bucket_arn: str) -> d
                 "Action": ["s3:GetObject"],
                 "Resource": [f"{bucket_arn}/{IMAGE_PREFIX}*"],
             },
-            {
-                "Sid": "SsmAgentReads",
-                "Effect": "Allow",
-                "Action": list(SSM_AGENT_READS),
-                "Resource": ["*"],
-            },
-            {
-                "Sid": "SsmAgentWrites",
-                "Effect": "Allow",
-                "Action": list(SSM_AGENT_WRITES),
-                "Resource": ["*"],
-                "Condition": _region_only(plan),
-            },
+            *_ssm_agent_statements(plan),
             {
                 "Sid": "BucketIsWrittenByTheStackOnly",
                 "Effect": "Deny",
