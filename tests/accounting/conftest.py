@@ -49,6 +49,7 @@ from helpers_examples import REPO
 from slurm.conftest import (
     Cluster,
     make_devices,
+    replace_keys,
     require_binaries,
     reserve_port,
     run,
@@ -98,21 +99,6 @@ def plan_of(data: dict[str, Any]) -> ClusterPlan:
     result = validate_object(data, source="test")
     assert result.spec is not None, [f.line() for f in result.findings]
     return build_plan(result.spec)
-
-
-def replace_keys(text: str, values: dict[str, str], sep: str = "=") -> str:
-    """Each ``key<sep>value`` line of ``text`` whose key is in ``values`` gets the test's
-    value; every key must be found (the rendered file still sets it)."""
-    out, seen = [], set()
-    for line in text.splitlines():
-        key = line.split(sep, 1)[0].strip() if sep in line and not line.startswith("#") else None
-        if key in values:
-            out.append(f"{key}{sep}{values[key]}")
-            seen.add(key)
-        else:
-            out.append(line)
-    assert seen == set(values), f"the rendered file lacks {set(values) - seen}"
-    return "\n".join(out) + "\n"
 
 
 @dataclass

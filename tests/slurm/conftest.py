@@ -283,11 +283,26 @@ def test_only_lines(cluster: Cluster) -> list[str]:
     ]
 
 
-def _key(line: str) -> str | None:
+def _key(line: str, sep: str = "=") -> str | None:
     head = line.split("#", 1)[0]
-    if "=" not in head:
+    if sep not in head:
         return None
-    return head.split("=", 1)[0].strip()
+    return head.split(sep, 1)[0].strip()
+
+
+def replace_keys(text: str, values: dict[str, str], sep: str = "=") -> str:
+    """Each ``key<sep>value`` line of ``text`` whose key is in ``values`` gets the test's
+    value; every key must be found (the rendered file still sets it)."""
+    out, seen = [], set()
+    for line in text.splitlines():
+        key = _key(line, sep)
+        if key in values:
+            out.append(f"{key}{sep}{values[key]}")
+            seen.add(key)
+        else:
+            out.append(line)
+    assert seen == set(values), f"the rendered file lacks {set(values) - seen}"
+    return "\n".join(out) + "\n"
 
 
 def without_accounting(rendered: str) -> str:
@@ -310,17 +325,8 @@ def adapt_slurm_conf(
     ``accounting``, the accounting keys are left out (without_accounting)."""
     rendered = rendered if accounting else without_accounting(rendered)
     subs = {**substitutions(cluster, task_prolog), **(overrides or {})}
-    out, seen = [], set()
-    for line in rendered.splitlines():
-        key = _key(line)
-        if key in subs:
-            out.append(f"{key}={subs[key]}")
-            seen.add(key)
-        else:
-            out.append(line)
-    assert seen == set(subs), f"rendered slurm.conf lacks {set(subs) - seen}"
-    out += test_only_lines(cluster)
-    text = "\n".join(out) + "\n"
+    text = replace_keys(rendered, subs)
+    text += "".join(f"{line}\n" for line in test_only_lines(cluster))
     assert_used_as_rendered(rendered, text, cluster, task_prolog, overrides)
     return text
 
