@@ -31,6 +31,7 @@ from .standins import (
 )
 
 NODE_INIT = NODE_SIDE / "node_init.py"
+CHECKOUT = Path(__file__).resolve().parents[3]
 # Directories a node writes to: each is an overlay on the host's, with the node's own upper layer.
 OVERLAYS = ("/etc", "/var", "/usr/local", "/dev", "/sys/class")
 TMPFS = (("/run", "mode=0755"), ("/dev/shm", "mode=1777"))
@@ -166,6 +167,9 @@ class Node:
             "ready": str(ready),
             "cgroup_hold": str(self.directory / "cgroup-hold"),
             "run_directory": str(self.run_directory),
+            # The checkout and this environment may lie under /tmp (a clone made with
+            # mktemp): the node's private /tmp must not hide the scripts and modules it uses.
+            "keep_visible": [str(CHECKOUT), sys.prefix],
         }
         spec_path = self.directory / "init.json"
         spec_path.write_text(json.dumps(spec, indent=1))

@@ -5,7 +5,8 @@ It lays out the node's root (spec: a JSON file the harness writes), says it is r
 reaps orphans until it is killed, and when it dies the kernel kills every process of the node:
 stopping a node is one signal. Standard library only: it runs on the system python.
 
-Spec keys: cgroup_hold (an empty directory); run_directory (kept visible in the private /tmp);
+Spec keys: cgroup_hold (an empty directory); run_directory and keep_visible [path] (kept
+visible in the private /tmp);
 hostname; overlays [{target, upper, work}]; tmpfs [{target, options}];
 devices [{path, major, minor}]; dirs [path]; files [{path, content}] (whatever was at the path
 in the layer below, a device included, is replaced); links [{path, target}]; ready (a file to
@@ -34,17 +35,26 @@ def fresh_sysfs(hold: str) -> None:
     mount("--move", hold, "/sys/fs/cgroup")
 
 
-def private_tmp(keep: str) -> None:
+def private_tmp(keep: list) -> None:
     """A /tmp of the node's own (Slurm, PMIx and Open MPI keep per-host files there under
-    names that would collide across nodes), in which the run's directory ``keep`` stays
-    visible at its path (it holds the shared and per-node directories the stand-ins mount).
-    Needs the node's /run first: the directory waits there while /tmp is replaced."""
-    hold = "/run/vcluster-run"
-    os.makedirs(hold)
-    mount("--rbind", keep, hold)
+    names that would collide across nodes), in which the directories ``keep`` stay visible at
+    their paths: the run's directory (the shared and per-node directories the stand-ins
+    mount) and, when the checkout itself lies under /tmp, the checkout and its environment
+    (the stand-ins' scripts and the modules linked into the node's python). Needs the node's
+    /run first: the directories wait there while /tmp is replaced."""
+    under_tmp = sorted({path for path in keep if path.startswith("/tmp/")})
+    # A directory inside another kept one comes along with it.
+    outermost = [p for p in under_tmp if not any(p.startswith(o + "/") for o in under_tmp)]
+    holds = []
+    for index, path in enumerate(outermost):
+        hold = f"/run/vcluster-keep-{index}"
+        os.makedirs(hold)
+        mount("--rbind", path, hold)
+        holds.append((hold, path))
     mount("-t", "tmpfs", "-o", "mode=1777", "tmpfs", "/tmp")
-    os.makedirs(keep)
-    mount("--move", hold, keep)
+    for hold, path in holds:
+        os.makedirs(path)
+        mount("--move", hold, path)
 
 
 def lay_out(spec: dict) -> None:
@@ -55,7 +65,7 @@ def lay_out(spec: dict) -> None:
     for fs in spec["tmpfs"]:
         os.makedirs(fs["target"], exist_ok=True)
         mount("-t", "tmpfs", "-o", fs["options"], "tmpfs", fs["target"])
-    private_tmp(spec["run_directory"])
+    private_tmp([spec["run_directory"], *spec.get("keep_visible", [])])
     # The /dev overlay hides the host's /dev/pts: a private instance for this node.
     os.makedirs("/dev/pts", exist_ok=True)
     mount("-t", "devpts", "-o", "newinstance,ptmxmode=0666", "devpts", "/dev/pts")
