@@ -24,6 +24,7 @@ from pydantic import (
 
 from slurmstack.catalog import InstanceFacts
 from slurmstack.contract import DatabaseType, Remedy
+from slurmstack.slurm_releases import DEFAULT_VERSION, VERSION_PATTERN
 
 # Cluster and pool names end up in AWS resource names, Slurm partition/nodeset names and
 # host names, so they follow the strictest of those: DNS-label characters, lowercase.
@@ -619,6 +620,15 @@ class AccountingSpec(Model):
 class SlurmSpec(Model):
     """Slurm options."""
 
+    version: Annotated[str, StringConstraints(pattern=VERSION_PATTERN)] = Field(
+        default=DEFAULT_VERSION,
+        description=(
+            "The Slurm release the images build from source and every node runs (YY.MM.P): "
+            "one whose source slurmstack pins (image_pins.json; docs/slurm-versions.md). "
+            "Changing it is a rolling upgrade in Slurm's order (slurmdbd, slurmctld, slurmd), "
+            "within Slurm's compatibility window (three release lines back)."
+        ),
+    )
     default_partition: str | None = Field(
         default=None,
         description="Partition (pool name) jobs go to by default. Default: first pool.",
@@ -626,7 +636,7 @@ class SlurmSpec(Model):
     settings: dict[str, SettingValue] = Field(
         default_factory=dict,
         description=(
-            "Extra slurm.conf keys of Slurm 23.11 (the nodes' Slurm), appended last. Refused: "
+            "Extra slurm.conf keys of the nodes' Slurm (slurm.version), appended last. Refused: "
             "keys slurmstack manages (accounting keys are slurm.accounting's, power-saving "
             "keys pools[].max_count's) and keys of older or newer Slurm releases only."
         ),

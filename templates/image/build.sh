@@ -3,7 +3,7 @@
 # (`build`, from the component's build phase) and on an instance of the new AMI (`test`, from
 # its validate and test phases); tests/image runs the same file in a Debian chroot.
 #
-#   build.sh build|test|packages SETTINGS [BUNDLE_DIR]
+#   build.sh build|test|packages|slurm SETTINGS [BUNDLE_DIR]
 #
 # SETTINGS is the image's settings file (slurmstack.render.image.build_env: what to install, every
 # download with its sha256). BUNDLE_DIR holds the node agent's archive (default: beside this
@@ -12,13 +12,13 @@
 # Ubuntu 24.04 (the images) and Debian (the rehearsal) differ only where the settings say:
 # LUSTRE=skip (no FSx client build for Debian, and a chroot has no kernel of its own),
 # EFS_UTILS=skip (its Rust build is left out of the rehearsal), KERNEL_HOLD=no (same reason as
-# Lustre), the Slurm package version (each distribution's own) and the download URLs.
+# Lustre) and the download URLs. `slurm` runs the Slurm build alone (the rehearsal caches it).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-COMMAND="${1:?usage: build.sh build|test|packages SETTINGS [BUNDLE_DIR]}"
-SETTINGS="${2:?usage: build.sh build|test|packages SETTINGS [BUNDLE_DIR]}"
+COMMAND="${1:?usage: build.sh build|test|packages|slurm SETTINGS [BUNDLE_DIR]}"
+SETTINGS="${2:?usage: build.sh build|test|packages|slurm SETTINGS [BUNDLE_DIR]}"
 BUNDLE="${3:-$(cd "$(dirname "$0")" && pwd)}"
 # shellcheck disable=SC1090
 . "$SETTINGS"
@@ -32,11 +32,8 @@ fail() { log "FAILED: $*"; exit 1; }
 installed() { [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ]; }
 pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true; }
 
-# An upgrade of any of these would change what the image was tested with.
-SLURM_PINNED="slurmctld slurmd slurmdbd slurm-client libslurm-dev"
-
 apt_packages() {
-  local wanted="$APT_PACKAGES $BUILD_PACKAGES" missing=() pkg spec
+  local wanted="$APT_PACKAGES $BUILD_PACKAGES" missing=() pkg
   for pkg in $wanted; do
     installed "$pkg" || missing+=("$pkg")
   done
@@ -45,19 +42,8 @@ apt_packages() {
   else
     log "apt: installing ${missing[*]}"
     "${APT_GET[@]}" update
-    local specs=()
-    for pkg in "${missing[@]}"; do
-      spec="$pkg"
-      case " $SLURM_PINNED " in *" $pkg "*) spec="$pkg=$SLURM_PACKAGE_VERSION" ;; esac
-      specs+=("$spec")
-    done
-    "${APT_GET[@]}" install --no-install-recommends "${specs[@]}"
+    "${APT_GET[@]}" install --no-install-recommends "${missing[@]}"
   fi
-  for pkg in $SLURM_PINNED; do
-    if installed "$pkg" && [ "$(pkg_version "$pkg")" != "$SLURM_PACKAGE_VERSION" ]; then
-      fail "$pkg is $(pkg_version "$pkg"), not the pinned $SLURM_PACKAGE_VERSION"
-    fi
-  done
   hold $HELD_PACKAGES
 }
 
@@ -107,6 +93,92 @@ fetch() {
   }
   mv "$dest.part" "$dest"
   log "download: $(basename "$dest") fetched, checksum ok"
+}
+
+# --- Slurm, built from its pinned source ------------------------------------------------------
+# SchedMD's tag archive of SLURM_VERSION, verified by its pinned sha256 (image_pins.json, slurm:
+# the same bytes as Debian's orig tarball, whose sha256 Debian's signed source index records),
+# configured with what the cluster uses: PMIx (srun --mpi=pmix), hwloc, cgroup v2 (dbus, bpf),
+# slurmdbd with MySQL/MariaDB, slurmrestd (json-c, http-parser, yaml, jwt), sackd, and NVML on
+# NVIDIA images (gres AutoDetect=nvml). Installed under /usr with its configuration in
+# /etc/slurm, where slurm.conf, the units and the agent expect it.
+slurm_configure_flags() {
+  local multiarch pmix
+  multiarch=$(gcc -print-multiarch)
+  pmix=$(pkg-config --variable=prefix pmix 2>/dev/null || true)
+  # Debian's and Ubuntu's libpmix-dev keep PMIx in its own prefix (include/ and lib/ below it).
+  [ -d "/usr/lib/$multiarch/pmix2/include" ] && pmix="/usr/lib/$multiarch/pmix2"
+  [ -n "$pmix" ] || fail "slurm: no PMIx found (libpmix-dev)"
+  echo --prefix=/usr --sysconfdir=/etc/slurm --localstatedir=/var --runstatedir=/run \
+    --libdir="/usr/lib/$multiarch" --with-pmix="$pmix" --with-hwloc=/usr --with-munge=/usr \
+    --with-mysql_config=/usr/bin --enable-slurmrestd --enable-pam --without-rpath \
+    --disable-debug $([ "$SLURM_NVML" = yes ] && echo --with-nvml=/usr/local/cuda)
+}
+
+slurm_built() {
+  local stamp="$STATE/slurm"
+  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$1" ] && [ -x /usr/sbin/slurmd ] &&
+    [ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/slurmdbd ]
+}
+
+install_slurm() {
+  local flags want src tarball="$DOWNLOADS/slurm-$SLURM_VERSION.tar.gz"
+  flags=$(slurm_configure_flags)
+  want="$SLURM_VERSION $SLURM_SHA256 $flags"
+  if slurm_built "$want"; then
+    log "slurm: $SLURM_VERSION already built"
+    return
+  fi
+  fetch "$SLURM_URL" "$SLURM_SHA256" "$tarball"
+  src="/usr/local/src/slurm-$SLURM_VERSION"
+  rm -rf "$src" && mkdir -p "$src"
+  tar -xzf "$tarball" -C "$src" --strip-components=1
+  # shellcheck disable=SC2086
+  (cd "$src" && ./configure $flags >"$src/configure.out" 2>&1) || {
+    tail -n 30 "$src/configure.out" >&2
+    fail "slurm: configure failed"
+  }
+  # What configure found: a feature the cluster uses and the build lacks fails the bake.
+  grep -q 'HAVE_PMIX 1\|HAVE_PMIX_VER' "$src/config.h" || fail "slurm: built without PMIx"
+  grep -q 'HAVE_HWLOC 1' "$src/config.h" || fail "slurm: built without hwloc"
+  grep -q 'HAVE_MYSQL 1' "$src/config.h" || fail "slurm: built without MySQL/MariaDB"
+  grep -q 'HAVE_JSON 1' "$src/config.h" && grep -q 'HAVE_HTTP_PARSER 1' "$src/config.h" ||
+    fail "slurm: no json-c or http-parser: slurmrestd would not be built"
+  make -C "$src" -j "$(nproc)" >"$src/make.out" 2>&1 || {
+    tail -n 40 "$src/make.out" >&2
+    fail "slurm: make failed"
+  }
+  make -C "$src" install >"$src/install.out" 2>&1 || fail "slurm: make install failed"
+  for plugin in mpi_pmix cgroup_v2 accounting_storage_mysql; do
+    [ -f "/usr/lib/$(gcc -print-multiarch)/slurm/$plugin.so" ] || fail "slurm: no $plugin plugin"
+  done
+  if [ "$SLURM_NVML" = yes ] && [ ! -f "/usr/lib/$(gcc -print-multiarch)/slurm/gpu_nvml.so" ]; then
+    fail "slurm: no gpu_nvml plugin (NVML from /usr/local/cuda)"
+  fi
+  # Slurm's own systemd units (generated by configure; make install leaves them out).
+  install -d /usr/lib/systemd/system
+  for unit in slurmctld slurmd slurmdbd sackd slurmrestd; do
+    install -m 0644 "$src/etc/$unit.service" "/usr/lib/systemd/system/$unit.service"
+  done
+  ldconfig
+  slurm_users_and_dirs
+  rm -rf "$src"
+  echo "$want" >"$STATE/slurm"
+  log "slurm: $SLURM_VERSION built and installed"
+}
+
+# The users and directories Debian's and Ubuntu's packages would make: SlurmUser `slurm`, the
+# REST daemon's own unprivileged user, and the log, spool and configuration directories.
+slurm_users_and_dirs() {
+  local user
+  for user in slurm slurmrestd; do
+    id "$user" >/dev/null 2>&1 ||
+      useradd --system --user-group --no-create-home --home-dir /nonexistent \
+        --shell /usr/sbin/nologin "$user"
+  done
+  install -d -m 0755 /etc/slurm
+  install -d -m 0755 -o slurm -g slurm /var/log/slurm /var/spool/slurmctld
+  install -d -m 0755 /var/spool/slurmd
 }
 
 install_lustre_client() {
@@ -168,16 +240,16 @@ install_enroot() {
 }
 
 install_pyxis() {
-  local stamp="$STATE/pyxis" want="$PYXIS_VERSION $PYXIS_SHA256 $SLURM_PACKAGE_VERSION"
+  local stamp="$STATE/pyxis" want="$PYXIS_VERSION $PYXIS_SHA256 $SLURM_VERSION"
   if [ -f "$PYXIS_PLUGIN" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
-    log "pyxis: $PYXIS_VERSION already built against Slurm $SLURM_PACKAGE_VERSION"
+    log "pyxis: $PYXIS_VERSION already built against Slurm $SLURM_VERSION"
     return
   fi
   local src="/usr/local/src/pyxis-$PYXIS_VERSION"
   fetch "$PYXIS_URL" "$PYXIS_SHA256" "$DOWNLOADS/pyxis-$PYXIS_VERSION.tar.gz"
   rm -rf "$src" && mkdir -p "$src"
   tar -xzf "$DOWNLOADS/pyxis-$PYXIS_VERSION.tar.gz" -C "$src" --strip-components=1
-  # Against the installed Slurm's spank.h (libslurm-dev), installed as $PYXIS_PLUGIN.
+  # Against the Slurm built above (its spank.h in /usr/include/slurm), installed as $PYXIS_PLUGIN.
   make -C "$src" -j "$(nproc)" prefix=/usr/local
   make -C "$src" install prefix=/usr/local
   [ -f "$PYXIS_PLUGIN" ] || fail "pyxis installed no $PYXIS_PLUGIN"
@@ -261,14 +333,14 @@ manifest() {
   tmp=$(mktemp)
   jq -n --arg key "$IMAGE_KEY" --arg kind "$IMAGE_KIND" \
     --arg version "$IMAGE_VERSION" --arg parent "$parent" --arg kernel "$(uname -r)" \
-    --arg slurm "$(pkg_version slurm-client)" --arg munge "$(pkg_version munge)" \
+    --arg slurm "$(slurmd -V | awk '{print $2}')" --arg munge "$(pkg_version munge)" \
     --arg pmix "$(pkg_version libpmix-dev)" --arg enroot "$(command enroot version)" \
     --arg pyxis "$PYXIS_VERSION" --arg efs "$(pkg_version amazon-efs-utils)" \
     --arg lustre "$(pkg_version "lustre-client-modules-$(uname -r)")" \
     --arg dcgm "$( [ -n "$DCGM_PACKAGE" ] && pkg_version "$DCGM_PACKAGE")" \
     --arg nccl_tests "$NCCL_TESTS_VERSION" \
     --arg nft "$(pkg_version nftables)" --arg agent "$(cat "$STATE/agent")" \
-    --arg slurmdbd "$(pkg_version slurmdbd)" --arg mariadb "$(pkg_version mariadb-server)" \
+    --arg slurmdbd "$(slurmdbd -V | awk '{print $2}')" --arg mariadb "$(pkg_version mariadb-server)" \
     '{image: $key, kind: $kind, version: ($version | tonumber),
       parent_ami: $parent, kernel: $kernel, slurm: $slurm, munge: $munge, pmix: $pmix,
       enroot: $enroot, pyxis: $pyxis, efs_utils: $efs, lustre_client: $lustre, dcgm: $dcgm,
@@ -302,21 +374,29 @@ check() {
     FAILED=1
   fi
 }
+# Every Slurm daemon the image carries is the pinned release.
 slurm_version() {
-  local daemon out
-  for daemon in slurmd slurmctld; do
-    command -v "$daemon" >/dev/null || continue
+  local daemon out seen=()
+  for daemon in slurmd slurmctld slurmdbd sackd slurmrestd; do
+    command -v "$daemon" >/dev/null || { echo "no $daemon"; return 1; }
     out=$("$daemon" -V)
-    # Debian's and Ubuntu's builds say "slurm-wlm X", SchedMD's "slurm X".
+    # SchedMD's build says "slurm X" (Debian's and Ubuntu's packages "slurm-wlm X").
     case "$out" in
-      "slurm $SLURM_VERSION" | "slurm-wlm $SLURM_VERSION") ;;
-      *) echo "$daemon -V says '$out', not slurm $SLURM_VERSION"; return 1 ;;
+      "slurm $SLURM_VERSION" | "slurm-wlm $SLURM_VERSION") seen+=("$daemon") ;;
+      *) echo "$daemon -V says '$out', not the pinned slurm $SLURM_VERSION"; return 1 ;;
     esac
-    echo "$out ($daemon, $(pkg_version slurm-client))"
-    return 0
   done
-  echo "neither slurmd nor slurmctld is installed"
-  return 1
+  echo "slurm $SLURM_VERSION (${seen[*]})"
+}
+# The plugins slurm.conf and gres.conf name, as the build installed them.
+slurm_plugins() {
+  local dir wanted="mpi_pmix cgroup_v2 proctrack_cgroup task_cgroup accounting_storage_mysql"
+  dir="/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/slurm"
+  [ "$SLURM_NVML" = yes ] && wanted="$wanted gpu_nvml"
+  for plugin in $wanted; do
+    [ -f "$dir/$plugin.so" ] || { echo "no $dir/$plugin.so"; return 1; }
+  done
+  echo "$wanted"
 }
 pmix_present() {
   local libs
@@ -361,7 +441,8 @@ run_tests() {
   check nftables nft --version
   check enroot enroot_version
   check pyxis srun_lists_pyxis
-  check slurm-held held $(for p in slurm-client munge; do installed "$p" && echo "$p"; done)
+  check slurm-plugins slurm_plugins
+  check munge-held held munge
   if [ "$LUSTRE" != skip ]; then
     check lustre-lctl command -v lctl
     check lustre-module modinfo -k "$(uname -r)" lustre
@@ -383,6 +464,7 @@ case "$COMMAND" in
   build)
     mkdir -p "$STATE" "$DOWNLOADS"
     apt_packages
+    install_slurm
     units_off
     install_lustre_client
     install_efs_utils
@@ -401,7 +483,11 @@ case "$COMMAND" in
   packages)
     echo "$APT_PACKAGES $BUILD_PACKAGES"
     ;;
+  slurm)
+    mkdir -p "$STATE" "$DOWNLOADS"
+    install_slurm
+    ;;
   *)
-    fail "unknown command $COMMAND (build, test or packages)"
+    fail "unknown command $COMMAND (build, test, packages or slurm)"
     ;;
 esac

@@ -29,6 +29,7 @@ from helpers_stack import (
     plan_of,
     run_ok,
 )
+from slurmstack import slurm_releases
 from slurmstack.offline import OfflineRun
 from slurmstack.plan import images
 from slurmstack.render import image as build
@@ -136,7 +137,12 @@ def test_components_are_valid_awstoe_and_run_the_build_script_itself(stem: str) 
         # The same file the rehearsal runs (tests/image), byte for byte.
         assert stored[downloads["build.sh"].removeprefix(f"s3://{bucket}/")] == script
         settings = stored[downloads["image.env"].removeprefix(f"s3://{bucket}/")].decode()
-        assert "SLURM_PACKAGE_VERSION='23.11.4-1.2ubuntu5'" in settings
+        # Slurm from its pinned source: the definition's slurm.version (the version of record).
+        pinned = slurm_releases.source(slurm_releases.version_of_record())
+        assert pinned is not None
+        assert f"SLURM_VERSION='{pinned.version}'" in settings
+        assert f"SLURM_URL='{pinned.url}'" in settings
+        assert f"SLURM_SHA256='{pinned.sha256}'" in settings
         assert f"PYXIS_SHA256='{images.image_pins()['pyxis']['sha256']}'" in settings
         commands = [
             command

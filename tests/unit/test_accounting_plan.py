@@ -208,16 +208,16 @@ def test_prices_come_from_the_definition_else_the_catalog() -> None:
 
 
 def test_the_head_image_bakes_accounting_and_the_head_checks_what_its_definition_uses() -> None:
-    """Every image that may boot the head bakes slurmdbd and MariaDB whatever accounting is (so
-    changing it builds no new image); the head's boot checks slurmdbd with accounting on, and
-    MariaDB's commands only for the local database."""
+    """Every image that may boot the head bakes slurmdbd (built with the rest of Slurm) and
+    MariaDB whatever accounting is (so changing it builds no new image); the head's boot checks
+    slurmdbd with accounting on, and MariaDB's commands only for the local database."""
     local, rds, off = (
         plan_with({}),
         plan_with({"database": {"type": "rds"}}),
         plan_with({"enabled": False}),
     )
-    assert head_packages(local) == ("slurmdbd", "mariadb-server")
-    assert head_packages(rds) == ("slurmdbd",)
+    assert head_packages(local) == ("mariadb-server",)
+    assert head_packages(rds) == ()
     assert head_packages(off) == ()
     packages = set()
     for plan in (local, rds, off):

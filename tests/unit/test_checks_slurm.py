@@ -5,14 +5,10 @@ from __future__ import annotations
 import pytest
 from checks_support import Case, check_case, definition, findings, set_in
 
-from slurmstack.checks.slurm import (
-    DROPPED_AFTER_KEYS,
-    KNOWN_SLURM_KEYS,
-    MANAGED_SLURM_KEYS,
-    NEWER_KEYS,
-    REMOVED_KEYS,
-)
+from slurmstack.checks.slurm import MANAGED_SLURM_KEYS, dropped_after, key_state, known_keys
+from slurmstack.checks.slurm_keys import KEY_HISTORY
 from slurmstack.findings import Level
+from slurmstack.slurm_releases import line_of, version_of_record
 
 W = Level.WARNING
 
@@ -63,14 +59,22 @@ CASES = [
         "slurm-setting-version",
         settings(SlurmctldPlugstack="/etc/slurm/plugstack.d"),
         "slurm.settings.SlurmctldPlugstack",
-        "SlurmctldPlugstack was removed in Slurm 23.02; the nodes run Slurm 23.11",
+        "SlurmctldPlugstack was removed in Slurm 23.02; the nodes run Slurm 26.05",
     ),
     Case(
         "slurm-setting-version",
-        settings(HashPlugin="hash/k12"),
-        "slurm.settings.HashPlugin",
-        "HashPlugin first appears in Slurm 24.05; the nodes run Slurm 23.11",
+        settings(PowerPlugin="power/none"),
+        "slurm.settings.PowerPlugin",
+        "PowerPlugin was defunct in Slurm 24.05; the nodes run Slurm 26.05",
+        name="dropped-since-23-11",
+    ),
+    Case(
+        "slurm-setting-version",
+        set_in("slurm", {"version": "24.11.5", "settings": {"MetricsType": "metrics/openmetrics"}}),
+        "slurm.settings.MetricsType",
+        "MetricsType first appears in Slurm 25.11; the nodes run Slurm 24.11",
         name="newer",
+        also=("slurm-version-supported",),
     ),
     Case(
         "slurm-setting-version",
@@ -81,9 +85,24 @@ CASES = [
     ),
     Case(
         "slurm-setting-dropped-later",
-        settings(CoreSpecPlugin="core_spec/none"),
-        "slurm.settings.CoreSpecPlugin",
-        "works on Slurm 23.11 but Slurm 24.05 dropped it",
+        set_in("slurm", {"version": "24.11.5", "settings": {"GetEnvTimeout": 2}}),
+        "slurm.settings.GetEnvTimeout",
+        "works on Slurm 24.11 but Slurm 25.05 dropped it",
+        level=W,
+        also=("slurm-version-supported",),
+    ),
+    Case(
+        "slurm-version-pinned",
+        set_in("slurm.version", "26.05.4"),
+        "slurm.version",
+        "Slurm 26.05.4 has no pinned source (image_pins.json records the tarball and sha256 of "
+        "24.11.5, 26.05.5)",
+    ),
+    Case(
+        "slurm-version-supported",
+        set_in("slurm.version", "24.11.5"),
+        "slurm.version",
+        "SchedMD's support of Slurm 24.11 ended in 2026-05",
         level=W,
     ),
     Case(
@@ -135,8 +154,8 @@ def test_rule(case: Case) -> None:
 
 
 def test_managed_keys_are_lowercase_slurm_keys() -> None:
-    known = {k.lower() for k in KNOWN_SLURM_KEYS}
-    assert known >= MANAGED_SLURM_KEYS
+    every = {k.lower() for k in KEY_HISTORY} | {"include"}
+    assert every >= MANAGED_SLURM_KEYS
     assert all(k == k.lower() for k in MANAGED_SLURM_KEYS)
     assert {"slurmctldhost", "slurmctldparameters", "maxnodecount", "partitionname"} <= (
         MANAGED_SLURM_KEYS
@@ -144,24 +163,27 @@ def test_managed_keys_are_lowercase_slurm_keys() -> None:
 
 
 @pytest.mark.parametrize(
-    "key", ["MaxBatchRequeue", "PreemptParameters", "SuspendExcStates", "MaxJobCount"]
+    "key",
+    ["MaxBatchRequeue", "PreemptParameters", "MaxJobCount", "MetricsType", "LicenseParameters"],
 )
-def test_keys_of_23_02_and_23_11_are_accepted(key: str) -> None:
-    """Valid on the nodes' Slurm 23.11 though Debian 12's 22.05 lacks some of them."""
-    value = "DYNAMIC_NORM" if key == "SuspendExcStates" else "5"
-    found = findings(definition(settings(**{key: value})))
-    assert [f for f in found if f.path == f"slurm.settings.{key}"] in (
-        [],
-        # SuspendExcStates is a power-saving key: refused for that reason only.
-        [f for f in found if f.rule == "slurm-setting-unprovisioned"],
+def test_keys_of_the_version_of_record_are_accepted(key: str) -> None:
+    """MetricsType (25.11) and LicenseParameters (26.05) are keys of the nodes' 26.05."""
+    found = findings(definition(settings(**{key: "5"})))
+    assert [f for f in found if f.path == f"slurm.settings.{key}"] == []
+
+
+def test_the_key_table_is_read_config_c_of_each_line() -> None:
+    """Counts of live keys in slurm_conf_options[] (less FastSchedule, parsed only to stop on
+    it, plus Include): 223 at slurm-23-11-0-1 (the count the 23.11 list this table replaced
+    had), 226 at 24.11, 239 at 26.05."""
+    assert line_of(version_of_record()) == "26.05"
+    assert (len(known_keys("23.11")), len(known_keys("24.11")), len(known_keys("26.05"))) == (
+        223,
+        226,
+        239,
     )
-    assert all(f.rule == "slurm-setting-unprovisioned" for f in found), found
-
-
-def test_the_version_tables_do_not_overlap_the_23_11_keys() -> None:
-    known = {k.lower() for k in KNOWN_SLURM_KEYS}
-    assert not known & {k.lower() for k in REMOVED_KEYS}
-    assert not known & {k.lower() for k in NEWER_KEYS}
-    assert {k.lower() for k in DROPPED_AFTER_KEYS} <= known
-    # 223 live keys in the 23.11 table, less FastSchedule (parsed only to stop), plus Include.
-    assert len(KNOWN_SLURM_KEYS) == 223
+    assert key_state("HashPlugin", "23.11") == ("newer", "24.05")
+    assert key_state("accountingstorageloc", "26.05") == ("removed", "25.11")
+    assert key_state("AccountingStorageUser", "26.05") == ("defunct", "25.11")
+    assert dropped_after("FrontendName", "24.11") == "25.05"
+    assert dropped_after("MaxJobCount", "26.05") is None

@@ -8,7 +8,19 @@ from collections.abc import Iterator
 from slurmstack.catalog import Catalog
 from slurmstack.checks import rule
 from slurmstack.checks.common import error, suggestion, warning
+from slurmstack.checks.slurm_keys import KEY_HISTORY
+from slurmstack.checks.slurm_keys import LINES as SLURM_KEY_LINES
 from slurmstack.findings import Finding
+from slurmstack.slurm_releases import (
+    as_of,
+    line_of,
+    lines,
+    source,
+    sources,
+    supported,
+    upgrade_hops,
+    version_of_record,
+)
 from slurmstack.spec import ClusterSpec
 
 # The slurm.conf keys slurmstack writes itself (lowercase: Slurm matches keys without regard
@@ -69,6 +81,7 @@ MANAGED_SLURM_KEYS = frozenset(
         # controller asks for and how long they may take, jobs requeued off failed nodes.
         "HealthCheckProgram",
         "HealthCheckInterval",
+        "HealthCheckTimeout",
         "HealthCheckNodeState",
         "RebootProgram",
         "ResumeTimeout",
@@ -82,123 +95,63 @@ MANAGED_SLURM_KEYS = frozenset(
     )
 )
 
-# The global slurm.conf keys of Slurm 23.11, the version Ubuntu 24.04 nodes run: the
-# slurm_conf_options[] table of src/common/read_config.c at tag slurm-23-11-4-1 (identical in
-# every 23.11.x), without the keys that table marks defunct and FastSchedule, plus Include (a directive the
-# parser reads itself). See slurm.conf(5) of that release. slurmctld refuses a slurm.conf
-# holding a key outside its table ("Parsing error at unrecognized key", parse_config.c).
-_KEYS_23_11 = (
-    "AccountingStorageBackupHost AccountingStorageEnforce AccountingStorageExternalHost "
-    "AccountingStorageHost AccountingStorageLoc AccountingStorageParameters "
-    "AccountingStoragePass AccountingStoragePort AccountingStorageTRES AccountingStorageType "
-    "AccountingStorageUser AccountingStoreFlags AccountingStoreJobComment "
-    "AcctGatherEnergyType AcctGatherFilesystemType AcctGatherInfinibandType "
-    "AcctGatherInterconnectType AcctGatherNodeFreq AcctGatherProfileType "
-    "AllowSpecResourcesUsage AuthAltParameters AuthAltTypes AuthInfo AuthType BackupAddr "
-    "BackupController BatchStartTimeout BcastExclude BcastParameters BurstBufferParameters "
-    "BurstBufferType CliFilterPlugins ClusterName CommunicationParameters CompleteWait "
-    "ControlAddr ControlMachine CoreSpecPlugin CpuFreqDef CpuFreqGovernors CredType "
-    "CryptoType DebugFlags DefCPUPerGPU DefMemPerCPU DefMemPerGPU DefMemPerNode "
-    "DependencyParameters DisableRootJobs DownNodes EioTimeout EnforcePartLimits Epilog "
-    "EpilogMsgTime EpilogSlurmctld FairShareDampeningFactor "
-    "FederationParameters FirstJobId FrontendName GetEnvTimeout GpuFreqDef GresTypes "
-    "GroupUpdateForce GroupUpdateTime HealthCheckInterval HealthCheckNodeState "
-    "HealthCheckProgram InactiveLimit InteractiveStepOptions JobAcctGatherFrequency "
-    "JobAcctGatherParams JobAcctGatherType JobCompHost JobCompLoc JobCompParams JobCompPass "
-    "JobCompPort JobCompType JobCompUser JobContainerType JobFileAppend JobRequeue "
-    "JobSubmitPlugins KeepAliveTime KillOnBadExit KillWait LaunchParameters LaunchType "
-    "Licenses LogTimeFormat MailDomain MailProg MaxArraySize MaxBatchRequeue MaxDBDMsgs "
-    "MaxJobCount MaxJobId MaxMemPerCPU MaxMemPerNode MaxNodeCount MaxStepCount "
-    "MaxTasksPerNode MCSParameters MCSPlugin MessageTimeout MinJobAge MpiDefault MpiParams "
-    "NodeFeaturesPlugins NodeName NodeSet OverTimeLimit PartitionName PluginDir "
-    "PlugStackConfig PowerParameters PowerPlugin PreemptExemptTime PreemptMode "
-    "PreemptParameters PreemptType PrEpParameters PrEpPlugins PriorityCalcPeriod "
-    "PriorityDecayHalfLife PriorityFavorSmall PriorityFlags PriorityMaxAge "
-    "PriorityParameters PrioritySiteFactorParameters PrioritySiteFactorPlugin PriorityType "
-    "PriorityUsageResetPeriod PriorityWeightAge PriorityWeightAssoc PriorityWeightFairshare "
-    "PriorityWeightJobSize PriorityWeightPartition PriorityWeightQOS PriorityWeightTRES "
-    "PrivateData ProctrackType Prolog PrologEpilogTimeout PrologFlags PrologSlurmctld "
-    "PropagatePrioProcess PropagateResourceLimits PropagateResourceLimitsExcept "
-    "RebootProgram ReconfigFlags RequeueExit RequeueExitHold ResumeFailProgram ResumeProgram "
-    "ResumeRate ResumeTimeout ResvEpilog ResvOverRun ResvProlog ReturnToService RoutePlugin "
-    "SallocDefaultCommand SbcastParameters SchedulerParameters SchedulerTimeSlice "
-    "SchedulerType ScronParameters SelectType SelectTypeParameters SlurmctldAddr "
-    "SlurmctldDebug SlurmctldHost SlurmctldLogFile SlurmctldParameters SlurmctldPidFile "
-    "SlurmctldPort SlurmctldPrimaryOffProg SlurmctldPrimaryOnProg SlurmctldSyslogDebug "
-    "SlurmctldTimeout SlurmdDebug SlurmdLogFile SlurmdParameters SlurmdPidFile SlurmdPort "
-    "SlurmdSpoolDir SlurmdSyslogDebug SlurmdTimeout SlurmdUser SlurmSchedLogFile "
-    "SlurmSchedLogLevel SlurmUser SrunEpilog SrunPortRange SrunProlog StateSaveLocation "
-    "SuspendExcNodes SuspendExcParts SuspendExcStates SuspendProgram SuspendRate SuspendTime "
-    "SuspendTimeout SwitchParameters SwitchType TaskEpilog TaskPlugin TaskPluginParam "
-    "TaskProlog TCPTimeout TmpFS TopologyParam TopologyPlugin TrackWCKey TreeWidth "
-    "UnkillableStepProgram UnkillableStepTimeout UsePAM VSizeFactor WaitTime X11Parameters"
-)
-KNOWN_SLURM_KEYS = (*_KEYS_23_11.split(), "Include")
-SLURM_VERSION = "23.11"
+# Which global slurm.conf keys each Slurm release line takes: checks/slurm_keys.py, generated from
+# read_config.c's table at each line's first tag (.ci/slurm-conf-keys). slurmctld refuses a
+# slurm.conf holding a key outside its table ("Parsing error at unrecognized key",
+# parse_config.c). Include is a directive the parser reads itself.
+DIRECTIVES = ("Include",)
+# FastSchedule stays in the table only so that read_config.c can stop on it ("The FastSchedule
+# option has been removed"; FastSchedule=2 is SlurmdParameters=config_overrides now).
+STOPS_ON = {"FastSchedule": "20.02"}
 
-# Keys Slurm dropped before 23.11, with the release that dropped them (the same table at the
-# first tag of each release from 17.11 on; "defunct": still parsed, logged as an error, unused).
-# FastSchedule is still parsed by 23.11 only to stop on it (read_config.c: "The FastSchedule
-# option has been removed"; its FastSchedule=2 is SlurmdParameters=config_overrides now).
-REMOVED_KEYS: dict[str, tuple[str, str]] = {
-    **dict.fromkeys(("ChosLoc", "Layouts", "MsgAggregationParams"), ("20.11", "removed")),
-    **dict.fromkeys(
-        (
-            "CacheGroups",
-            "CheckpointType",
-            "DefaultStorageHost",
-            "DefaultStorageLoc",
-            "DefaultStoragePass",
-            "DefaultStoragePort",
-            "DefaultStorageType",
-            "DefaultStorageUser",
-            "JobCheckpointDir",
-            "MemLimitEnforce",
-            "SchedulerPort",
-            "SchedulerRootFilter",
-        ),
-        ("21.08", "removed"),
-    ),
-    "FastSchedule": ("20.02", "removed"),
-    "SchedulerAuth": ("22.05", "defunct"),
-    "SlurmctldPlugstack": ("23.02", "removed"),
-    **dict.fromkeys(
-        (
-            "ExtSensorsFreq",
-            "ExtSensorsType",
-            "JobCredentialPrivateKey",
-            "JobCredentialPublicCertificate",
-        ),
-        ("23.11", "defunct"),
-    ),
-}
 
-# Keys that appear only after 23.11, with the first release that has them.
-NEWER_KEYS: dict[str, str] = {
-    **dict.fromkeys(("HashPlugin", "TLSParameters", "TLSType"), "24.05"),
-    **dict.fromkeys(("CertmgrParameters", "CertmgrType", "DataParserParameters"), "24.11"),
-    **dict.fromkeys(
-        ("CertgenParameters", "CertgenType", "EpilogTimeout", "PrologTimeout"), "25.05"
-    ),
-    **dict.fromkeys(
-        (
-            "CliFilterParameters",
-            "HttpParserType",
-            "JobCompPassScript",
-            "MetricsType",
-            "NamespaceType",
-            "UrlParserType",
-        ),
-        "25.11",
-    ),
-}
+def _line_key(line: str) -> tuple[int, int]:
+    year, month = line.split(".")
+    return int(year), int(month)
 
-# Keys 23.11 takes that a later release dropped or made defunct (the first such release).
-DROPPED_AFTER_KEYS: dict[str, str] = {
-    **dict.fromkeys(("CoreSpecPlugin", "PowerParameters", "PowerPlugin"), "24.05"),
-    **dict.fromkeys(("FrontendName", "GetEnvTimeout"), "25.05"),
-    **dict.fromkeys(("AccountingStorageLoc", "AccountingStorageUser"), "25.11"),
-}
+
+def key_state(key: str, line: str) -> tuple[str, str | None]:
+    """(state, release) of a slurm.conf key on a release line: ("live", None), ("newer",
+    first line), ("removed"|"defunct", line that dropped it) or ("unknown", None)."""
+    name = canonical_key(key)
+    if name is None:
+        return "unknown", None
+    if name in DIRECTIVES:
+        return "live", None
+    if name in STOPS_ON:
+        return "removed", STOPS_ON[name]
+    first, gone, how = KEY_HISTORY[name]
+    if first is None:
+        return "defunct", SLURM_KEY_LINES[0]
+    if _line_key(line) < _line_key(first):
+        return "newer", first
+    if gone is not None and how is not None and _line_key(line) >= _line_key(gone):
+        return how, gone
+    return "live", None
+
+
+def canonical_key(key: str) -> str | None:
+    """The key as Slurm's table spells it (Slurm matches keys without regard to case)."""
+    return _CANONICAL.get(key.lower())
+
+
+def known_keys(line: str) -> tuple[str, ...]:
+    """Every key ``line`` takes, as its table spells them."""
+    keys = [k for k in KEY_HISTORY if key_state(k, line)[0] == "live"]
+    return (*keys, *DIRECTIVES)
+
+
+def dropped_after(key: str, line: str) -> str | None:
+    """The first later line that no longer takes a key ``line`` takes (None: none known)."""
+    name = canonical_key(key)
+    if name is None or name not in KEY_HISTORY or key_state(name, line)[0] != "live":
+        return None
+    gone = KEY_HISTORY[name][1]
+    return gone if gone is not None and _line_key(gone) > _line_key(line) else None
+
+
+_CANONICAL = {k.lower(): k for k in (*KEY_HISTORY, *DIRECTIVES)}
+
 
 # Keys slurm.accounting derives (slurmstack.plan.accounting and the slurm.conf template write
 # them): every accounting-storage key (slurmdbd's host, port, TRES, enforcement), how job usage
@@ -300,66 +253,63 @@ def slurm_setting_key(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
             )
 
 
-def _by_folded(keys: dict[str, str] | dict[str, tuple[str, str]]) -> dict[str, str]:
-    return {key.lower(): key for key in keys}
+def _line(spec: ClusterSpec) -> str:
+    return line_of(spec.slurm.version)
 
 
 # why: slurmctld refuses an unknown key; an unknown key is most likely a misspelt one.
 @rule
 def slurm_setting_unknown(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
-    known = {k.lower() for k in KNOWN_SLURM_KEYS}
-    elsewhere = {*_by_folded(REMOVED_KEYS), *_by_folded(NEWER_KEYS)}
+    line = _line(spec)
     for key in spec.slurm.settings:
-        folded = key.lower()
-        if SLURM_KEY.match(key) and folded not in known and folded not in elsewhere:
+        if SLURM_KEY.match(key) and key_state(key, line)[0] == "unknown":
+            known = list(known_keys(line))
             yield error(
                 f"slurm.settings.{key}",
-                f"{key} is not a slurm.conf parameter of Slurm {SLURM_VERSION}, the Slurm the "
-                f"nodes run{suggestion(key, list(KNOWN_SLURM_KEYS), catalog)}; slurmctld "
-                "refuses unknown keys",
+                f"{key} is not a slurm.conf parameter of Slurm {line}, the Slurm the nodes run "
+                f"(slurm.version){suggestion(key, known, catalog)}; slurmctld refuses unknown keys",
             )
 
 
-# why: the nodes run Slurm 23.11: a key Slurm dropped before it, or added after it, stops
-# slurmctld ("unrecognized key") or is ignored with an error in its log.
+# why: a key Slurm dropped before the nodes' release line, or added after it, stops slurmctld
+# ("unrecognized key") or is ignored with an error in its log.
 @rule
 def slurm_setting_version(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
-    removed, newer = _by_folded(REMOVED_KEYS), _by_folded(NEWER_KEYS)
+    line = _line(spec)
     for key in spec.slurm.settings:
-        folded = key.lower()
-        if folded in removed:
-            name = removed[folded]
-            version, how = REMOVED_KEYS[name]
+        state, release = key_state(key, line)
+        name = canonical_key(key)
+        if state in ("removed", "defunct"):
             effect = (
                 "slurmctld refuses it"
-                if how == "removed"
+                if state == "removed"
                 else "slurmctld logs an error and ignores it"
             )
             yield error(
                 f"slurm.settings.{key}",
-                f"{name} was {how} in Slurm {version}; the nodes run Slurm {SLURM_VERSION}, "
-                f"where {effect}: remove it",
+                f"{name} was {state} in Slurm {release}; the nodes run Slurm {line} "
+                f"(slurm.version), where {effect}: remove it",
             )
-        elif folded in newer:
-            name = newer[folded]
+        elif state == "newer":
             yield error(
                 f"slurm.settings.{key}",
-                f"{name} first appears in Slurm {NEWER_KEYS[name]}; the nodes run Slurm "
-                f"{SLURM_VERSION}, whose slurmctld refuses it as an unknown key: remove it",
+                f"{name} first appears in Slurm {release}; the nodes run Slurm {line} "
+                "(slurm.version), whose slurmctld refuses it as an unknown key: remove it or "
+                f"choose a Slurm of {release} or later",
             )
 
 
-# why: a key 23.11 takes but a later Slurm dropped breaks the cluster when the nodes move on.
+# why: a key the nodes' line takes but a later Slurm dropped breaks the cluster on upgrade.
 @rule
 def slurm_setting_dropped_later(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
-    dropped = _by_folded(DROPPED_AFTER_KEYS)
+    line = _line(spec)
     for key in spec.slurm.settings:
-        name = dropped.get(key.lower())
-        if name is not None:
+        gone = dropped_after(key, line)
+        if gone is not None:
             yield warning(
                 f"slurm.settings.{key}",
-                f"{name} works on Slurm {SLURM_VERSION} but Slurm {DROPPED_AFTER_KEYS[name]} "
-                "dropped it; plan to remove it before the nodes move to a newer Slurm",
+                f"{canonical_key(key)} works on Slurm {line} but Slurm {gone} dropped it; "
+                "remove it before the nodes move to a newer Slurm",
             )
 
 
@@ -402,3 +352,81 @@ def slurm_setting_bool(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]
                 f"{key} is the boolean {value} (YAML reads yes/no/true/false so); Slurm wants "
                 'the literal text: quote it, e.g. "YES", "NO" or "1"',
             )
+
+
+# why: the image builds Slurm from a source whose sha256 slurmstack recorded; another version
+# has no verified source to build from.
+@rule
+def slurm_version_pinned(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    version = spec.slurm.version
+    if source(version) is None:
+        pinned = sorted(sources(), key=lambda v: tuple(int(p) for p in v.split(".")))
+        yield error(
+            "slurm.version",
+            f"Slurm {version} has no pinned source (image_pins.json records the tarball and "
+            f"sha256 of {', '.join(pinned)}); choose one of them, or record {version}'s source "
+            "first (docs/slurm-versions.md, 'Taking a patch release')",
+        )
+
+
+# why: SchedMD fixes security problems only in supported release lines.
+@rule
+def slurm_version_supported(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    line = line_of(spec.slurm.version)
+    row = lines().get(line)
+    if source(spec.slurm.version) is not None and row is not None and not supported(line):
+        yield warning(
+            "slurm.version",
+            f"SchedMD's support of Slurm {line} ended in {row.end_of_support} (its upgrade "
+            f"guide, as of {as_of()}): no more security fixes; move to {version_of_record()}, "
+            "the version of record",
+        )
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def slurm_upgrade_findings(old_version: str, new_version: str) -> list[Finding]:
+    """What a change of slurm.version from ``old_version`` (what the cluster runs) to
+    ``new_version`` is refused for: a downgrade (Slurm's daemons convert their state and the
+    database on start; upgrades.shtml, "Reverting an Upgrade"), or a jump past Slurm's
+    compatibility window, which names the release to go through first."""
+    if old_version == new_version:
+        return []
+    if _version_key(new_version) < _version_key(old_version):
+        return [
+            error(
+                "slurm.version",
+                f"{new_version} is older than the Slurm the cluster runs ({old_version}); Slurm "
+                "cannot go back once its daemons converted their state and database: keep "
+                f"{old_version} or choose a newer release",
+            )
+        ]
+    hops = upgrade_hops(old_version, new_version)
+    if hops is None:
+        return [
+            error(
+                "slurm.version",
+                f"no upgrade path from Slurm {old_version} to {new_version} is known (Slurm's "
+                "upgrade guide lists neither line); choose a pinned release",
+            )
+        ]
+    if len(hops) > 1:
+        target = lines()[line_of(new_version)]
+        through = [hop for hop in hops[:-1]]
+        pinned = [v for v in sources() if line_of(v) == through[0]]
+        choose = (
+            f"Slurm {pinned[0]}" if pinned else f"a {through[0]} release (pin its source first)"
+        )
+        return [
+            error(
+                "slurm.version",
+                f"Slurm {new_version} accepts the state of {', '.join(target.compatible_prior)} "
+                f"only (its upgrade guide's compatibility window); the cluster runs "
+                f"{old_version}: upgrade through {' then '.join(through)} first: set "
+                f"slurm.version to {choose}, deploy and let the rollout finish, then to "
+                f"{new_version}",
+            )
+        ]
+    return []

@@ -36,6 +36,7 @@ from slurmstack.contract import (
 from slurmstack.plan.accounting import accounting_plan
 from slurmstack.plan.cluster import ClusterPlan
 from slurmstack.plan.storage import MountPlan
+from slurmstack.slurm_releases import SlurmSource, source
 
 PINS_FILE = Path(__file__).resolve().parents[1] / "image_pins.json"
 
@@ -84,6 +85,7 @@ class ImagePlan:
     packages: tuple[str, ...]  # apt packages installed (build tools excluded)
     build_instance_type: str
     version: int  # the definition's image.version: a new one takes a new parent
+    slurm: SlurmSource  # slurm.version's pinned source, built in the image
 
     @property
     def key(self) -> str:
@@ -105,9 +107,15 @@ class ImagePlan:
     def baked(self) -> tuple[tuple[str, str], ...]:
         """(piece, version) of everything the image carries, as plan shows it."""
         p = image_pins()
+        features = "PMIx, hwloc, cgroup v2, MySQL, slurmrestd, sackd"
+        if self.kind is ImageKind.NVIDIA:
+            features += ", NVML"
         out = [
-            ("Slurm", f"{p['slurm']['version']} (Ubuntu {p['slurm']['package_version']})"),
-            ("munge, PMIx", "Ubuntu 24.04's, held with Slurm"),
+            (
+                "Slurm",
+                f"{self.slurm.version} (built from {self.slurm.tag}, sha256-pinned; {features})",
+            ),
+            ("munge, PMIx", "Ubuntu 24.04's, held"),
             ("Lustre client", "FSx build for the parent's kernel (kernel held)"),
             ("amazon-efs-utils", p["efs_utils"]["version"]),
             ("enroot", p["enroot"]["version"]),
@@ -116,7 +124,12 @@ class ImagePlan:
             ("node agent", "slurmstack's (refreshed from the config store at boot)"),
         ]
         if self.kind is ImageKind.CPU or self.serves_head:
-            out.append(("slurmdbd, MariaDB", "Ubuntu 24.04's, units off until accounting asks"))
+            out.append(
+                (
+                    "slurmdbd, MariaDB",
+                    "slurmdbd of the Slurm above, Ubuntu 24.04's MariaDB; units off until accounting asks",
+                )
+            )
         if self.kind is ImageKind.NVIDIA:
             out.append(("DCGM", p["dcgm"]["package"]))
             out.append(
@@ -188,6 +201,9 @@ def image_plans(plan: ClusterPlan) -> tuple[ImagePlan, ...]:
         groups.setdefault((kind_of(facts), facts.architecture), []).append(role)
     parents = image_pins()["parents"]
     image = plan.spec.image
+    slurm = source(plan.spec.slurm.version)
+    # checks.slurm refuses a version without a pinned source before a plan is built.
+    assert slurm is not None, f"Slurm {plan.spec.slurm.version} has no pinned source"
     out = []
     for (kind, arch), roles in groups.items():
         out.append(
@@ -199,6 +215,7 @@ def image_plans(plan: ClusterPlan) -> tuple[ImagePlan, ...]:
                 packages=_packages(kind, HEAD_ROLE in roles),
                 build_instance_type=image.build_instance_type or DEFAULT_BUILD_INSTANCE[arch],
                 version=image.version,
+                slurm=slurm,
             )
         )
     return tuple(out)

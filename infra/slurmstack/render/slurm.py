@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from slurmstack.checks.slurm import key_state
 from slurmstack.contract import (
     CONTROLLER_INTERVAL_SECONDS,
     CONTROLLER_SERVICE,
@@ -40,6 +41,7 @@ from slurmstack.plan import (
 )
 from slurmstack.plan.health import REBOOT_TIMEOUT_SECONDS
 from slurmstack.render.templates import render_template
+from slurmstack.slurm_releases import line_of
 
 SLURMD_UNIT_PATH = unit_path(SLURMD_UNIT)
 # The head node's controller (`slurmstack-node control`) and the timer that runs it.
@@ -70,7 +72,17 @@ def slurm_conf(plan: ClusterPlan) -> str:
         suspend_timeout=SUSPEND_TIMEOUT_SECONDS,
         reboot_timeout=REBOOT_TIMEOUT_SECONDS,
         accounting=accounting_plan(plan),
+        health_check_timeout=health_check_timeout(plan),
     )
+
+
+def health_check_timeout(plan: ClusterPlan) -> int | None:
+    """HealthCheckTimeout, which Slurm 26.05 adds (default 60 s, and "should be less than
+    HealthCheckInterval; an error is logged otherwise", slurm.conf(5) of 26.05): a second under
+    the interval, at most the default. None before 26.05, whose slurmctld refuses the key."""
+    if key_state("HealthCheckTimeout", line_of(plan.spec.slurm.version))[0] != "live":
+        return None
+    return min(60, plan.health.check_interval_seconds - 1)
 
 
 def gres_conf(plan: ClusterPlan) -> str:

@@ -134,6 +134,24 @@ def _images(doc: dict[str, Any]) -> Grid:
     return grid
 
 
+def _slurm(doc: dict[str, Any]) -> Grid:
+    s = doc["slurm"]
+    support = (
+        f"supported until {s['end_of_support']}"
+        if s["supported"]
+        else f"out of SchedMD's support since {s['end_of_support']}"
+    )
+    grid = Grid(
+        f"Slurm {s['version']}: built from {s['source']['tag']} in every image, {support} "
+        f"(as of {s['support_as_of']}); upgrades directly from "
+        f"{', '.join(s['upgrades_directly_from'])}",
+        ["a change of slurm.version", "where", "how", "paused meanwhile"],
+    )
+    for n, step in enumerate(s["upgrade_steps"], 1):
+        grid.add(f"{n}. {step['daemon']}", step["where"], step["how"], step["paused"])
+    return grid
+
+
 def unpriced_note(doc: dict[str, Any]) -> str:
     """'' when every cost line has a price, else what the totals leave out."""
     if doc["summary"]["cost_complete"]:
@@ -212,6 +230,7 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
         (_capacity(doc), []),
         (_storage(doc), []),
         (_images(doc), []),
+        (_slurm(doc), []),
         (
             _cost(doc),
             [

@@ -19,6 +19,7 @@ from slurmstack.report.capacity import ClusterCapacity, cluster_capacity
 from slurmstack.report.cost import CostReport, cost_report
 from slurmstack.report.images import images_section
 from slurmstack.report.readiness import time_to_ready, time_to_ready_range, time_to_stack
+from slurmstack.report.slurm import slurm_section
 from slurmstack.report.timing import Timeline, TimelineRange
 
 
@@ -240,6 +241,7 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
         },
         "storage": storage_section(plan, cap),
         "images": images_section(plan),
+        "slurm": slurm_section(plan),
         "cost": {
             "lines": [
                 {

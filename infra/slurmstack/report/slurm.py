@@ -1,0 +1,82 @@
+"""What `slurmstack plan` says about Slurm: the version the images build (its pinned source),
+how long SchedMD supports its release line, which releases a cluster can upgrade from directly,
+and what a change of slurm.version does to a running cluster (Slurm's upgrade order, what is
+paused). ``upgrade_section`` is the same for one given older version (`plan --against`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slurmstack.plan import ClusterPlan
+from slurmstack.plan.accounting import accounting_plan
+from slurmstack.slurm_releases import (
+    as_of,
+    line_of,
+    lines,
+    source,
+    supported,
+    upgrade_hops,
+    upgrade_steps,
+    version_of_record,
+)
+
+
+def slurm_section(plan: ClusterPlan) -> dict[str, Any]:
+    version = plan.spec.slurm.version
+    line = line_of(version)
+    pinned = source(version)
+    row = lines().get(line)
+    older = [other for other in lines() if other < line]
+    return {
+        "version": version,
+        "release_line": line,
+        "version_of_record": version_of_record(),
+        "source": None
+        if pinned is None
+        else {
+            "tag": pinned.tag,
+            "url": pinned.url,
+            "sha256": pinned.sha256,
+            "provenance": pinned.provenance,
+        },
+        "supported": supported(line),
+        "end_of_support": None if row is None else row.end_of_support,
+        "support_as_of": as_of(),
+        # From these release lines an upgrade to this version is one step; from older ones,
+        # through the releases listed.
+        "upgrades_directly_from": [] if row is None else list(row.compatible_prior),
+        "upgrades_through": {
+            other: list(hops[:-1])
+            for other in older
+            if (hops := upgrade_hops(f"{other}.0", version)) is not None and len(hops) > 1
+        },
+        "upgrade_steps": _steps(plan),
+    }
+
+
+def _steps(plan: ClusterPlan) -> list[dict[str, str]]:
+    accounting = accounting_plan(plan) is not None
+    return [
+        {"daemon": s.daemon, "where": s.where, "how": s.how, "paused": s.paused}
+        for s in upgrade_steps(accounting)
+    ]
+
+
+def upgrade_section(plan: ClusterPlan, old_version: str) -> dict[str, Any]:
+    """A change from ``old_version`` to the plan's slurm.version: the release lines it runs
+    through, the steps of each (Slurm's order), and whether it is refused."""
+    new = plan.spec.slurm.version
+    hops = upgrade_hops(old_version, new)
+    if old_version == new:
+        kind = "none"
+    elif hops is None or len(hops) > 1:
+        kind = "refused"
+    else:
+        kind = "patch" if not hops else "upgrade"
+    return {
+        "from": old_version,
+        "to": new,
+        "kind": kind,
+        "through": [] if hops is None else list(hops[:-1]),
+        "steps": [] if kind in ("none", "refused") else _steps(plan),
+    }
