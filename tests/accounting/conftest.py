@@ -56,7 +56,7 @@ from slurm.conftest import (
     wait_for,
     write_config,
 )
-from slurm.slurm_root import localize
+from slurm.slurm_root import localize, slurm_root
 from slurmstack import contract
 from slurmstack.node import accounting_db, associations
 from slurmstack.node.context import Context
@@ -71,7 +71,10 @@ from slurmstack.render import (
 from slurmstack.validate import validate_object
 
 REGION = "us-east-1"
-ACCOUNTING_BINARIES = ("mariadbd", "mariadb-install-db", "mariadb", "slurmdbd", "sacct", "sacctmgr")
+# The host's MariaDB (slurmdbd reaches it by its socket); Slurm's commands, slurmdbd included,
+# come from the Slurm under test (tests/slurm/slurm_root.py: a root with Debian's 26.05 in CI).
+ACCOUNTING_BINARIES = ("mariadbd", "mariadb-install-db", "mariadb")
+SLURM_ACCOUNTING_BINARIES = ("slurmdbd", "sacct", "sacctmgr")
 POOL = "dev"  # g6e.12xlarge: 4 L40S, 48 vCPUs, shared (not exclusive) nodes
 NODE_ADDRESS = "10.42.7.23"
 PRICE = 8.0  # USD per g6e.12xlarge-hour in the test's definition: 2 USD per GPU-hour
@@ -81,6 +84,8 @@ BUFFER_POOL = "128M"
 def require_accounting_binaries() -> None:
     require_binaries()
     missing = [b for b in ACCOUNTING_BINARIES if shutil.which(b) is None]
+    if slurm_root() is None:
+        missing += [b for b in SLURM_ACCOUNTING_BINARIES if shutil.which(b) is None]
     if missing:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"CI=true but {missing} are not installed (apt: mariadb-server slurmdbd)")

@@ -1,10 +1,13 @@
 """A bake rehearsal, for real: templates/image/build.sh (the file the Image Builder component
-runs) bakes a Debian root made by mmdebstrap (.ci/image-chroot), its internet downloads
-(enroot's .debs, pyxis' source tarball) served from a file server on loopback holding
-artifacts this test builds, so download, checksum, build and install execute; it runs twice
-(the second run changes nothing); the image's test phase passes (Debian's real srun lists
---container-image from the plugin built against Debian's spank.h); then the node's boot
-steps that check the image run in it with apt and dpkg replaced by tripwires.
+runs) bakes a Debian root made by mmdebstrap (.ci/image-chroot), its internet downloads served
+from a file server on loopback: Slurm's real source tarball (Debian's orig tarball, verified
+by .ci/slurm-source against Debian's signed index and the pin), configured, compiled and
+installed by the build's own Slurm step (cached by recipe under /var/cache/slurmstack), and
+enroot's .debs and pyxis' source tarball (artifacts this test builds), so download,
+checksum, build and install execute; it runs twice (the second run changes nothing); the
+image's test phase passes (slurmd -V is the pin; the built srun lists --container-image from
+the plugin built against the built spank.h); then the node's boot steps that check the image
+run in it with apt and dpkg replaced by tripwires.
 
 Debian, not Ubuntu, is what is reachable here. The differences are the settings in
 REHEARSAL_DIFFERENCES, each with its reason; everything else is the image's own settings
@@ -12,6 +15,7 @@ REHEARSAL_DIFFERENCES, each with its reason; everything else is the image's own 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import http.server
@@ -28,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from helpers_examples import example_plan
-from slurmstack import contract, render
+from slurmstack import contract, render, slurm_releases
 from slurmstack.plan import ImageKind, images
 from slurmstack.render import image as build
 
@@ -36,16 +40,22 @@ pytestmark = pytest.mark.image
 
 REPO = Path(__file__).resolve().parents[2]
 CHROOT_SCRIPT = REPO / ".ci/image-chroot"
+SOURCE_SCRIPT = REPO / ".ci/slurm-source"
+CACHE = Path("/var/cache/slurmstack")
 BUILD_SCRIPT = REPO / "templates/image/build.sh"
 IN_ROOT = contract.IMAGE_BUNDLE_DIR
 ENROOT = images.image_pins()["enroot"]["version"]
 PYXIS = images.image_pins()["pyxis"]["version"]
+# The Slurm the rehearsal builds: the older leg's, the one pinned release whose source this
+# workplace's Debian mirror serves (REHEARSAL_DIFFERENCES, "SLURM_...").
+SLURM = "24.11.5"
 
 # What the rehearsal sets differently from the Ubuntu image, and why.
 REHEARSAL_DIFFERENCES = {
-    "SLURM_VERSION, SLURM_PACKAGE_VERSION": "Debian 12 has Slurm 22.05, not Ubuntu's 23.11: "
-    "the rehearsal pins the root's own version the same way",
-    "HELD_PACKAGES": "Debian 12 names its Slurm library libslurm38 (Ubuntu 24.04: libslurm40t64)",
+    "SLURM_VERSION, SLURM_URL, SLURM_SHA256": "the rehearsal builds the pinned 24.11.5 (the "
+    "older leg), served on loopback: the version of record's tarball (26.05.5) is listed in "
+    "Debian's signed index with the pinned sha256, but this workplace's mirror does not serve "
+    "it; same build function, same checks, same pin check of slurmd -V",
     "LUSTRE=skip": "the FSx repository builds the client for Ubuntu's AWS kernels only, and a "
     "chroot has no kernel of its own",
     "KERNEL_HOLD=no": "same reason: there is no kernel package in the root to hold",
@@ -163,12 +173,12 @@ class FileServer:
     served: list[str]
 
 
-@pytest.fixture
-def file_server(tmp_path: Path) -> Iterator[tuple[FileServer, dict[str, Path]]]:
-    """A file server on loopback (an ephemeral port), stopped in teardown."""
-    root = tmp_path / "www"
-    root.mkdir()
-    artifacts = build_artifacts(root)
+@contextlib.contextmanager
+def serve(root: Path, files: dict[str, Path] | None = None) -> Iterator[FileServer]:
+    """A file server of ``root`` on loopback (an ephemeral port), stopped on exit; ``files``
+    are linked into it first."""
+    for name, path in (files or {}).items():
+        (root / name).symlink_to(path)
     served: list[str] = []
     handler = functools.partial(
         type("Handler", (QuietHandler,), {"served": served}), directory=str(root)
@@ -177,11 +187,20 @@ def file_server(tmp_path: Path) -> Iterator[tuple[FileServer, dict[str, Path]]]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield FileServer(f"http://127.0.0.1:{server.server_address[1]}", served), artifacts
+        yield FileServer(f"http://127.0.0.1:{server.server_address[1]}", served)
     finally:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+@pytest.fixture
+def file_server(tmp_path: Path) -> Iterator[tuple[FileServer, dict[str, Path]]]:
+    root = tmp_path / "www"
+    root.mkdir()
+    artifacts = build_artifacts(root)
+    with serve(root) as server:
+        yield server, artifacts
 
 
 # --- the root, and running in it -----------------------------------------------------------
@@ -201,7 +220,7 @@ def settings_value(settings: str, key: str) -> str:
 
 def rehearsal_packages(settings: str) -> list[str]:
     apt = settings_value(settings, "APT_PACKAGES").split()
-    build = ["build-essential", "libslurm-dev", "pkg-config"]
+    build = images.image_pins()["packages"]["slurm_build"]
     # python3 for the bootstrap and the agent; systemd so the unit steps run as on an image.
     return sorted({*apt, *build, "python3", "systemd"})
 
@@ -224,7 +243,7 @@ def base_root() -> Path:
 class Rooted:
     """An overlay of the cached root: what a run writes lands in ``upper``."""
 
-    lower: Path
+    lower: str  # overlayfs lowerdir: the cached layers, top first
     upper: Path
     work: Path
     merged: Path
@@ -254,12 +273,74 @@ def shq(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-@pytest.fixture
-def rooted(base_root: Path, tmp_path: Path) -> Rooted:
-    parts = {name: tmp_path / name for name in ("upper", "work", "merged")}
+def _rooted(lower: str, directory: Path) -> Rooted:
+    parts = {name: directory / name for name in ("upper", "work", "merged")}
     for path in parts.values():
-        path.mkdir()
-    return Rooted(lower=base_root, **parts)
+        path.mkdir(parents=True)
+    return Rooted(lower=lower, **parts)
+
+
+@pytest.fixture(scope="module")
+def slurm_tarball() -> Path:
+    out = subprocess.run([str(SOURCE_SCRIPT), SLURM], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def slurm_recipe() -> str:
+    """What the Slurm layer depends on: build.sh's Slurm section, the source, the base root."""
+    script = BUILD_SCRIPT.read_text()
+    section = script[script.index("# --- Slurm, built") : script.index("install_lustre_client() {")]
+    pin = slurm_releases.source(SLURM)
+    assert pin is not None
+    return hashlib.sha256(f"{section}{pin.sha256}".encode()).hexdigest()[:12]
+
+
+@pytest.fixture(scope="module")
+def slurm_layer(
+    base_root: Path, slurm_tarball: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """What `build.sh slurm` writes into the base root (the built Slurm, its units, users and
+    stamp), built once per recipe and kept under /var/cache/slurmstack: the image's own
+    build of the pinned source, its tarball served on loopback."""
+    layer = CACHE / f"rehearsal-slurm-{SLURM}-{base_root.name}-{slurm_recipe()}"
+    if (layer / "usr/sbin/slurmd").exists():
+        return layer
+    rooted = _rooted(str(base_root), tmp_path_factory.mktemp("slurm-build"))
+    with serve(tmp_path_factory.mktemp("slurm-www"), {slurm_tarball.name: slurm_tarball}) as server:
+        stage_bundle(rooted, slurm_settings(server.url, slurm_tarball))
+        built = rooted.run(f"bash {IN_ROOT}/build.sh slurm {IN_ROOT}/image.env", timeout=5400)
+        assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-5000:]
+        assert f"download: slurm-{SLURM}.tar.gz fetched, checksum ok" in built.stderr
+        assert server.served == [f"/{slurm_tarball.name}"]
+    shutil.rmtree(rooted.upper / IN_ROOT.lstrip("/"))
+    partial = layer.with_name(layer.name + ".build")
+    shutil.rmtree(partial, ignore_errors=True)
+    # cp -a: owners, modes and any overlay whiteouts (character devices) as they are.
+    subprocess.run(["cp", "-a", str(rooted.upper), str(partial)], check=True, timeout=600)
+    for old in CACHE.glob(f"rehearsal-slurm-{SLURM}-*"):
+        if old != partial:
+            shutil.rmtree(old, ignore_errors=True)
+    partial.rename(layer)
+    return layer
+
+
+def slurm_settings(url: str, tarball: Path) -> str:
+    settings = build.build_env(rehearsal_image())
+    values = {
+        "SLURM_VERSION": SLURM,
+        "SLURM_URL": f"{url}/{tarball.name}",
+        "SLURM_SHA256": hashlib.sha256(tarball.read_bytes()).hexdigest(),
+    }
+    for key, value in values.items():
+        settings, count = re.subn(rf"^{key}='[^']*'$", f"{key}='{value}'", settings, flags=re.M)
+        assert count == 1, key
+    return settings
+
+
+@pytest.fixture
+def rooted(base_root: Path, slurm_layer: Path, tmp_path: Path) -> Rooted:
+    return _rooted(f"{slurm_layer}:{base_root}", tmp_path)
 
 
 def chroot_version(rooted: Rooted, package: str) -> str:
@@ -270,27 +351,22 @@ def chroot_version(rooted: Rooted, package: str) -> str:
 
 def rehearsal_settings(rooted: Rooted, server: FileServer, artifacts: dict[str, Path]) -> str:
     settings = build.build_env(rehearsal_image())
-    slurm = chroot_version(rooted, "slurm-client")
-    libslurm = [
-        line.split()[1]
-        for line in rooted.run("dpkg -l 'libslurm[0-9]*'").stdout.splitlines()
-        if line.startswith("ii")
-    ]
 
     def sha(path: Path) -> str:
         return hashlib.sha256(path.read_bytes()).hexdigest()
 
     items = [c for c in settings_value(settings, "CONTRACT").split() if c not in SKIPPED_CONTRACT]
-    held = settings_value(settings, "HELD_PACKAGES").split()
-    held = [p for p in held if not p.startswith("libslurm")] + libslurm
+    pin = slurm_releases.source(SLURM)
+    assert pin is not None
     overrides = {
-        "SLURM_VERSION": slurm.split("-")[0],
-        "SLURM_PACKAGE_VERSION": slurm,
-        "HELD_PACKAGES": " ".join(held),
+        # The cached Slurm layer's build (slurm_layer): the same values, so the stamp matches.
+        "SLURM_VERSION": SLURM,
+        "SLURM_URL": f"{server.url}/slurm-wlm_{SLURM}.orig.tar.gz",
+        "SLURM_SHA256": pin.sha256,
         "LUSTRE": "skip",
         "KERNEL_HOLD": "no",
         "EFS_UTILS": "skip",
-        "BUILD_PACKAGES": "build-essential libslurm-dev pkg-config",
+        "BUILD_PACKAGES": " ".join(images.image_pins()["packages"]["slurm_build"]),
         "ENROOT_DEBS": f"{server.url}/{artifacts['enroot'].name} {server.url}/{artifacts['caps'].name}",
         "ENROOT_SHA256S": f"{sha(artifacts['enroot'])} {sha(artifacts['caps'])}",
         "PYXIS_URL": f"{server.url}/{artifacts['pyxis'].name}",
@@ -343,7 +419,8 @@ def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
     assert sorted(server.served) == sorted(
         f"/{artifacts[name].name}" for name in ("enroot", "caps", "pyxis")
     )
-    assert "held slurm-client" in log
+    assert "held munge" in log
+    assert f"slurm: {SLURM} already built" in log  # the cached layer: build.sh's own stamp
     assert "lustre: skipped (LUSTRE=skip)" in log and "efs-utils: skipped" in log
     # The head's accounting daemons are baked (a CPU image may boot the head) and left off:
     # the head's agent starts them when its definition asks.
@@ -355,7 +432,8 @@ def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
     assert (merged_like / contract.BOOTSTRAP_PATH.lstrip("/")).is_file()
     manifest = (merged_like / contract.IMAGE_MANIFEST_PATH.lstrip("/")).read_text()
     assert f'"enroot": "{ENROOT}"' in manifest and f'"pyxis": "{PYXIS}"' in manifest
-    assert '"slurmdbd": ""' not in manifest and '"mariadb": ""' not in manifest
+    assert f'"slurm": "{SLURM}"' in manifest and f'"slurmdbd": "{SLURM}"' in manifest
+    assert '"mariadb": ""' not in manifest
 
     # Idempotent: the second run finds everything done, downloads and writes nothing.
     served_before, state_before = len(server.served), tree_state(rooted.upper)
@@ -366,6 +444,7 @@ def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
         "apt: all",
         f"enroot: {ENROOT} already installed",
         f"pyxis: {PYXIS} already built",
+        f"slurm: {SLURM} already built",
         "agent: ",
         "manifest: /etc/slurmstack/image.json unchanged",
     ):
@@ -381,8 +460,13 @@ def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
         for line in tested.stdout.splitlines()
         if line.split()[:1] in (["ok"], ["FAIL"])
     )
-    for piece in ("slurm", "munge", "pmix", "nftables", "enroot", "pyxis", "agent", "contract"):
+    for piece in ("slurm", "slurm-plugins", "munge", "pmix", "nftables", "enroot", "pyxis",
+                  "agent", "contract"):  # fmt: skip
         assert results.get(piece) == "ok", (piece, tested.stdout)
+    # slurmd -V is the pin: SchedMD's build says "slurm X".
+    assert re.search(
+        rf"^ok\s+slurm: slurm {re.escape(SLURM)} \(slurmd slurmctld slurmdbd", tested.stdout, re.M
+    ), tested.stdout
     assert "srun --help lists --container-image" in tested.stdout
 
 

@@ -28,7 +28,7 @@ from typing import IO
 
 import pytest
 
-from slurm.slurm_root import command_env, localize, missing_commands, slurm_root
+from slurm.slurm_root import command_env, has_plugin, localize, missing_commands, slurm_root
 from slurmstack.checks.slurm import is_accounting_key
 
 BINARIES = ("munged", "slurmctld", "slurmd", "scontrol", "srun", "sinfo", "unshare")
@@ -255,9 +255,15 @@ def cluster() -> Iterator[Cluster]:
 # rendered `slurm`). ProctrackType and TaskPlugin are replaced ONLY in this test copy: cgroup
 # process tracking and task/cgroup need a delegated cgroup v2 tree, which this container
 # does not give; the nodes use the rendered proctrack/cgroup and task/cgroup,task/affinity.
+# MpiDefault=none only where the Slurm under test has no mpi/pmix plugin: Debian's 26.05 is
+# built without PMIx (forky's PMIx is a 7.0 release candidate, which Slurm 26.05 does not
+# build against); the image's own build has it (templates/image/build.sh refuses a build
+# without it).
 def substitutions(cluster: Cluster, task_prolog: Path) -> dict[str, str]:
     r = cluster.root
+    mpi = {} if has_plugin("mpi_pmix") else {"MpiDefault": "none"}
     return {
+        **mpi,
         "SlurmctldHost": "localhost",
         "SlurmctldPort": str(cluster.ctld_port),
         "SlurmdPort": str(cluster.slurmd_port),

@@ -1,8 +1,9 @@
 """Run the `slurm` tests against the Slurm of another root file system (a chroot).
 
-The host has Debian 12's Slurm 22.05; the nodes run Ubuntu 24.04's 23.11. To prove the
-rendered configuration on the newer side too, CI builds a Debian 13 root with Slurm 24.11
-(`.ci/slurm-chroot`) and runs the `slurm` tests again with ``SLURMSTACK_SLURM_ROOT`` naming it.
+The nodes run Slurm 26.05 (slurm.version, built in the image). CI builds a Debian 14 root with
+Debian's 26.05 (`.ci/slurm-chroot forky`) for the `slurm` and `accounting` tests, and a Debian 13
+root with 24.11 (`.ci/slurm-chroot trixie`), the older leg, for the `slurm` tests again, each
+named by ``SLURMSTACK_SLURM_ROOT``. (The host's Debian 12 Slurm 22.05 is no longer a target.)
 
 Then every Slurm and munge command the tests start, by name or by its absolute path, runs
 from that root through a small wrapper: a private mount namespace where the host's /proc,
@@ -26,7 +27,8 @@ SLURM_ROOT_ENV = "SLURMSTACK_SLURM_ROOT"
 BIND_ENV = "SLURMSTACK_SLURM_BIND"
 
 # The commands the tests and the node agent start. Each must exist in the root.
-COMMANDS = ("munged", "slurmctld", "slurmd", "scontrol", "srun", "sinfo", "squeue")
+COMMANDS = ("munged", "slurmctld", "slurmd", "scontrol", "srun", "sinfo", "squeue", "sbatch",
+            "slurmdbd", "sacct", "sacctmgr")  # fmt: skip
 # Host directories every wrapped command sees at the same path inside the root.
 SHARED_DIRS = ("/proc", "/sys", "/dev", "/run", "/tmp")
 # Inside the root, commands find only the root's own programs (never a wrapper again).
@@ -58,6 +60,14 @@ def _program(root: Path, name: str) -> str | None:
         if (root / directory.lstrip("/") / name).is_file():
             return f"{directory}/{name}"
     return None
+
+
+def has_plugin(name: str) -> bool:
+    """Whether the Slurm under test has plugin ``name`` (e.g. ``mpi_pmix``): Debian's keeps
+    its plugins in <libdir>/slurm-wlm, a source build in <libdir>/slurm."""
+    root = slurm_root() or Path("/")
+    patterns = [f"usr/lib/*/slurm{suffix}/{name}.so" for suffix in ("-wlm", "")]
+    return any(any(root.glob(pattern)) for pattern in patterns)
 
 
 def missing_commands(root: Path) -> list[str]:
