@@ -49,6 +49,7 @@ from helpers_examples import REPO
 from slurm.conftest import (
     Cluster,
     make_devices,
+    pinned_version_under_test,
     replace_keys,
     require_binaries,
     reserve_port,
@@ -96,6 +97,7 @@ def definition(accounting: dict[str, Any]) -> dict[str, Any]:
     """The p5 example with the test's accounting section and a round price for its dev pool."""
     data = yaml.safe_load((REPO / "examples" / "p5-training.yaml").read_text())
     data["slurm"]["accounting"] = accounting
+    data["slurm"]["version"] = pinned_version_under_test()
     data["cost"] = {"instance_hourly_usd": {"g6e.12xlarge": PRICE}}
     return data
 

@@ -28,8 +28,18 @@ from typing import IO
 
 import pytest
 
-from slurm.slurm_root import command_env, has_plugin, localize, missing_commands, slurm_root
+from helpers_examples import example_plan as example_plan_of_record
+from slurm.slurm_root import (
+    command_env,
+    has_plugin,
+    localize,
+    missing_commands,
+    slurm_root,
+    version_under_test,
+)
+from slurmstack import slurm_releases
 from slurmstack.checks.slurm import is_accounting_key
+from slurmstack.plan import ClusterPlan, build_plan
 
 BINARIES = ("munged", "slurmctld", "slurmd", "scontrol", "srun", "sinfo", "unshare")
 SLURM_USER = "slurm"  # the rendered SlurmUser
@@ -65,6 +75,29 @@ def require_binaries() -> None:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail("CI=true but the Slurm tests need root (daemons, mount namespaces)")
         pytest.skip("the Slurm tests need root")
+
+
+def pinned_version_under_test() -> str:
+    """The pinned release of the line the Slurm under test belongs to (the older leg's 24.11.5
+    on Debian 13's 24.11): the definitions the tests render are written for it, as a cluster's
+    are for its slurm.version. The version of record when nothing is under test."""
+    version = version_under_test()
+    if version is not None:
+        line = slurm_releases.line_of(version)
+        for pinned in slurm_releases.sources():
+            if slurm_releases.line_of(pinned) == line:
+                return pinned
+    return slurm_releases.version_of_record()
+
+
+def example_plan(stem: str) -> ClusterPlan:
+    """An example's plan, its slurm.version the pinned release of the Slurm under test."""
+    spec = example_plan_of_record(stem).spec
+    version = pinned_version_under_test()
+    if spec.slurm.version == version:
+        return example_plan_of_record(stem)
+    slurm = spec.slurm.model_copy(update={"version": version})
+    return build_plan(spec.model_copy(update={"slurm": slurm}))
 
 
 # Ports for the tests' daemons: below the kernel's ephemeral range (32768-60999 by default),

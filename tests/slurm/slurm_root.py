@@ -18,6 +18,7 @@ import atexit
 import os
 import shlex
 import shutil
+import subprocess
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -60,6 +61,24 @@ def _program(root: Path, name: str) -> str | None:
         if (root / directory.lstrip("/") / name).is_file():
             return f"{directory}/{name}"
     return None
+
+
+@cache
+def version_under_test() -> str | None:
+    """The version of the Slurm under test (``slurmctld -V``: "slurm 26.05.5" or Debian's
+    "slurm-wlm 26.05.5"), None when there is none."""
+    root = slurm_root()
+    if root is None:
+        program = shutil.which("slurmctld")
+        cmd = [program, "-V"] if program else None
+    else:
+        program = _program(root, "slurmctld")
+        cmd = ["chroot", str(root), program, "-V"] if program else None
+    if cmd is None:
+        return None
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    words = out.stdout.split()
+    return words[1] if out.returncode == 0 and len(words) == 2 else None
 
 
 def has_plugin(name: str) -> bool:

@@ -8,8 +8,7 @@ import shlex
 
 import pytest
 
-from helpers_examples import example_plan
-from slurm.conftest import Cluster, make_devices, run, wait_for, write_config
+from slurm.conftest import Cluster, example_plan, make_devices, run, wait_for, write_config
 from slurmstack.contract import SLURMCTLD_PORT, node_name, node_name_prefix
 from slurmstack.render import SLURMD_UNIT_PATH, TASK_PROLOG_PATH, head_files, pool_files
 

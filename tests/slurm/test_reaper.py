@@ -15,8 +15,7 @@ import subprocess
 
 import pytest
 
-from helpers_examples import example_plan
-from slurm.conftest import Cluster, wait_for, write_config
+from slurm.conftest import Cluster, example_plan, wait_for, write_config
 from slurm.test_dynamic_node import node_fields, slurmd_command
 from slurmstack import contract
 from slurmstack.node import cli, reaper, slurm_records

@@ -73,7 +73,21 @@ def slurm_conf(plan: ClusterPlan) -> str:
         reboot_timeout=REBOOT_TIMEOUT_SECONDS,
         accounting=accounting_plan(plan),
         health_check_timeout=health_check_timeout(plan),
+        exclusive_partition=exclusive_partition(plan),
     )
+
+
+# Whole-node partitions: Slurm 26.05 replaces the partition's OverSubscribe=EXCLUSIVE with
+# Exclusive=NODE (RELEASE_NOTES.md and slurm.conf(5) of 26.05: the old form is deprecated, and
+# scontrol shows the partition as OverSubscribe=NO Exclusive=NODE); before 26.05 a partition has
+# no Exclusive option.
+EXCLUSIVE_SINCE = "26.05"
+
+
+def exclusive_partition(plan: ClusterPlan) -> str:
+    line = line_of(plan.spec.slurm.version)
+    new = tuple(map(int, line.split("."))) >= tuple(map(int, EXCLUSIVE_SINCE.split(".")))
+    return "Exclusive=NODE" if new else "OverSubscribe=EXCLUSIVE"
 
 
 def health_check_timeout(plan: ClusterPlan) -> int | None:
