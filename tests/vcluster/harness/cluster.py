@@ -42,6 +42,7 @@ from .cloudinit import parse
 from .imds import Instance, MetadataService
 from .netns import NAME_PREFIX, NETNS_DIR, Fabric, ip, stale_namespaces
 from .node import Hardware, Node
+from .standins import SLURM_VERSION_WRITTEN_FOR
 
 T = TypeVar("T")
 HEAD = HEAD_ROLE
@@ -80,6 +81,8 @@ def wait_until(predicate: Callable[[], T], what: str, timeout: float, poll: floa
 class VirtualCluster:
     def __init__(self, definition: Path, keep: bool = False) -> None:
         self.definition: dict[str, Any] = yaml.safe_load(definition.read_text())
+        # Stand-in "slurm-version": written for the Slurm the nodes run.
+        self.definition.setdefault("slurm", {})["version"] = SLURM_VERSION_WRITTEN_FOR
         result = validate_object(self.definition, source=str(definition))
         assert result.ok and result.spec is not None, [f.line() for f in result.findings]
         self.plan: ClusterPlan = build_plan(result.spec)

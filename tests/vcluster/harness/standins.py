@@ -261,6 +261,13 @@ STAND_INS: tuple[StandIn, ...] = (
         "slurmd -b (report the start as the boot time) in the stored elastic slurmd drop-in",
     ),
     StandIn(
+        "slurm-version",
+        "the definition's slurm.version (26.05.5), built in the image the nodes boot",
+        "the nodes still run this machine's Slurm (Debian 12's 22.05), not the baked image's",
+        "the harness sets slurm.version to 24.11.5, the oldest pinned release, whose "
+        "slurm.conf 22.05 runs (26.05's Exclusive=NODE and HealthCheckTimeout it refuses)",
+    ),
+    StandIn(
         "amis",
         "the node images (the AMIs Image Builder bakes, or a pinned AMI)",
         "no images here: every node runs this machine's system",
@@ -298,6 +305,9 @@ SLURM_CONF_ADDITIONS = (
     "SlurmdParameters=config_overrides",
     "AuthInfo=cred_expire=10",  # "requeue-delay"
 )
+
+# "slurm-version": what the harness writes the cluster's Slurm files for.
+SLURM_VERSION_WRITTEN_FOR = "24.11.5"
 
 # "amis": any well-formed id will do, moto does not look images up.
 PLACEHOLDER_AMI = "ami-0123456789abcdef0"
