@@ -340,7 +340,8 @@ manifest() {
     --arg dcgm "$( [ -n "$DCGM_PACKAGE" ] && pkg_version "$DCGM_PACKAGE")" \
     --arg nccl_tests "$NCCL_TESTS_VERSION" \
     --arg nft "$(pkg_version nftables)" --arg agent "$(cat "$STATE/agent")" \
-    --arg slurmdbd "$(slurmdbd -V | awk '{print $2}')" --arg mariadb "$(pkg_version mariadb-server)" \
+    --arg slurmdbd "$(command -v slurmdbd >/dev/null && cut -d' ' -f1 "$STATE/slurm")" \
+    --arg mariadb "$(pkg_version mariadb-server)" \
     '{image: $key, kind: $kind, version: ($version | tonumber),
       parent_ami: $parent, kernel: $kernel, slurm: $slurm, munge: $munge, pmix: $pmix,
       enroot: $enroot, pyxis: $pyxis, efs_utils: $efs, lustre_client: $lustre, dcgm: $dcgm,
@@ -374,19 +375,23 @@ check() {
     FAILED=1
   fi
 }
-# Every Slurm daemon the image carries is the pinned release.
+# The Slurm daemons say they are the pinned release (slurmdbd, sackd and srun, built from the same
+# tree, have no -V that runs without a configuration: they must be there).
 slurm_version() {
-  local daemon out seen=()
-  for daemon in slurmd slurmctld slurmdbd sackd slurmrestd; do
-    command -v "$daemon" >/dev/null || { echo "no $daemon"; return 1; }
-    out=$("$daemon" -V)
+  local cmd out seen=()
+  for cmd in slurmd slurmctld slurmrestd; do
+    command -v "$cmd" >/dev/null || { echo "no $cmd"; return 1; }
+    out=$("$cmd" -V 2>&1 | head -n 1)
     # SchedMD's build says "slurm X" (Debian's and Ubuntu's packages "slurm-wlm X").
     case "$out" in
-      "slurm $SLURM_VERSION" | "slurm-wlm $SLURM_VERSION") seen+=("$daemon") ;;
-      *) echo "$daemon -V says '$out', not the pinned slurm $SLURM_VERSION"; return 1 ;;
+      "slurm $SLURM_VERSION" | "slurm-wlm $SLURM_VERSION") seen+=("$cmd") ;;
+      *) echo "$cmd -V says '$out', not the pinned slurm $SLURM_VERSION"; return 1 ;;
     esac
   done
-  echo "slurm $SLURM_VERSION (${seen[*]})"
+  for cmd in slurmdbd sackd srun; do
+    command -v "$cmd" >/dev/null || { echo "no $cmd"; return 1; }
+  done
+  echo "slurm $SLURM_VERSION (${seen[*]}; slurmdbd, sackd, srun present)"
 }
 # The plugins slurm.conf and gres.conf name, as the build installed them.
 slurm_plugins() {

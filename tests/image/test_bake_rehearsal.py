@@ -248,6 +248,13 @@ class Rooted:
     work: Path
     merged: Path
 
+    def lower_path(self, path: str) -> Path:
+        """``path`` in the top lower layer that has it (the cached Slurm layer first)."""
+        for layer in self.lower.split(":"):
+            if (Path(layer) / path).exists():
+                return Path(layer) / path
+        return Path(self.lower.split(":")[-1]) / path
+
     def run(self, script: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
         """``script`` (bash) as root in the overlay, in a mount namespace of its own (its mounts
         vanish with it), sharing this machine's network (the file server on loopback)."""
@@ -424,15 +431,19 @@ def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
     assert "lustre: skipped (LUSTRE=skip)" in log and "efs-utils: skipped" in log
     # The head's accounting daemons are baked (a CPU image may boot the head) and left off:
     # the head's agent starts them when its definition asks.
-    for unit in ("slurmdbd.service", "mariadb.service"):
-        assert f"units: disabled {unit}" in log, unit
+    assert "units: disabled mariadb.service" in log  # Debian's package enabled it
+    # Slurm's own units, installed by the Slurm build and never enabled.
+    merged = rooted.upper
+    for unit in ("slurmctld", "slurmd", "slurmdbd", "sackd", "slurmrestd"):
+        assert (rooted.lower_path("usr/lib/systemd/system") / f"{unit}.service").is_file(), unit
+        assert not list(merged.glob(f"etc/systemd/system/*.wants/{unit}.service")), unit
     merged_like = rooted.upper
     assert (merged_like / contract.PYXIS_PLUGIN.lstrip("/")).is_file()
     assert (merged_like / contract.AGENT_PATH.lstrip("/")).is_file()
     assert (merged_like / contract.BOOTSTRAP_PATH.lstrip("/")).is_file()
     manifest = (merged_like / contract.IMAGE_MANIFEST_PATH.lstrip("/")).read_text()
     assert f'"enroot": "{ENROOT}"' in manifest and f'"pyxis": "{PYXIS}"' in manifest
-    assert f'"slurm": "{SLURM}"' in manifest and f'"slurmdbd": "{SLURM}"' in manifest
+    assert f'"slurm": "{SLURM}"' in manifest and f'"slurmdbd": "{SLURM}"' in manifest, manifest
     assert '"mariadb": ""' not in manifest
 
     # Idempotent: the second run finds everything done, downloads and writes nothing.
@@ -465,7 +476,9 @@ def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
         assert results.get(piece) == "ok", (piece, tested.stdout)
     # slurmd -V is the pin: SchedMD's build says "slurm X".
     assert re.search(
-        rf"^ok\s+slurm: slurm {re.escape(SLURM)} \(slurmd slurmctld slurmdbd", tested.stdout, re.M
+        rf"^ok\s+slurm: slurm {re.escape(SLURM)} \(slurmd slurmctld slurmrestd; slurmdbd",
+        tested.stdout,
+        re.M,
     ), tested.stdout
     assert "srun --help lists --container-image" in tested.stdout
 
@@ -533,6 +546,7 @@ def test_every_difference_from_the_image_is_named() -> None:
     """The overrides above and the named differences agree (a new override needs a reason)."""
     named = {k.split("=")[0] for key in REHEARSAL_DIFFERENCES for k in key.split(", ")}
     source = Path(__file__).read_text()
-    block = source[source.index("    overrides = {") : source.index("    for key, value in")]
+    start = source.index("    overrides = {")
+    block = source[start : source.index("    for key, value in", start)]
     overridden = set(re.findall(r'^\s+"([A-Z_0-9]+)":', block, re.M))
     assert overridden == named
