@@ -831,7 +831,8 @@ class HealthSpec(Model):
             "XIDs to add to or change in the table of XIDs that drain a node (README, 'When "
             "nodes fail'; NVIDIA's Xid catalog): XID -> reboot, replace or leave (it drains "
             "the node, and the controller does that), or ignore (it no longer drains), e.g. "
-            "{167: reboot, 74: ignore}. Nodes read it from their configuration: no new image."
+            "{167: reboot, 74: ignore}. No new image: nodes read it from their configuration "
+            "(pool nodes at their next boot)."
         ),
     )
 
