@@ -11,7 +11,7 @@ from slurmstack.contract import OPERATOR_CAUSE_PREFIX, SLURM_CAUSE_PREFIX, Check
 from slurmstack.contract import Remedy as R
 
 # Which XIDs drain a node: NVIDIA's Xid catalog for Ampere and newer GPUs ("Analyzing Xid Errors
-# with the Xid Catalog", XID_CATALOG; its spreadsheet, as of r580 / October 2025) gives each
+# with the Xid Catalog", XID_SOURCE; its spreadsheet, as read in October 2025) gives each
 # XID an immediate "resolution bucket". Every XID whose bucket takes the GPU or the node out of
 # service is here: RESET_GPU, RESTART_BM (restart the machine), RESTART_VM, WORKFLOW_XID_48,
 # WORKFLOW_NVLINK_ERR, WORKFLOW_NVLINK5_ERR (its decode table resets the GPU for the events
