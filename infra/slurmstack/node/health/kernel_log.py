@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ...contract import HEALTH_DIR, KERNEL_LOG_PATH, Health
+from ...contract import HEALTH_DIR, KERNEL_LOG_PATH, Check, Health
 from ..context import Context, write_atomic
 from . import kernel_events
 from .findings import Finding
@@ -103,8 +103,11 @@ def new_findings(ctx: Context, health: Health) -> tuple[list[Finding], Cursor]:
     return found, Cursor(cursor.boot, latest)
 
 
-def this_boot(ctx: Context, health: Health) -> list[Finding]:
-    """What the kernel logged since this boot began, whatever the cursor says (the boot check:
-    a GPU that fell off the bus at probe is named as such, not only counted missing)."""
+def lost_this_boot(ctx: Context, health: Health) -> list[Finding]:
+    """GPUs the driver lost since this boot began, whatever the cursor says: the boot check
+    names a GPU that fell off the bus at probe, not only counts it missing. (XIDs stay the
+    periodic check's: a slurmd restarted after one was drained for it must not turn the
+    controller's reboot into a replacement.)"""
     messages = [message for _, message in records(ctx)]
-    return kernel_events.findings(messages, health.critical_xids, nvswitch=health.gpus > 0)
+    found = kernel_events.findings(messages, health.critical_xids, nvswitch=False)
+    return [f for f in found if f.check is Check.GPU_LOST]
