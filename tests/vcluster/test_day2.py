@@ -273,7 +273,7 @@ def test_an_xid_that_calls_for_a_reboot_has_the_node_rebooted_after_its_job(
     log_kernel(node, xid(119, "0000:61:00", GSP_TIMEOUT))
     wait_drained(cluster, name, "slurmstack:gpu-xid: 119 ")
     would = control(cluster, "control", "--dry-run")["would"]
-    assert [(a["action"], a.get("why", "")[:30]) for a in would if a["node"] == name] == [
+    assert [(a["action"], a.get("why", "")[:31]) for a in would if a["node"] == name] == [
         ("replace", "gpu-xid:119: back within 1440 m")
     ]
     cluster.head.run("scontrol", "update", f"nodename={name}", "state=resume")  # type: ignore[union-attr]
