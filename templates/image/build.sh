@@ -24,6 +24,8 @@ BUNDLE="${3:-$(cd "$(dirname "$0")" && pwd)}"
 . "$SETTINGS"
 STATE=/var/lib/slurmstack/image
 DOWNLOADS="$STATE/downloads"
+# Where sources are cloned and built (removed with the build tools at the end of the bake).
+SOURCES=/usr/local/src/slurmstack
 APT_GET=(apt-get -y -q -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confold)
 
 log() { echo "slurmstack-image: $*" >&2; }
@@ -135,36 +137,75 @@ install_lustre_client() {
   fi
 }
 
+# --- sources pinned by git commit ----------------------------------------------------------
+
+# git_checkout NAME REPOSITORY TAG COMMIT DEST: the tag's tree in DEST, refused unless the tag is
+# the pinned commit; its submodules at the commits that tree records (git checks every object
+# against its hash, so the commit pins the whole tree, submodules included).
+git_checkout() {
+  local name="$1" repo="$2" tag="$3" commit="$4" dest="$5" got stray
+  [[ "$commit" =~ ^[0-9a-f]{40}$ ]] ||
+    fail "no git commit pinned for $name ($repo): record it in infra/slurmstack/image_pins.json first"
+  if [ "$(git -C "$dest" rev-parse HEAD 2>/dev/null)" = "$commit" ]; then
+    log "$name: source at $commit already here"
+  else
+    rm -rf "$dest"
+    mkdir -p "$(dirname "$dest")"
+    git clone --quiet --no-checkout "$repo" "$dest" || fail "$name: clone of $repo failed"
+    got=$(git -C "$dest" rev-parse --verify --quiet "refs/tags/$tag^{commit}") ||
+      fail "$name: $repo has no tag $tag"
+    [ "$got" = "$commit" ] ||
+      fail "$name: tag $tag of $repo is commit $got, not the pinned $commit; refused"
+    git -C "$dest" -c advice.detachedHead=false checkout --quiet "$commit"
+    log "$name: cloned $repo, tag $tag is the pinned commit $commit"
+  fi
+  git -C "$dest" submodule --quiet update --init --recursive || fail "$name: submodules failed"
+  # ' ' leads a submodule at its recorded commit; '+', '-' or 'U' one that is not.
+  stray=$(git -C "$dest" submodule status --recursive | grep -v '^ ' || true)
+  [ -z "$stray" ] || fail "$name: submodules not at the commits $commit records: $stray"
+}
+
+# efs-utils from its pinned commit: the crates efs-proxy's Cargo.lock pins (cargo checks every
+# download against the lock's checksum; --locked refuses a lock that would have to change),
+# then the repository's own build-deb.sh, offline.
 install_efs_utils() {
   if [ "$EFS_UTILS" = skip ]; then
     log "efs-utils: skipped (EFS_UTILS=skip)"
     return
   fi
-  if [ "$(pkg_version amazon-efs-utils)" = "$EFS_UTILS_VERSION-1" ] ||
-    [ "$(pkg_version amazon-efs-utils)" = "$EFS_UTILS_VERSION" ]; then
+  local stamp="$STATE/efs-utils" want="$EFS_UTILS_VERSION $EFS_UTILS_COMMIT"
+  if [ "$(pkg_version amazon-efs-utils)" = "$EFS_UTILS_VERSION-1" ] &&
+    [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
     log "efs-utils: $EFS_UTILS_VERSION already installed"
     return
   fi
-  local src="/usr/local/src/efs-utils-$EFS_UTILS_VERSION"
-  fetch "$EFS_UTILS_URL" "$EFS_UTILS_SHA256" "$DOWNLOADS/efs-utils-$EFS_UTILS_VERSION.tar.gz"
-  rm -rf "$src" && mkdir -p "$src"
-  tar -xzf "$DOWNLOADS/efs-utils-$EFS_UTILS_VERSION.tar.gz" -C "$src" --strip-components=1
-  (cd "$src" && ./build-deb.sh)
-  "${APT_GET[@]}" install "$src"/build/amazon-efs-utils*.deb
+  local src="$SOURCES/efs-utils"
+  git_checkout efs-utils "$EFS_UTILS_REPOSITORY" "$EFS_UTILS_TAG" "$EFS_UTILS_COMMIT" "$src"
+  export CARGO_HOME="$SOURCES/cargo-home"
+  cargo fetch --locked --manifest-path "$src/src/proxy/Cargo.toml" >&2 ||
+    fail "efs-utils: the crates of $EFS_UTILS_TAG's Cargo.lock could not be fetched as pinned"
+  (cd "$src" && CARGO_NET_OFFLINE=true ./build-deb.sh) >&2 || fail "efs-utils: build-deb.sh failed"
+  "${APT_GET[@]}" install "$src/build/amazon-efs-utils-$EFS_UTILS_VERSION-1_$(dpkg --print-architecture).deb"
+  echo "$want" >"$stamp"
+  log "efs-utils: $EFS_UTILS_VERSION built from $EFS_UTILS_COMMIT"
 }
 
+# enroot from its pinned commit, as its 'From source' installation does: `make install` in the
+# .deb's layout (/usr, configuration in /etc/enroot) and `make setcap` (the enroot+caps package).
 install_enroot() {
-  if command -v enroot >/dev/null && [ "$(command enroot version)" = "$ENROOT_VERSION" ]; then
+  local stamp="$STATE/enroot" want="$ENROOT_VERSION $ENROOT_COMMIT"
+  if command -v enroot >/dev/null && [ "$(command enroot version)" = "$ENROOT_VERSION" ] &&
+    [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
     log "enroot: $ENROOT_VERSION already installed"
     return
   fi
-  local urls=($ENROOT_DEBS) sums=($ENROOT_SHA256S) debs=() i
-  for i in "${!urls[@]}"; do
-    debs+=("$DOWNLOADS/$(basename "${urls[$i]}")")
-    fetch "${urls[$i]}" "${sums[$i]}" "${debs[$i]}"
-  done
-  "${APT_GET[@]}" install --no-install-recommends "${debs[@]}"
+  local src="$SOURCES/enroot"
+  git_checkout enroot "$ENROOT_REPOSITORY" "$ENROOT_TAG" "$ENROOT_COMMIT" "$src"
+  make -C "$src" -j "$(nproc)" install prefix=/usr sysconfdir=/etc >&2 || fail "enroot: make install failed"
+  make -C "$src" setcap prefix=/usr sysconfdir=/etc >&2 || fail "enroot: make setcap failed"
   [ "$(command enroot version)" = "$ENROOT_VERSION" ] || fail "enroot is not $ENROOT_VERSION after install"
+  echo "$want" >"$stamp"
+  log "enroot: $ENROOT_VERSION built from $ENROOT_COMMIT"
 }
 
 install_pyxis() {
@@ -324,6 +365,12 @@ pmix_present() {
   grep -q 'libpmix\.so ' <<<"$libs" && echo "libpmix.so $(pkg_version libpmix-dev)"
 }
 enroot_version() { [ "$(enroot version)" = "$ENROOT_VERSION" ] && echo "enroot $ENROOT_VERSION"; }
+# What the enroot+caps package grants: unprivileged users import and convert images.
+enroot_caps() {
+  local caps
+  caps=$(getcap /usr/bin/enroot-mksquashovlfs)
+  grep -q cap_sys_admin <<<"$caps" && echo "$caps"
+}
 srun_lists_pyxis() {
   # A throw-away configuration that loads the plugin as the cluster's plugstack.conf does.
   local dir
@@ -360,6 +407,7 @@ run_tests() {
   check pmix pmix_present
   check nftables nft --version
   check enroot enroot_version
+  check enroot-caps enroot_caps
   check pyxis srun_lists_pyxis
   check slurm-held held $(for p in slurm-client munge; do installed "$p" && echo "$p"; done)
   if [ "$LUSTRE" != skip ]; then

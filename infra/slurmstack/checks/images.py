@@ -1,4 +1,5 @@
-"""Rules about the node images: the instance type Image Builder builds them on."""
+"""Rules about the node images: the instance type Image Builder builds them on, and the pins of
+what they bake."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from slurmstack.checks import rule
 from slurmstack.checks.common import error, head_facts, pools_with_facts
 from slurmstack.facts import resolve_facts
 from slurmstack.findings import Finding
+from slurmstack.image_pins import pin_problems
 from slurmstack.spec import ClusterSpec
 
 
@@ -46,4 +48,18 @@ def image_build_instance_type(spec: ClusterSpec, catalog: Catalog) -> Iterator[F
             f"{name} is {facts.architecture.value}, but the cluster bakes {' and '.join(other)} "
             "images too; leave build_instance_type unset (a default per architecture) or use a "
             f"{'/'.join(sorted(wanted))} type for each",
+        )
+
+
+# why: build.sh refuses a download without a pin it can check, but only on the build instance,
+# half an hour into `pulumi up` (VPC, FSx, ... already made); say it before anything is made.
+@rule
+def image_downloads_pinned(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    if not _baked_architectures(spec, catalog):
+        return  # every node brings its own AMI: nothing is baked
+    for problem in pin_problems():
+        yield error(
+            "image",
+            f"slurmstack's image pins (infra/slurmstack/image_pins.json) have an unpinned "
+            f"download, which the bake would refuse: {problem}",
         )

@@ -328,6 +328,12 @@ def _random_bytes(ctx: Context) -> tuple[str, dict[str, Any]]:
     return "none", {"base64": b64, "hex": data.hex()}
 
 
+def _random_id(ctx: Context) -> tuple[str, dict[str, Any]]:
+    data = stand_in_bytes(int(ctx.inputs.get("byteLength", 8)), "random-id", ctx.name)
+    b64 = base64.urlsafe_b64encode(data).decode().rstrip("=")
+    return b64, {"hex": data.hex(), "b64Url": b64, "dec": str(int.from_bytes(data, "big"))}
+
+
 def _rds_instance(ctx: Context) -> tuple[str, dict[str, Any]]:
     identifier = ctx.physical_name("identifier")
     address = f"{identifier}.c{_digest('rds', ctx.region)[:11]}.{ctx.region}.rds.amazonaws.com"
@@ -399,6 +405,7 @@ STAND_INS: dict[str, StandIn] = {
     "aws:ssm/association:Association": _association,
     "random:index/randomBytes:RandomBytes": _random_bytes,
     "random:index/randomPassword:RandomPassword": _random_password,
+    "random:index/randomId:RandomId": _random_id,
     "aws:rds/instance:Instance": _rds_instance,
     "aws:imagebuilder/component:Component": _imagebuilder("component"),
     "aws:imagebuilder/imageRecipe:ImageRecipe": _imagebuilder("image-recipe"),
