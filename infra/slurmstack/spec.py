@@ -710,6 +710,13 @@ class ImageSpec(Model):
             "(x86_64), c7g.2xlarge (arm64)."
         ),
     )
+    keep_build_instance: bool = Field(
+        default=False,
+        description=(
+            "Keep the build instance of a failed bake running, to look into it with SSM "
+            "Session Manager (docs/images.md, 'When a bake fails'); terminate it yourself."
+        ),
+    )
     rollout: RolloutSpec = Field(
         default_factory=RolloutSpec, description="How new images reach running pools."
     )

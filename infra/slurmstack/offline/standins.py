@@ -296,7 +296,7 @@ def _imagebuilder(kind: str) -> StandIn:
         version = str(ctx.inputs.get("version", "1.0.0"))
         build = "/1" if kind == "component" else ""
         arn = ctx.arn("imagebuilder", f"{kind}/{name}/{version}{build}")
-        if kind == "infrastructure-configuration":
+        if kind in ("infrastructure-configuration", "distribution-configuration"):
             arn = ctx.arn("imagebuilder", f"{kind}/{name}")
         return arn, {"arn": arn, "dateCreated": "2026-01-01T00:00:00Z"}
 
@@ -411,6 +411,9 @@ STAND_INS: dict[str, StandIn] = {
     "aws:imagebuilder/imageRecipe:ImageRecipe": _imagebuilder("image-recipe"),
     "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration": _imagebuilder(
         "infrastructure-configuration"
+    ),
+    "aws:imagebuilder/distributionConfiguration:DistributionConfiguration": _imagebuilder(
+        "distribution-configuration"
     ),
     "aws:imagebuilder/image:Image": _image,
 }
