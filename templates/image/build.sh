@@ -80,14 +80,59 @@ hold() {
 units_off() {
   command -v systemctl >/dev/null || { log "units: no systemctl here"; return; }
   local unit
-  for unit in slurmctld.service slurmd.service slurmdbd.service mariadb.service \
-    unattended-upgrades.service apt-daily.timer apt-daily-upgrade.timer; do
+  for unit in slurmctld.service slurmd.service slurmdbd.service mariadb.service; do
     # (No `| grep -q` under pipefail: grep's early exit would fail the pipe.)
     if [ "$(systemctl is-enabled "$unit" 2>/dev/null || true)" = enabled ]; then
       systemctl disable "$unit" >/dev/null 2>&1 || true
       log "units: disabled $unit"
     fi
   done
+}
+
+# --- a still kernel: nothing installs or upgrades behind the bake's back ---------------------
+
+# Before the first install: apt's timers and unattended-upgrades stopped and masked (a run that
+# fires mid-bake takes apt's lock or upgrades packages, the kernel among them, and every node
+# would then differ from what the test phase checked), and periodic apt off in the image.
+APT_UNITS="apt-daily.timer apt-daily-upgrade.timer apt-daily.service apt-daily-upgrade.service unattended-upgrades.service"
+APT_PERIODIC=/etc/apt/apt.conf.d/99slurmstack-no-periodic
+quiet_apt() {
+  local unit
+  if command -v systemctl >/dev/null; then
+    for unit in $APT_UNITS; do
+      if [ "$(systemctl is-enabled "$unit" 2>/dev/null || true)" != masked ]; then
+        systemctl stop "$unit" >/dev/null 2>&1 || true
+        systemctl mask "$unit" >/dev/null 2>&1 || fail "apt: could not mask $unit"
+        log "apt: stopped and masked $unit"
+      fi
+    done
+  fi
+  if [ ! -f "$APT_PERIODIC" ]; then
+    printf 'APT::Periodic::Enable "0";\nAPT::Periodic::Update-Package-Lists "0";\nAPT::Periodic::Unattended-Upgrade "0";\n' >"$APT_PERIODIC"
+    log "apt: wrote $APT_PERIODIC"
+  fi
+}
+
+# The kernel a node of this image boots: the newest installed (GRUB's default on Ubuntu).
+boot_kernel() {
+  local images=(/boot/vmlinuz-*)
+  [ -e "${images[0]}" ] || return 0
+  printf '%s\n' "${images[@]#/boot/vmlinuz-}" | sort -V | tail -n 1
+}
+
+# After the installs: the kernel the image boots is the one the Lustre client was built for
+# (the one the bake ran on), held so that no later install changes it.
+kernel_is_lustres() {
+  [ "$KERNEL_HOLD" = yes ] || { log "kernel: not held (KERNEL_HOLD=no)"; return; }
+  local running boots
+  running=$(uname -r)
+  boots=$(boot_kernel)
+  [ "$boots" = "$running" ] || fail "kernel: the image would boot $boots, but its Lustre client is built for $running (the kernel the bake ran on); something installed a newer kernel during the bake"
+  if [ "$LUSTRE" != skip ]; then
+    installed "lustre-client-modules-$running" || fail "kernel: no Lustre client for $running"
+  fi
+  hold "linux-image-$running" "linux-modules-$running" linux-aws linux-image-aws linux-headers-aws
+  log "kernel: boots $running, the Lustre client's"
 }
 
 # fetch URL SHA256 DEST: download once, verified by its pinned sha256.
@@ -111,30 +156,45 @@ fetch() {
   log "download: $(basename "$dest") fetched, checksum ok"
 }
 
-install_lustre_client() {
+# At the start of the bake, before anything installs: the FSx repository has a Lustre client
+# for the parent's kernel, or the bake stops here, saying so (it does not fall back to another
+# kernel: nodes would boot one the parent was not tested with).
+lustre_available() {
   if [ "$LUSTRE" = skip ]; then
     log "lustre: skipped (LUSTRE=skip)"
     return
   fi
-  local kernel keyring=/usr/share/keyrings/fsx-ubuntu-public-key.gpg codename
+  local kernel keyring=/usr/share/keyrings/fsx-ubuntu-public-key.gpg codename candidate
+  kernel=$(uname -r)
+  installed "lustre-client-modules-$kernel" && return
+  codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+  # AWS publishes the key on its own HTTPS address and no fingerprint to check it against;
+  # the fingerprint the bake trusted goes into the manifest (lustre_key).
+  [ -f "$keyring" ] || curl -fsSL --retry 3 "$LUSTRE_KEY_URL" | gpg --dearmor -o "$keyring"
+  echo "deb [signed-by=$keyring] $LUSTRE_REPOSITORY $codename main" \
+    >/etc/apt/sources.list.d/fsxlustreclientrepo.list
+  "${APT_GET[@]}" update
+  candidate=$(apt-cache policy "lustre-client-modules-$kernel" 2>/dev/null |
+    awk '/Candidate:/ { print $2 }')
+  if [ -z "$candidate" ] || [ "$candidate" = "(none)" ]; then
+    fail "the parent image's kernel $kernel has no FSx for Lustre client module yet" \
+      "(no lustre-client-modules-$kernel in the FSx repository): pin the parent to an earlier" \
+      "image (image.parents) or build again once AWS publishes the module"
+  fi
+  log "lustre: the FSx repository has lustre-client-modules-$kernel $candidate"
+}
+
+install_lustre_client() {
+  [ "$LUSTRE" = skip ] && return
+  local kernel
   kernel=$(uname -r)
   if ! installed "lustre-client-modules-$kernel"; then
-    codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
-    [ -f "$keyring" ] || curl -fsSL --retry 3 "$LUSTRE_KEY_URL" | gpg --dearmor -o "$keyring"
-    echo "deb [signed-by=$keyring] $LUSTRE_REPOSITORY $codename main" \
-      >/etc/apt/sources.list.d/fsxlustreclientrepo.list
-    "${APT_GET[@]}" update
-    "${APT_GET[@]}" install "lustre-client-modules-$kernel" || fail \
-      "the FSx repository has no Lustre client for kernel $kernel (the parent image's): " \
-      "build again later (image.version) or bring an image of your own"
+    "${APT_GET[@]}" install "lustre-client-modules-$kernel"
   else
     log "lustre: client for $kernel already installed"
   fi
-  if [ "$KERNEL_HOLD" = yes ]; then
-    # The modules fit this kernel only: no other kernel may boot on a node of this image.
-    hold "linux-image-$kernel" "linux-modules-$kernel" linux-aws linux-image-aws \
-      linux-headers-aws "lustre-client-modules-$kernel"
-  fi
+  # The modules fit this kernel only: no other kernel may boot on a node of this image.
+  hold "lustre-client-modules-$kernel"
 }
 
 # --- sources pinned by git commit ----------------------------------------------------------
@@ -225,10 +285,18 @@ install_pyxis() {
   echo "$want" >"$stamp"
 }
 
+# DCGM: the parent's own when it carries one (the Deep Learning Base AMI does, built for its
+# CUDA), else the pinned package; never a second DCGM beside the parent's.
+dcgm_present() {
+  dpkg-query -W -f='${db:Status-Status} ${Package} ${Version}\n' 'datacenter-gpu-manager*' 2>/dev/null |
+    awk '$1 == "installed" { print $2, $3; exit }'
+}
 install_dcgm() {
   [ -n "$DCGM_PACKAGE" ] || { log "dcgm: not on this image"; return; }
-  if installed "$DCGM_PACKAGE"; then
-    log "dcgm: $(pkg_version "$DCGM_PACKAGE") already installed"
+  local present
+  present=$(dcgm_present)
+  if [ -n "$present" ]; then
+    log "dcgm: $present already installed"
   else
     "${APT_GET[@]}" install --no-install-recommends "$DCGM_PACKAGE" || fail \
       "$DCGM_PACKAGE is not in the image's apt sources (the parent should carry NVIDIA's CUDA repository)"
@@ -306,14 +374,16 @@ manifest() {
     --arg pmix "$(pkg_version libpmix-dev)" --arg enroot "$(command enroot version)" \
     --arg pyxis "$PYXIS_VERSION" --arg efs "$(pkg_version amazon-efs-utils)" \
     --arg lustre "$(pkg_version "lustre-client-modules-$(uname -r)")" \
-    --arg dcgm "$( [ -n "$DCGM_PACKAGE" ] && pkg_version "$DCGM_PACKAGE")" \
+    --arg dcgm "$( [ -n "$DCGM_PACKAGE" ] && dcgm_present)" \
     --arg nccl_tests "$NCCL_TESTS_VERSION" \
+    --arg lustre_key "$(gpg --show-keys --with-colons /usr/share/keyrings/fsx-ubuntu-public-key.gpg 2>/dev/null |
+      awk -F: '$1 == "fpr" { print $10; exit }')" \
     --arg nft "$(pkg_version nftables)" --arg agent "$(cat "$STATE/agent")" \
     --arg slurmdbd "$(pkg_version slurmdbd)" --arg mariadb "$(pkg_version mariadb-server)" \
     '{image: $key, kind: $kind, version: ($version | tonumber),
       parent_ami: $parent, kernel: $kernel, slurm: $slurm, munge: $munge, pmix: $pmix,
       enroot: $enroot, pyxis: $pyxis, efs_utils: $efs, lustre_client: $lustre, dcgm: $dcgm,
-      nccl_tests: $nccl_tests,
+      nccl_tests: $nccl_tests, lustre_key: $lustre_key,
       nftables: $nft, slurmdbd: $slurmdbd, mariadb: $mariadb, agent_sha256: $agent}' >"$tmp"
   # The parent is known on the build instance only: keep the recorded one elsewhere.
   if [ "$parent" = unknown ] && [ -f "$IMAGE_MANIFEST" ]; then
@@ -430,6 +500,8 @@ run_tests() {
 case "$COMMAND" in
   build)
     mkdir -p "$STATE" "$DOWNLOADS"
+    quiet_apt
+    lustre_available
     apt_packages
     units_off
     install_lustre_client
@@ -439,6 +511,7 @@ case "$COMMAND" in
     install_dcgm
     install_nccl_tests
     install_agent
+    kernel_is_lustres
     manifest
     log "build of $IMAGE_KEY done"
     ;;

@@ -306,6 +306,7 @@ TEST = f"bash {IN_ROOT}/build.sh test {IN_ROOT}/image.env {IN_ROOT}"
 # What a second run must not do: anything but report what is there.
 CHANGES = re.compile(
     r"apt: installing|fetched|cloned |built from |installed [0-9a-f]{64}|held |disabled |wrote "
+    r"|masked "
 )
 
 
@@ -343,6 +344,12 @@ def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
     assert any(path.startswith("/enroot-deps.git/") for path in server.served)
     assert "held slurm-client" in log
     assert "lustre: skipped (LUSTRE=skip)" in log
+    # apt's timers and unattended-upgrades are masked before apt's first step, not after.
+    for unit in ("apt-daily.timer", "apt-daily-upgrade.timer", "unattended-upgrades.service"):
+        assert log.index(f"apt: stopped and masked {unit}") < log.index("apt: all"), unit
+        link = rooted.upper / "etc/systemd/system" / unit
+        assert link.is_symlink() and os.readlink(link) == "/dev/null", unit
+    assert (rooted.upper / "etc/apt/apt.conf.d/99slurmstack-no-periodic").is_file()
     # The head's accounting daemons are baked (a CPU image may boot the head) and left off:
     # the head's agent starts them when its definition asks.
     for unit in ("slurmdbd.service", "mariadb.service"):
@@ -456,3 +463,39 @@ def test_every_difference_from_the_image_is_named() -> None:
     block = source[source.index("    overrides = {") : source.index("    for key, value in")]
     overridden = set(re.findall(r'^\s+"([A-Z_0-9]+)":', block, re.M))
     assert overridden == named
+
+
+FAKE_UNAME = """#!/bin/sh
+# The kernel the build instance runs, as the parent image would report it.
+if [ "$1" = -r ]; then echo 6.8.0-1010-aws; else exec /bin/uname "$@"; fi
+"""
+
+
+def test_the_bake_refuses_an_image_that_would_boot_another_kernel(
+    rooted: Rooted, file_server: tuple[FileServer, Artifacts]
+) -> None:
+    """KERNEL_HOLD=yes (the images' setting): the bake checks that the kernel the image boots
+    (the newest in /boot) is the one it ran on, which the Lustre client is built for. A kernel
+    that appeared during the bake fails it, naming both."""
+    server, artifacts = file_server
+    settings = rehearsal_settings(rooted, server, artifacts)
+    settings = re.sub(r"^KERNEL_HOLD='no'$", "KERNEL_HOLD='yes'", settings, flags=re.M)
+    stage_bundle(rooted, settings)
+    uname = rooted.upper / "usr/local/bin/uname"
+    uname.parent.mkdir(parents=True, exist_ok=True)
+    uname.write_text(FAKE_UNAME)
+    uname.chmod(0o755)
+    boot = rooted.upper / "boot"
+    boot.mkdir(exist_ok=True)
+    (boot / "vmlinuz-6.8.0-1010-aws").write_text("")
+    (boot / "vmlinuz-6.8.0-1009-aws").write_text("")
+    same = rooted.run(BUILD)
+    assert same.returncode == 0, same.stderr[-3000:]
+    assert "kernel: boots 6.8.0-1010-aws, the Lustre client's" in same.stderr
+    (boot / "vmlinuz-6.8.0-1012-aws").write_text("")
+    newer = rooted.run(BUILD)
+    assert newer.returncode != 0
+    assert (
+        "kernel: the image would boot 6.8.0-1012-aws, but its Lustre client is built for "
+        "6.8.0-1010-aws" in newer.stderr
+    ), newer.stderr[-2000:]
