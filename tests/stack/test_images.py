@@ -363,3 +363,23 @@ def test_the_ami_carries_the_clusters_tags_and_the_image_key() -> None:
         assert tags["slurmstack:cluster"] == plan.name
         assert tags["slurmstack:image"] == image.inputs["tags"]["slurmstack:image"]
         assert "{{ imagebuilder:buildDate }}" in target["amiDistributionConfiguration"]["name"]
+
+
+def test_a_pinned_parent_is_the_recipes_and_plan_says_so() -> None:
+    """image.parents pins an image's parent AMI (an earlier one, say, whose kernel has an FSx
+    Lustre client); the other images keep their public parameter; plan shows which."""
+    from slurmstack.report.images import images_section
+
+    definition = example("cpu-hpc")
+    definition["image"] = {"parents": {"cpu-x86-64": "ami-0aaaabbbbccccdddd"}}
+    plan = plan_of(definition)
+    result = run_ok(definition)
+    (recipe,) = result.of_type(T_RECIPE)
+    assert recipe.inputs["parentImage"] == "ami-0aaaabbbbccccdddd"
+    (image,) = images_section(plan)["baked"]
+    assert image["parent"] == "ami-0aaaabbbbccccdddd"
+    assert image["parent_pinned"] == "pinned by image.parents"
+    # A new pin is a new recipe (its name carries what it builds), so a new image.
+    unpinned = run_ok(example("cpu-hpc")).of_type(T_RECIPE)[0]
+    assert unpinned.inputs["name"] != recipe.inputs["name"]
+    assert unpinned.inputs["parentImage"].startswith("ssm:/aws/service/canonical/")

@@ -13,6 +13,12 @@ from slurmstack.checks.images import _baked_architectures
 from slurmstack.validate import validate_object
 
 CASES = [
+    Case(
+        "image-parent-unused",
+        set_in("image", {"parents": {"neuron-x86-64": "ami-0123456789abcdef0"}}),
+        "image.parents.neuron-x86-64",
+        "the cluster bakes no neuron-x86-64 image (it bakes: cpu-x86-64, nvidia-x86-64)",
+    ),
     # The definition is valid; slurmstack's own pins are not (UNPINNED below): an unrecorded
     # commit is refused before anything is made.
     Case(

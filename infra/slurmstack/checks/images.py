@@ -63,3 +63,31 @@ def image_downloads_pinned(spec: ClusterSpec, catalog: Catalog) -> Iterator[Find
             f"slurmstack's image pins (infra/slurmstack/image_pins.json) have an unpinned "
             f"download, which the bake would refuse: {problem}",
         )
+
+
+def _baked_keys(spec: ClusterSpec, catalog: Catalog) -> set[str]:
+    """Keys (kind-architecture) of the images the cluster bakes (the plan's ImagePlan.key)."""
+    out = set()
+    head = head_facts(spec, catalog)
+    roles = [(spec.head_node.ami, head)] if head is not None else []
+    roles += [(pf.pool.ami, pf.facts) for pf in pools_with_facts(spec, catalog)]
+    for ami, facts in roles:
+        if (ami or spec.image.ami) is None:
+            kind = "cpu" if facts.accelerator is None else facts.accelerator.kind
+            kind = "nvidia" if kind == "gpu" else kind
+            out.add(f"{kind}-{facts.architecture.value.replace('_', '-')}")
+    return out
+
+
+# why: a parent pinned for an image the cluster does not bake does nothing, most likely a
+# mistyped key, and the image meant keeps taking the newest parent.
+@rule
+def image_parent_unused(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    baked = _baked_keys(spec, catalog)
+    for key in sorted(spec.image.parents):
+        if key not in baked:
+            yield error(
+                f"image.parents.{key}",
+                f"the cluster bakes no {key} image (it bakes: {', '.join(sorted(baked)) or 'none'});"
+                " remove this parent or pin the key of an image it bakes",
+            )

@@ -70,11 +70,18 @@ class ImagePlan:
     packages: tuple[str, ...]  # apt packages installed (build tools excluded)
     build_instance_type: str
     version: int  # the definition's image.version: a new one takes a new parent
+    parent_ami: str | None = None  # image.parents: a pinned parent, instead of the parameter's
+
+    @property
+    def parent(self) -> str:
+        """The recipe's parent: the pinned AMI, or ``ssm:<parameter>`` (resolved by Image
+        Builder when it builds, then kept)."""
+        return self.parent_ami or f"ssm:{self.parent_parameter}"
 
     @property
     def key(self) -> str:
         """Short, stable name: e.g. ``nvidia-x86-64``."""
-        return f"{self.kind.value}-{self.architecture.value.replace('_', '-')}"
+        return _key(self.kind, self.architecture)
 
     @property
     def serves_head(self) -> bool:
@@ -190,9 +197,14 @@ def image_plans(plan: ClusterPlan) -> tuple[ImagePlan, ...]:
                 packages=_packages(kind, HEAD_ROLE in roles),
                 build_instance_type=image.build_instance_type or DEFAULT_BUILD_INSTANCE[arch],
                 version=image.version,
+                parent_ami=image.parents.get(_key(kind, arch)),  # type: ignore[call-overload]
             )
         )
     return tuple(out)
+
+
+def _key(kind: ImageKind, arch: Architecture) -> str:
+    return f"{kind.value}-{arch.value.replace('_', '-')}"
 
 
 def image_of(plan: ClusterPlan, role: str) -> ImagePlan | None:

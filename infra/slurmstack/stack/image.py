@@ -68,7 +68,7 @@ def image_name(plan: ClusterPlan, image: ImagePlan) -> str:
 def content_tag(plan: ClusterPlan, image: ImagePlan, bundle: build.BuildBundle) -> str:
     """12 hex digits naming what a recipe builds: the parent, the generation and the build
     inputs (script and settings; the agent's key is fixed, see BuildBundle.key)."""
-    parts = [image.parent_parameter, str(image.version), *(k for _n, k in bundle.keys)]
+    parts = [image.parent, str(image.version), *(k for _n, k in bundle.keys)]
     parts.append(str(image.volume_gib))
     return build.sha256("\n".join(parts).encode())[:12]
 
@@ -276,8 +276,9 @@ class NodeImages(pulumi.ComponentResource):
             versioned,
             name=versioned,
             version="1.0.0",
-            # Resolved by Image Builder at build time; the built AMI is what stays.
-            parent_image=f"ssm:{image.parent_parameter}",
+            # A pinned AMI (image.parents), or the public parameter, resolved by Image Builder
+            # at build time; the built AMI is what stays.
+            parent_image=image.parent,
             components=[{"component_arn": component.arn}],
             block_device_mappings=[
                 {
