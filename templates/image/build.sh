@@ -123,7 +123,7 @@ boot_kernel() {
 # After the installs: the kernel the image boots is the one the Lustre client was built for
 # (the one the bake ran on), held so that no later install changes it.
 kernel_is_lustres() {
-  [ "$KERNEL_HOLD" = yes ] || { log "kernel: not held (KERNEL_HOLD=no)"; return; }
+  [ "$KERNEL_HOLD" = yes ] || { log "kernel: left as it is (KERNEL_HOLD=no)"; return; }
   local running boots
   running=$(uname -r)
   boots=$(boot_kernel)
