@@ -1,8 +1,9 @@
 """The ``slurmstack`` command line.
 
 Exit codes: 0 ok; 1 invalid definition (every finding printed as ``path: message``);
-2 usage error. ``validate``, ``schema`` and ``render`` never import pulumi; ``plan`` and
-``diagram`` import it only when they run.
+2 usage error; 74 the output could not be written; 141 the output's reader left (a closed
+pipe); killed by SIGINT on Ctrl-C (the shell shows 130). ``validate``, ``schema`` and
+``render`` never import pulumi; ``plan`` and ``diagram`` import it only when they run.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Annotated, NoReturn, TextIO
 
 import typer
 
+from slurmstack.cli_output import Commands, flushed
+from slurmstack.entry import default_interrupt
 from slurmstack.findings import Finding, Level
 
 app = typer.Typer(
@@ -23,6 +26,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=Commands,
 )
 
 DefinitionFile = Annotated[
@@ -152,11 +156,10 @@ def plan(
     if as_json:
         print(json.dumps(document, indent=2))
         return
-    from rich.console import Console
-
+    from slurmstack.cli_output import output_console
     from slurmstack.report.console import print_plan
 
-    print_plan(document, Console())
+    print_plan(document, output_console())
 
 
 @app.command()
@@ -170,9 +173,8 @@ def catalog(
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
 ) -> None:
     """List the instance types slurmstack knows: facts, purchase options, prices, Regions."""
-    from rich.console import Console
-
     from slurmstack.catalog import did_you_mean, load_catalog
+    from slurmstack.cli_output import output_console
     from slurmstack.report.catalog_list import (
         Selection,
         catalog_document,
@@ -193,7 +195,7 @@ def catalog(
     if as_json:
         print(json.dumps(catalog_document(known, selection), indent=2))
         return
-    console = Console()
+    console = output_console()
     print_grid(catalog_grid(known, selection), console)
     console.print("sources:")
     for line in sources_used(known, selected(known, selection)):
@@ -223,7 +225,11 @@ def diagram(
 
 
 def main() -> None:
-    app()
+    default_interrupt()  # again, for `python -m slurmstack.cli`
+    try:
+        app()
+    except SystemExit as done:
+        sys.exit(flushed(done.code))
 
 
 if __name__ == "__main__":
