@@ -9,15 +9,14 @@ from __future__ import annotations
 import copy
 import difflib
 import ipaddress
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
+from slurmstack.definition_text import parse_json, parse_yaml, read_limited
 from slurmstack.findings import Finding, format_path
 from slurmstack.spec import AMI_PATTERN, MOUNT_PATTERN, NAME_PATTERN, ClusterSpec
 
@@ -48,19 +47,9 @@ class Loaded:
 
 
 def parse_text(text: str, source: str) -> tuple[Any, list[Finding]]:
-    """Parse YAML (a superset of JSON) text; a syntax error becomes one finding."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        problem = exc.problem or "malformed YAML"
-        return None, [Finding(where, f"malformed YAML: {problem}", rule="yaml-syntax")]
-    except yaml.YAMLError as exc:
-        return None, [Finding(source, f"malformed YAML: {exc}", rule="yaml-syntax")]
-    except (ValueError, RecursionError) as exc:  # e.g. bad escapes, absurd nesting
-        return None, [Finding(source, f"cannot read definition: {exc}", rule="yaml-syntax")]
-    return data, []
+    """Parse YAML (a superset of JSON) text; a syntax error or a duplicate key becomes a
+    finding with its line."""
+    return parse_yaml(text, source)
 
 
 # A Pulumi stack settings file (Pulumi.<stack>.yaml): the definition is the object under
@@ -118,31 +107,20 @@ def definition_in_stack(data: Any, source: str) -> tuple[Any, list[Finding]]:
 
 def load_file(path: Path) -> Loaded:
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as stream:
+            raw, findings = read_limited(stream, str(path))
     except OSError as exc:
         return Loaded(None, [Finding(str(path), f"cannot read file: {exc.strerror}", rule="file")])
+    if raw is None:
+        return Loaded(None, findings)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return Loaded(None, [Finding(str(path), "file is not UTF-8 text", rule="file")])
     if path.suffix == ".json":
-        try:
-            data = json.loads(text) if text.strip() else None
-        except json.JSONDecodeError as exc:
-            return Loaded(
-                None,
-                [
-                    Finding(
-                        f"{path}:{exc.lineno}:{exc.colno}",
-                        f"malformed JSON: {exc.msg}",
-                        rule="json-syntax",
-                    )
-                ],
-            )
-        except (ValueError, RecursionError) as exc:  # e.g. a 5000-digit number, deep nesting
-            return Loaded(
-                None, [Finding(str(path), f"cannot read definition: {exc}", rule="json-syntax")]
-            )
+        data, findings = parse_json(text, str(path))
+        if findings:
+            return Loaded(None, findings)
     else:
         data, findings = parse_text(text, str(path))
         if findings:
