@@ -17,7 +17,7 @@ from typing import Annotated, NoReturn, TextIO
 import typer
 
 from slurmstack.cli_output import Commands, flushed
-from slurmstack.entry import default_interrupt
+from slurmstack.entry import default_interrupt, write_bytecode
 from slurmstack.findings import Finding, Level
 
 app = typer.Typer(
@@ -226,6 +226,7 @@ def diagram(
 
 def main() -> None:
     default_interrupt()  # again, for `python -m slurmstack.cli`
+    write_bytecode()
     try:
         app()
     except SystemExit as done:
