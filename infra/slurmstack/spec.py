@@ -279,14 +279,15 @@ class PoolSpec(Model):
 
     @property
     def max_nodes(self) -> int:
-        """The most nodes the pool may have: max_count, or count when it is not set."""
-        return self.count if self.max_count is None else self.max_count
+        """The most nodes the pool may have: max_count, or count when it is not set. A
+        max_count below count (refused by its own check) counts as count, so no other
+        finding speaks of fewer nodes than the definition keeps running."""
+        return max(self.count, self.max_count if self.max_count is not None else self.count)
 
     @property
     def elastic_nodes(self) -> int:
-        """Nodes started on demand: max_count - count (0 when not elastic, or when the
-        definition's max_count is below count, which the checks refuse)."""
-        return max(self.max_nodes - self.count, 0)
+        """Nodes started on demand: max_count - count (0 when not elastic)."""
+        return self.max_nodes - self.count
 
 
 class LustreDeployment(enum.StrEnum):
@@ -341,7 +342,13 @@ class HomeSpec(Model):
     """Shared /home."""
 
     type: Literal["efs"] = Field(default="efs", description="efs: Amazon EFS, elastic throughput.")
-    mount: MountPath = Field(default="/home", description="Mount point on every node.")
+    mount: MountPath = Field(
+        default="/home",
+        description=(
+            "Mount point on every node: /home, where users' home directories are (another "
+            "path is refused: $HOME would stay on each node's disk)."
+        ),
+    )
 
 
 class BucketSpec(Model):
