@@ -95,9 +95,10 @@ class NetworkSpec(Model):
         ge=16,
         le=28,
         description=(
-            "Prefix length of the private compute subnet carved from vpc_cidr. Default: half "
-            "of the VPC. Every worker interface (EFA layouts use one per network card) takes "
-            "an address from it."
+            "Prefix length of the private compute subnet, carved from the start of vpc_cidr. "
+            "Default: one bit longer than the VPC's (its first half), at most /28; it must "
+            "leave the end of the VPC to the public subnet. Each node takes one address from "
+            "it (its efa-only interfaces take none), as do the head node, EFS and Lustre."
         ),
     )
     vpc_id: str | None = Field(
