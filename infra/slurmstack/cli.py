@@ -16,7 +16,7 @@ from typing import Annotated, NoReturn, TextIO
 
 import typer
 
-from slurmstack import __version__
+import slurmstack
 from slurmstack.cli_output import Commands, flushed
 from slurmstack.entry import default_interrupt, write_bytecode
 from slurmstack.findings import Finding, Level, findings_document
@@ -50,7 +50,7 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 
 def version_line() -> str:
-    """'slurmstack 0.1.0 (pulumi 3.272.0, pulumi-aws 7.12.0, Python 3.11.7)': what a bug
+    """'slurmstack 0.1.0 (pulumi 3.272.0, pulumi-aws 7.51.1, Python 3.11.7)': what a bug
     report needs, read from the installed distributions (no import of Pulumi)."""
     from importlib import metadata
 
@@ -62,7 +62,7 @@ def version_line() -> str:
 
     python = ".".join(str(part) for part in sys.version_info[:3])
     return (
-        f"slurmstack {__version__} (pulumi {installed('pulumi')}, "
+        f"slurmstack {slurmstack.__version__} (pulumi {installed('pulumi')}, "
         f"pulumi-aws {installed('pulumi-aws')}, Python {python})"
     )
 
