@@ -17,6 +17,7 @@ from helpers_stack import (
     T_DRA,
     T_EFS,
     T_EGRESS,
+    T_HOOK,
     T_INGRESS,
     T_INSTANCE,
     T_LT,
@@ -63,6 +64,7 @@ UNTAGGABLE = {
     T_RANDOM,
     T_PASSWORD,
     T_ASG,  # tagged through its `tags` list of {key, value, propagate_at_launch}
+    T_HOOK,  # a lifecycle hook takes no tags
 }
 
 
@@ -126,6 +128,7 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
             "aws:ssm/association:Association": 1,
             T_LT: len(plan.pools),
             T_ASG: len(plan.pools),
+            T_HOOK: len(plan.pools),
         }
     )
     if spec.storage.bucket.versioning:
