@@ -27,6 +27,7 @@ class Action(enum.StrEnum):
 
 
 MISSING = object()
+TAGS = {"tags", "tagsAll"}
 
 
 @dataclass(frozen=True)
@@ -161,8 +162,10 @@ def diff(old: Snapshot, new: Snapshot, data: ReplacementData) -> list[ResourceCh
             changes.append(ResourceChange(Action.REPLACE, before, state, tuple(properties), first))
             replaced[state.urn] = state.name
         else:
-            changes.append(ResourceChange(Action.UPDATE, before, state, tuple(properties)))
-            if rules is not None and rules.new_outputs_on_update:
+            change = ResourceChange(Action.UPDATE, before, state, tuple(properties))
+            changes.append(change)
+            # A tag change leaves a template's or a document's version as it is.
+            if rules is not None and rules.new_outputs_on_update and change.changed - TAGS:
                 reversioned[state.urn] = state.name
     for urn in sorted(set(old.resources) - set(new.resources)):
         changes.append(ResourceChange(Action.DELETE, old.resources[urn], None))

@@ -59,6 +59,8 @@ DRAIN_HOOK = "aws:autoscaling/lifecycleHook:LifecycleHook"
 INSTANCE = "aws:ec2/instance:Instance"
 VOLUME = "aws:ebs/volume:Volume"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
+DATA_REPOSITORY = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 
 # What replacing or deleting a stateful resource loses (also the preflight's message).
 DATA_LOST = {
@@ -73,7 +75,7 @@ DATA_LOST = {
 
 # Replacing these ends something running, without losing data.
 REPLACE_DISRUPTS = {
-    "aws:ec2/placementGroup:PlacementGroup": "the placement group cannot be deleted while the "
+    PLACEMENT_GROUP: "the placement group cannot be deleted while the "
     "pool's nodes run in it: every node of the pool has to go",
     "aws:ec2/securityGroup:SecurityGroup": "a security group in use cannot be deleted: the "
     "instances using it have to be relaunched",
@@ -277,6 +279,12 @@ def _delete(change: ResourceChange) -> Consequence:
         return Consequence(Effect.DISRUPTIVE, f"{state.name} deleted: {lost} lost{guard}")
     if state.type == INSTANCE:
         return Consequence(Effect.DISRUPTIVE, f"{state.name} deleted: the cluster has no head")
+    if state.type == PLACEMENT_GROUP:
+        return Consequence(
+            Effect.LIVE,
+            f"{state.name}: deleted once no node runs in it (AWS refuses while the instance "
+            "refresh is still moving nodes out: run `pulumi up` again when it is done)",
+        )
     return Consequence(Effect.NONE, f"{state.name}: deleted")
 
 
@@ -287,6 +295,10 @@ def classify(change: ResourceChange, context: Context) -> Consequence:
             nodes = _int(state.inputs.get("desiredCapacity"), 0)
             return Consequence(
                 Effect.LIVE, f"{_subject(state)} added: {nodes} always-on nodes boot and join"
+            )
+        if state.type == DATA_REPOSITORY:
+            return Consequence(
+                Effect.LIVE, f"{state.name}: the bucket's prefix appears in the file system"
             )
         return Consequence(Effect.NONE, f"{state.name}: created")
     if change.action is Action.UPDATE:
