@@ -242,7 +242,7 @@ MUTATIONS: list[Mutation] = [
         ),
         DISRUPTIVE,
         False,
-    ),  # fmt: skip
+    ),
     Mutation(
         "storage.lustre.throughput_per_tib", _set("storage.lustre.throughput_per_tib", 500), LIVE
     ),
@@ -340,7 +340,7 @@ MUTATIONS: list[Mutation] = [
                 ["subnet-0123456789abcdef0", "subnet-0aaaaaaaaaaaaaaaa"],
             ),
         ),
-    ),  # fmt: skip
+    ),
     Mutation(
         "slurm.accounting.accounts.name", _set("slurm.accounting.accounts.0.name", "science"), LIVE
     ),
@@ -361,7 +361,7 @@ MUTATIONS: list[Mutation] = [
             ),
         ),
         LIVE,
-    ),  # fmt: skip
+    ),
     Mutation(
         "slurm.accounting.accounts.fairshare",
         _set("slurm.accounting.accounts.0.fairshare", 10),
