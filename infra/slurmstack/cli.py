@@ -196,7 +196,7 @@ def plan(
 
 
 def _plan_against(  # type: ignore[no-untyped-def]
-    against: Path, spec, run, document: dict, as_json: bool, fail_on: FailOn | None
+    against: Path, spec, run, document: dict[str, object], as_json: bool, fail_on: FailOn | None
 ) -> None:
     """`plan FILE --against OLD`: the change plan, added to --json as `changes`."""
     from slurmstack.change.effects import Context, Effect

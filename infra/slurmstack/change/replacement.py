@@ -21,7 +21,7 @@ DECREASE = "decrease"
 Path = tuple[str | int, ...]
 
 
-def split_path(text: str) -> Path:
+def split_path(text: str) -> tuple[str, ...]:
     return tuple(text.split("."))
 
 
