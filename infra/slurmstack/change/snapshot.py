@@ -83,7 +83,10 @@ def document_fields(resource: RecordedResource) -> dict[str, Any]:
         "delete_before_replace": resource.options.delete_before_replace,
         "ignore_changes": list(resource.options.ignore_changes),
         "replace_on_changes": list(resource.options.replace_on_changes),
-        "property_dependencies": {k: list(v) for k, v in resource.property_dependencies.items()},
+        # Sorted: a protobuf map's order varies from process to process.
+        "property_dependencies": {
+            k: sorted(v) for k, v in sorted(resource.property_dependencies.items())
+        },
     }
 
 
