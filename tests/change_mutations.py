@@ -495,7 +495,9 @@ LABELS = {
 }
 
 
-def _describe(change: Callable[[Definition], None], setup: Callable[[Definition], None] | None) -> str:
+def _describe(
+    change: Callable[[Definition], None], setup: Callable[[Definition], None] | None
+) -> str:
     before = copy.deepcopy(BASE)
     if setup is not None:
         setup(before)
@@ -513,7 +515,11 @@ def _delta(before: Any, after: Any, path: str = "") -> str:
         ]
         return "; ".join(p for p in parts if p)
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
-        parts = [_delta(a, b, f"{path}[{i}]") for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+        parts = [
+            _delta(a, b, f"{path}[{i}]")
+            for i, (a, b) in enumerate(zip(before, after, strict=True))
+            if a != b
+        ]
         return "; ".join(parts)
     return f"`{path}`: {json.dumps(before)} -> {json.dumps(after)}"
 
@@ -525,7 +531,9 @@ def field_table() -> str:
         what = _describe(m.change, m.setup).replace("|", "\\|")
         if m.why:
             what += f" ({m.why})"
-        lines.append(f"| `{m.field}` | {what} | {LABELS[m.expected]} | {'yes' if m.ordinary else 'no'} |")
+        lines.append(
+            f"| `{m.field}` | {what} | {LABELS[m.expected]} | {'yes' if m.ordinary else 'no'} |"
+        )
     return "\n".join(lines)
 
 
