@@ -98,12 +98,30 @@ REPLACE_RESTARTS_HEAD = {
 # Changes of these never touch a running process.
 NO_EFFECT_TYPES = {
     LAUNCH_TEMPLATE,  # its group's change says what follows
+    # Config store and image bundles: the manifest's parameter and the association (config)
+    # or the image build (bundles) say what follows.
+    "aws:s3/bucketObjectv2:BucketObjectv2",
     "aws:imagebuilder/component:Component",
     "aws:imagebuilder/imageRecipe:ImageRecipe",
     "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration",
     "aws:imagebuilder/image:Image",
 }
 TAG_INPUTS = {"tags", "tagsAll"}
+# What an in-place update of these means on the running cluster.
+LIVE_MEANING = {
+    "aws:ssm/association:Association": "the head pulls the new configuration and Slurm "
+    "reloads it (scontrol reconfigure)",
+    "aws:ssm/parameter:Parameter": "nodes read the new value when they next boot or sync",
+    "aws:ssm/document:Document": "the config-apply command changes for its next run",
+    "aws:iam/rolePolicy:RolePolicy": "permissions change at once",
+    "aws:iam/role:Role": "permissions change at once",
+    "aws:s3/bucketPolicy:BucketPolicy": "the bucket's policy changes at once",
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "network rules change at once",
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": "network rules change at once",
+    "aws:fsx/lustreFileSystem:LustreFileSystem": "modified online; mounts stay",
+    "aws:ebs/volume:Volume": "modified while attached",
+    "aws:ec2/instance:Instance": "modified while running",
+}
 GROUP_SIZE = {"desiredCapacity", "minSize", "maxSize"}
 GROUP_TEMPLATE = {"launchTemplate", "mixedInstancesPolicy"}
 
@@ -193,7 +211,13 @@ def head_restart(text: str) -> Consequence:
 def _group_update(change: ResourceChange, context: Context) -> Consequence:
     changed = change.changed
     if changed & GROUP_TEMPLATE:
-        return rolling(change, context)
+        refresh = rolling(change, context)
+        if changed & GROUP_SIZE:
+            before = _int(change.old.inputs.get("desiredCapacity") if change.old else 0, 0)
+            after = _int(change.state.inputs.get("desiredCapacity"), 0)
+            what = f"{refresh.what}; and {before} -> {after} always-on nodes"
+            return Consequence(refresh.effect, what, refresh.seconds)
+        return refresh
     pool = _subject(change.state)
     if changed & GROUP_SIZE:
         old = _int(change.old.inputs.get("desiredCapacity") if change.old else 0, 0)
@@ -223,9 +247,9 @@ def _update(change: ResourceChange, context: Context) -> Consequence:
         return head_restart(f"{state.name}: stopped and started to change its instance type")
     if state.type == DRAIN_HOOK:
         return Consequence(Effect.LIVE, f"{_subject(state)}: drain hook settings")
-    return Consequence(
-        Effect.LIVE, f"{state.name}: updated in place ({', '.join(sorted(change.changed))})"
-    )
+    changed = ", ".join(sorted(change.changed))
+    meaning = LIVE_MEANING.get(state.type, "updated in place")
+    return Consequence(Effect.LIVE, f"{state.name} ({changed}): {meaning}")
 
 
 def _lost(state: ResourceState) -> str | None:
