@@ -186,8 +186,9 @@ def test_resource_types_and_counts(example_run: Example) -> None:
     _, plan, result = example_run
     from slurmstack import render
 
-    # Every distinct rendered file, plus the manifest that lists them.
-    objects = len(render.config_store(plan).objects) + 1
+    # Every distinct rendered file, plus the manifest that lists them and the record of the
+    # deployment (slurmstack.stack.deployed).
+    objects = len(render.config_store(plan).objects) + 2
     assert result.count_by_type() == expected_counts(plan, objects)
 
 
