@@ -840,6 +840,8 @@ class Check(enum.StrEnum):
     GPU_SMI = "gpu-smi"  # nvidia-smi does not answer, or not for every GPU
     GPU_ECC = "gpu-ecc"  # uncorrectable ECC errors, or pages/rows waiting for a GPU reset
     GPU_XID = "gpu-xid"  # a critical XID in the kernel log; the detail starts with its number
+    GPU_LOST = "gpu-lost"  # the driver says a GPU fell off the bus, without an XID
+    NVSWITCH_SXID = "nvswitch-sxid"  # a fatal NVSwitch SXid in the kernel log
     GPU_DIAG = "gpu-diag"  # DCGM's diagnostic (dcgmi diag) failed at the instance's first boot
     NEURON_COUNT = "neuron-count"
     EFA_COUNT = "efa-count"

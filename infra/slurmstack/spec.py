@@ -683,6 +683,10 @@ class RolloutSpec(Model):
     )
 
 
+# The images slurmstack can bake, by key (kind-architecture): the keys of image.parents.
+ImageKey = Literal["nvidia-x86-64", "nvidia-arm64", "neuron-x86-64", "cpu-x86-64", "cpu-arm64"]
+
+
 class ImageSpec(Model):
     """The node images: baked by slurmstack with EC2 Image Builder, or your own."""
 
@@ -710,6 +714,22 @@ class ImageSpec(Model):
             "(x86_64), c7g.2xlarge (arm64)."
         ),
     )
+    parents: dict[ImageKey, AmiId] = Field(
+        default_factory=dict,
+        description=(
+            "Pinned parent AMIs by image key, e.g. {nvidia-x86-64: ami-...}: that image is "
+            "built on this AMI instead of the newest one its public SSM parameter names "
+            "(plan shows which). Pin an earlier parent when the newest one's kernel has no "
+            "FSx Lustre client yet."
+        ),
+    )
+    keep_build_instance: bool = Field(
+        default=False,
+        description=(
+            "Keep the build instance of a failed bake running, to look into it with SSM "
+            "Session Manager (docs/images.md, 'When a bake fails'); terminate it yourself."
+        ),
+    )
     rollout: RolloutSpec = Field(
         default_factory=RolloutSpec, description="How new images reach running pools."
     )
@@ -732,6 +752,40 @@ class BreakerSpec(Model):
     window_minutes: int = Field(
         default=60, ge=1, le=10080, description="The window replacements are counted in."
     )
+
+
+class XidHandling(enum.StrEnum):
+    """What an XID in the kernel log does to a node (health.xids)."""
+
+    REBOOT = "reboot"  # drain; the controller reboots the node (a GPU reset)
+    REPLACE = "replace"  # drain; the controller replaces the instance
+    LEAVE = "leave"  # drain; the reason stays for an operator
+    IGNORE = "ignore"  # no drain
+
+
+# NVIDIA's Xid codes are small numbers (the catalog reaches 172); room for new ones.
+XID_MAX = 999
+
+
+def _xid_numbers(value: object) -> object:
+    """health.xids' keys as numbers: YAML gives 167 as a number, JSON as "167"."""
+    if not isinstance(value, dict):
+        return value
+    numbers: dict[object, object] = {}
+    wrong = []
+    for key, handling in value.items():
+        text = str(key).strip()
+        if isinstance(key, bool) or not text.isdigit() or not 1 <= int(text) <= XID_MAX:
+            wrong.append(repr(key))
+        else:
+            numbers[int(text)] = handling
+    if wrong:
+        raise ValueError(
+            f"{', '.join(wrong)} {'is not an XID' if len(wrong) == 1 else 'are not XIDs'}: "
+            f"keys are XID numbers from 1 to {XID_MAX}, as the kernel log prints them "
+            "(NVRM: Xid (PCI:...): 79, ...), e.g. {167: reboot}"
+        )
+    return numbers
 
 
 class HealthSpec(Model):
@@ -789,6 +843,16 @@ class HealthSpec(Model):
         description=(
             "Overrides of the reason -> action table (README, 'When nodes fail'): cause -> "
             'reboot, replace or leave, e.g. {"gpu-xid:79": reboot, efa-port: replace}.'
+        ),
+    )
+    xids: Annotated[dict[int, XidHandling], BeforeValidator(_xid_numbers)] = Field(
+        default_factory=dict,
+        description=(
+            "XIDs to add to or change in the table of XIDs that drain a node (README, 'When "
+            "nodes fail'; NVIDIA's Xid catalog): XID -> reboot, replace or leave (it drains "
+            "the node, and the controller does that), or ignore (it no longer drains), e.g. "
+            "{167: reboot, 74: ignore}. No new image: nodes read it from their configuration "
+            "(pool nodes at their next boot)."
         ),
     )
 

@@ -29,6 +29,7 @@ from slurmstack.contract import (
     MountKind,
 )
 from slurmstack.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
+from slurmstack.image_pins import image_pins
 from slurmstack.plan.accounting import (
     ENFORCE,
     INNODB_BUFFER_POOL_MAX_MIB,
@@ -55,7 +56,6 @@ from slurmstack.plan.images import (
     head_packages,
     image_contract,
     image_of,
-    image_pins,
     image_plans,
     own_ami,
     role_image_contract,
