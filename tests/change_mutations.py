@@ -454,6 +454,13 @@ MUTATIONS: list[Mutation] = [
     Mutation("cost.lustre_usd_per_gib_month", _set("cost.lustre_usd_per_gib_month", 0.2), NONE),
     Mutation("image.version", _set("image.version", 2), ROLLING),
     Mutation("image.ami", _set("image.ami", "ami-0123456789abcdef0"), ROLLING),
+    Mutation(
+        "image.parents",
+        _set("image.parents", {"nvidia-x86-64": "ami-0123456789abcdef0"}),
+        ROLLING,
+        why="a pinned parent is a new image for the pools built on it",
+    ),
+    Mutation("image.keep_build_instance", _set("image.keep_build_instance", True), NONE),
     Mutation("image.build_instance_type", _set("image.build_instance_type", "c7i.4xlarge"), NONE),
     Mutation(
         "image.rollout.min_healthy_percentage",
@@ -480,6 +487,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation("health.scale_in_wait_minutes", _set("health.scale_in_wait_minutes", 240), LIVE),
     Mutation("health.actions", _set("health.actions", {"efa-port": "leave"}), LIVE),
+    Mutation("health.xids", _set("health.xids", {167: "reboot"}), LIVE),
     Mutation("tags", _set("tags", {"team": "research"}), ROLLING),
 ]
 

@@ -170,8 +170,8 @@ def _int(value: Any, default: int) -> int:
 
 def rolling(change: ResourceChange, context: Context) -> Consequence:
     """An instance refresh: (100 - min_healthy)% of the group per batch (at least one node),
-    each batch booted and warmed up; a busy node waits in the drain hook for its jobs, up
-    to scale_in_wait_minutes."""
+    each batch booted and warmed up, a pause at each checkpoint; a busy node waits in the
+    drain hook for its jobs, up to scale_in_wait_minutes."""
     old, new = change.old, change.state
     nodes = _int((old or new).inputs.get("desiredCapacity"), 0)
     pool = _subject(new)
@@ -186,7 +186,10 @@ def rolling(change: ResourceChange, context: Context) -> Consequence:
     warmup = _int(prefs.get("instanceWarmup"), 0)
     batch = max(1, nodes * (100 - min_healthy) // 100)
     batches = math.ceil(nodes / batch)
-    low = batches * (NODE_BOOT.seconds + warmup)
+    # The refresh also waits checkpoint_delay at each checkpoint before the last (100%).
+    checkpoints = [c for c in prefs.get("checkpointPercentages") or [] if _int(c, 100) < 100]
+    pauses = len(checkpoints) * _int(prefs.get("checkpointDelay"), 0)
+    low = batches * (NODE_BOOT.seconds + warmup) + pauses
     high = low + batches * context.scale_in_wait_minutes * 60
     return Consequence(
         Effect.ROLLING,
