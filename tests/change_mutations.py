@@ -268,7 +268,13 @@ MUTATIONS: list[Mutation] = [
         why="efs is its only value: the realistic change is removing /home (the file system is "
         "retained; nodes roll to a bootstrap without the mount)",
     ),
-    Mutation("storage.home.mount", _set("storage.home.mount", "/users"), ROLLING),
+    Mutation(
+        "storage.home.mount",
+        _set("storage.home.mount", "/home"),
+        NONE,
+        why="/home is its only accepted value ($HOME stays /home/<user>): writing it out changes "
+        "nothing",
+    ),
     Mutation("storage.bucket.versioning", _set("storage.bucket.versioning", False), LIVE),
     Mutation(
         "storage.bucket.noncurrent_version_days",
