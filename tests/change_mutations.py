@@ -205,6 +205,12 @@ MUTATIONS: list[Mutation] = [
     Mutation("pools.placement_group", _set("pools.0.placement_group", False), ROLLING),
     Mutation("pools.local_scratch", _set("pools.0.local_scratch", "/nvme"), ROLLING),
     Mutation("pools.ami", _set("pools.1.ami", "ami-0123456789abcdef0"), ROLLING),
+    Mutation(
+        "pools.slurm_version",
+        _set("pools.1.slurm_version", "24.11.5"),
+        ROLLING,
+        why="a staged upgrade's second half, backwards: the pool's own image, rolled",
+    ),
     Mutation("pools.root_volume.size_gib", _set("pools.1.root_volume", {"size_gib": 300}), ROLLING),
     Mutation("pools.root_volume.iops", _set("pools.1.root_volume", {"iops": 6000}), ROLLING),
     Mutation(
@@ -282,6 +288,13 @@ MUTATIONS: list[Mutation] = [
         LIVE,
     ),
     Mutation("storage.protect", _set("storage.protect", False), LIVE),
+    Mutation(
+        "slurm.version",
+        _set("slurm.version", "26.05.5"),
+        HEAD,
+        setup=_set("slurm.version", "24.11.5"),
+        why="the head is replaced with the new release's image, then the pools roll",
+    ),
     Mutation("slurm.default_partition", _set("slurm.default_partition", "cpu"), LIVE),
     Mutation("slurm.settings", _set("slurm.settings", {"MaxJobCount": 20000}), LIVE),
     Mutation(

@@ -101,6 +101,23 @@ def supported(line: str) -> bool:
     return row is not None and row.end_of_support >= as_of()
 
 
+def version_key(version: str) -> tuple[int, ...]:
+    """``24.11.5`` -> ``(24, 11, 5)``: releases in order."""
+    return tuple(int(part) for part in version.split("."))
+
+
+def controller_accepts(controller: str, node: str) -> bool:
+    """Whether a slurmctld of release ``controller`` takes slurmd of release ``node``: the same
+    line or one its upgrade guide lists as compatible, never a newer release (SchedMD:
+    slurmdbd >= slurmctld >= slurmd and commands, "Upgrade Procedure")."""
+    if version_key(node) > version_key(controller):
+        return False
+    if line_of(node) == line_of(controller):
+        return True
+    row = lines().get(line_of(controller))
+    return row is not None and line_of(node) in row.compatible_prior
+
+
 def _key(line: str) -> tuple[int, int]:
     year, month = line.split(".")
     return int(year), int(month)
@@ -156,8 +173,9 @@ def upgrade_steps(accounting: bool, login_nodes: bool = False) -> tuple[UpgradeS
             UpgradeStep(
                 "slurmdbd",
                 "head node",
-                "the head boots the new image (its state volume and database kept); the boot "
-                "starts slurmdbd first, which converts the database once",
+                "the head is replaced by one booting the new release's image (the AMI parameter "
+                "of that release is new; its address, state volume and database are kept); its "
+                "boot starts slurmdbd first, which converts the database once",
                 "accounting records queue in slurmctld until slurmdbd is back",
             )
         )
@@ -173,8 +191,9 @@ def upgrade_steps(accounting: bool, login_nodes: bool = False) -> tuple[UpgradeS
         UpgradeStep(
             "slurmd",
             "every pool",
-            "each pool's instance refresh replaces its nodes with the new image, drained batch "
-            "by batch (running jobs finish first)",
+            "after the head: each pool's launch template waits for the head's replacement, then "
+            "its instance refresh replaces its nodes with the new image, drained batch by batch "
+            "(running jobs finish first); older slurmd keep working with the newer slurmctld",
             "the nodes of the batch being drained take no new jobs",
         )
     )

@@ -274,6 +274,15 @@ class PoolSpec(Model):
         ),
     )
     root_volume: RootVolume = Field(default_factory=RootVolume, description="Root volume.")
+    slurm_version: Annotated[str, StringConstraints(pattern=VERSION_PATTERN)] | None = Field(
+        default=None,
+        description=(
+            "The Slurm release this pool's image builds, when it lags the head's during a "
+            "staged upgrade (YY.MM.P, pinned like slurm.version): never newer than "
+            "slurm.version (slurmd must not run ahead of slurmctld), never older than "
+            "slurmctld accepts. Default: slurm.version."
+        ),
+    )
     instance_facts: InstanceFacts | None = Field(
         default=None,
         description="Facts for an instance type the catalog lacks (see the catalog record).",

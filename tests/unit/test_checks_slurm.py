@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from checks_support import Case, check_case, definition, findings, set_in
 
@@ -11,6 +13,14 @@ from slurmstack.findings import Level
 from slurmstack.slurm_releases import line_of, version_of_record
 
 W = Level.WARNING
+
+
+def both(*steps: Any) -> Any:
+    def mutate(data: dict[str, Any]) -> None:
+        for step in steps:
+            step(data)
+
+    return mutate
 
 
 def settings(**values: object) -> object:
@@ -106,6 +116,21 @@ CASES = [
         level=W,
     ),
     Case(
+        "slurm-version-order",
+        both(set_in("slurm.version", "24.11.5"), set_in("pools.0.slurm_version", "26.05.5")),
+        "pools[0].slurm_version",
+        "26.05.5 is newer than slurm.version 24.11.5, the Slurm of the head's slurmctld",
+        also=frozenset({"slurm-version-supported"}),
+        name="ahead",
+    ),
+    Case(
+        "slurm-version-order",
+        set_in("pools.0.slurm_version", "25.11.2"),
+        "pools[0].slurm_version",
+        "Slurm 25.11.2 has no pinned source",
+        name="unpinned",
+    ),
+    Case(
         "slurm-setting-managed",
         settings(AccountingStorageType="accounting_storage/slurmdbd"),
         "slurm.settings.AccountingStorageType",
@@ -187,3 +212,17 @@ def test_the_key_table_is_read_config_c_of_each_line() -> None:
     assert key_state("AccountingStorageUser", "26.05") == ("defunct", "25.11")
     assert dropped_after("FrontendName", "24.11") == "25.05"
     assert dropped_after("MaxJobCount", "26.05") is None
+
+
+def test_a_pool_lagging_the_head_within_its_window_is_accepted() -> None:
+    data = definition(set_in("pools.0.slurm_version", "24.11.5"))
+    assert [f for f in findings(data) if f.rule == "slurm-version-order"] == []
+
+
+def test_settings_are_checked_for_the_oldest_release_a_daemon_runs() -> None:
+    """HealthCheckTimeout is new in 26.05: a 24.11 slurmd (a lagging pool) refuses it."""
+    data = definition(
+        both(set_in("pools.0.slurm_version", "24.11.5"), settings(HealthCheckTimeout=30))
+    )
+    found = [f for f in findings(data) if f.path == "slurm.settings.HealthCheckTimeout"]
+    assert found and "first appears in Slurm 26.05" in found[0].message

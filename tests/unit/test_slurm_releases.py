@@ -16,6 +16,7 @@ from slurmstack.cli import app
 from slurmstack.plan import image_plans
 from slurmstack.render.image import build_env
 from slurmstack.report.slurm import upgrade_section
+from slurmstack.slurm_releases import controller_accepts
 from slurmstack.spec import ClusterSpec
 
 
@@ -95,3 +96,18 @@ def test_plan_json_and_table_show_the_slurm_version() -> None:
     assert [s["daemon"] for s in slurm["upgrade_steps"]] == ["slurmdbd", "slurmctld", "slurmd"]
     table = runner.invoke(app, ["plan", "examples/p5-training.yaml"])
     assert "Slurm 26.05.5: built from slurm-26-05-5-1 in every image" in table.stdout
+
+
+@pytest.mark.parametrize(
+    ("controller", "node", "accepted"),
+    [
+        ("26.05.5", "26.05.5", True),
+        ("26.05.5", "26.05.1", True),  # an older patch release of the same line
+        ("26.05.5", "24.11.5", True),  # within 26.05's window
+        ("24.11.5", "26.05.5", False),  # slurmd ahead of slurmctld
+        ("26.05.5", "26.05.6", False),  # even by a patch release
+        ("26.05.5", "23.11.4", False),  # past 26.05's window (25.11, 25.05, 24.11)
+    ],
+)
+def test_controller_accepts(controller: str, node: str, accepted: bool) -> None:
+    assert controller_accepts(controller, node) is accepted

@@ -3,7 +3,7 @@ created, updated in place, replaced or deleted, and which input changes cause it
 
 Values the offline engine cannot know are modelled, not ignored: a replaced resource gets a
 new id, so every input made from it changes too (and replaces its user where that input is
-force-new: a new state volume needs a new attachment); an updated launch template gets a
+force-new: a new state volume needs a new attachment), and so does a created one's; an updated launch template gets a
 new version, so the groups launched from it change (and refresh their instances). Inputs a
 resource ignores (``ignore_changes``) keep their old value, as the engine keeps it.
 """
@@ -123,15 +123,31 @@ def diff(old: Snapshot, new: Snapshot, data: ReplacementData) -> list[ResourceCh
     changes: list[ResourceChange] = []
     replaced: dict[str, str] = {}  # URN -> name, for the inputs made from them
     reversioned: dict[str, str] = {}
+    held: set[str] = set()  # unchanged only because what changed is ignored
     for state in _dependency_order(new):
         before = old.resources.get(state.urn)
         if before is None:
             changes.append(ResourceChange(Action.CREATE, None, state))
+            # Its id is new too: an existing resource whose input now comes from it changes
+            # (the head's AMI from the parameter of a new Slurm release).
+            replaced[state.urn] = state.name
             continue
         rules = data.rules(state.type)
         properties: list[PropertyChange] = []
+        # Inputs made from a resource that keeps its ignored inputs keep their old value too
+        # (the head's AMI, from a parameter that ignores every later image).
+        kept = {
+            key
+            for key, deps in state.property_dependencies.items()
+            if any(d in held for d in deps)
+            and not any(d in replaced or d in reversioned for d in deps)
+        }
+        ignored = False
         for path, a, b in value_changes(before.inputs, state.inputs):
             if _ignored(path, state.ignore_changes):
+                ignored = True
+                continue
+            if str(path[0]) in kept:
                 continue
             reason = rules.replacement_reason(path, a, b, state.inputs) if rules else None
             if reason is None and str(path[0]) in state.replace_on_changes:
@@ -156,6 +172,8 @@ def diff(old: Snapshot, new: Snapshot, data: ReplacementData) -> list[ResourceCh
                 PropertyChange(key, value, f"({kind} of {source})", reason, computed_from=source)
             )
         if not properties:
+            if ignored:
+                held.add(state.urn)
             continue
         if any(p.replaces for p in properties):
             first = state.delete_before_replace or _explicit_name(state)

@@ -13,6 +13,7 @@ from slurmstack.checks.slurm_keys import LINES as SLURM_KEY_LINES
 from slurmstack.findings import Finding
 from slurmstack.slurm_releases import (
     as_of,
+    controller_accepts,
     line_of,
     lines,
     source,
@@ -254,7 +255,10 @@ def slurm_setting_key(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
 
 
 def _line(spec: ClusterSpec) -> str:
-    return line_of(spec.slurm.version)
+    """The release line slurm.conf is written for: the oldest any daemon runs (every slurmd
+    reads the whole file and refuses keys its release does not know)."""
+    versions = [spec.slurm.version, *(p.slurm_version or spec.slurm.version for p in spec.pools)]
+    return line_of(min(versions, key=lambda v: tuple(int(x) for x in v.split("."))))
 
 
 # why: slurmctld refuses an unknown key; an unknown key is most likely a misspelt one.
@@ -381,6 +385,45 @@ def slurm_version_supported(spec: ClusterSpec, catalog: Catalog) -> Iterator[Fin
             f"guide, as of {as_of()}): no more security fixes; move to {version_of_record()}, "
             "the version of record",
         )
+
+
+# why: slurmd must never run a newer Slurm than slurmctld (SchedMD, "Upgrade Procedure":
+# slurmdbd, then slurmctld, then slurmd), and slurmctld takes slurmd of its compatibility
+# window only: a pool ahead of the head, or too far behind it, has nodes that never register.
+@rule
+def slurm_version_order(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    head = spec.slurm.version
+    for index, pool in enumerate(spec.pools):
+        version = pool.slurm_version
+        if version is None or version == head:
+            continue
+        path = f"pools[{index}].slurm_version"
+        if source(version) is None:
+            pinned = ", ".join(sorted(sources(), key=_version_key))
+            yield error(
+                path,
+                f"Slurm {version} has no pinned source (image_pins.json pins {pinned}); choose "
+                "one of them, or leave it out so the pool runs slurm.version",
+            )
+        elif _version_key(version) > _version_key(head):
+            yield error(
+                path,
+                f"{version} is newer than slurm.version {head}, the Slurm of the head's slurmctld "
+                "and slurmdbd: slurmd must never run ahead of slurmctld (Slurm upgrades "
+                f"slurmdbd, then slurmctld, then slurmd). Upgrade the head first: set "
+                f"slurm.version to {version} and deploy (the head is replaced before any pool "
+                f"rolls), then leave pools[{index}].slurm_version out",
+            )
+        elif not controller_accepts(head, version):
+            row = lines().get(line_of(head))
+            window = ", ".join(row.compatible_prior) if row else "none known"
+            yield error(
+                path,
+                f"slurmctld {head} takes slurmd of {line_of(head)} and {window} only (its "
+                f"upgrade guide's compatibility window); {version} nodes would never register: "
+                f"choose a release of {line_of(head)} or {window}, or leave it out so the pool "
+                "runs slurm.version",
+            )
 
 
 def _version_key(version: str) -> tuple[int, ...]:

@@ -77,6 +77,8 @@ from slurmstack.plan.slurm import (
     MAX_NODE_COUNT_STEP,
     RESUME_TIMEOUT_SECONDS,
     SUSPEND_TIMEOUT_SECONDS,
+    oldest_slurm_version,
+    pool_slurm_version,
 )
 from slurmstack.plan.storage import LustrePlan, MountPlan
 from slurmstack.subnets import carve as subnets
@@ -132,9 +134,11 @@ __all__ = [
     "image_of",
     "image_pins",
     "image_plans",
+    "oldest_slurm_version",
     "own_ami",
     "plan_rds_subnets",
     "pool_price",
+    "pool_slurm_version",
     "resolve_efa",
     "resolve_placement_group",
     "role_image_contract",

@@ -32,6 +32,7 @@ from slurmstack.contract import (
 from slurmstack.image_pins import image_pins
 from slurmstack.plan.accounting import accounting_plan
 from slurmstack.plan.cluster import ClusterPlan
+from slurmstack.plan.slurm import pool_slurm_version
 from slurmstack.plan.storage import MountPlan
 from slurmstack.slurm_releases import SlurmSource, source
 
@@ -73,6 +74,7 @@ class ImagePlan:
     version: int  # the definition's image.version: a new one takes a new parent
     slurm: SlurmSource  # slurm.version's pinned source, built in the image
     parent_ami: str | None = None  # image.parents: a pinned parent, instead of the parameter's
+    lags: bool = False  # for pools that stay on an older Slurm than the head's (staged upgrade)
 
     @property
     def parent(self) -> str:
@@ -82,8 +84,12 @@ class ImagePlan:
 
     @property
     def key(self) -> str:
-        """Short, stable name: e.g. ``nvidia-x86-64``."""
-        return _key(self.kind, self.architecture)
+        """Short, stable name: e.g. ``nvidia-x86-64``; an image of pools lagging the head's
+        Slurm says its release (``nvidia-x86-64-slurm-24-11-5``)."""
+        key = _key(self.kind, self.architecture)
+        if self.lags:
+            key += "-slurm-" + self.slurm.version.replace(".", "-")
+        return key
 
     @property
     def serves_head(self) -> bool:
@@ -191,19 +197,22 @@ def head_packages(plan: ClusterPlan) -> tuple[str, ...]:
 
 def image_plans(plan: ClusterPlan) -> tuple[ImagePlan, ...]:
     """Every image the cluster bakes, in a stable order (head's first, then by key)."""
-    groups: dict[tuple[ImageKind, Architecture], list[str]] = {}
+    # By kind, architecture and Slurm release: a pool lagging the head in a staged upgrade
+    # (pools[].slurm_version) boots an image of its own release.
+    groups: dict[tuple[ImageKind, Architecture, str], list[str]] = {}
     for role in (HEAD_ROLE, *(p.name for p in plan.pools)):
         if own_ami(plan, role) is not None:
             continue
         facts = _facts(plan, role)
-        groups.setdefault((kind_of(facts), facts.architecture), []).append(role)
+        slurm_version = _slurm_version(plan, role)
+        groups.setdefault((kind_of(facts), facts.architecture, slurm_version), []).append(role)
     parents = image_pins()["parents"]
     image = plan.spec.image
-    slurm = source(plan.spec.slurm.version)
-    # checks.slurm refuses a version without a pinned source before a plan is built.
-    assert slurm is not None, f"Slurm {plan.spec.slurm.version} has no pinned source"
     out = []
-    for (kind, arch), roles in groups.items():
+    for (kind, arch, slurm_version), roles in groups.items():
+        slurm = source(slurm_version)
+        # checks.slurm refuses a version without a pinned source before a plan is built.
+        assert slurm is not None, f"Slurm {slurm_version} has no pinned source"
         out.append(
             ImagePlan(
                 kind=kind,
@@ -215,9 +224,17 @@ def image_plans(plan: ClusterPlan) -> tuple[ImagePlan, ...]:
                 version=image.version,
                 slurm=slurm,
                 parent_ami=image.parents.get(_key(kind, arch)),  # type: ignore[call-overload]
+                lags=slurm_version != plan.spec.slurm.version,
             )
         )
     return tuple(out)
+
+
+def _slurm_version(plan: ClusterPlan, role: str) -> str:
+    if role == HEAD_ROLE:
+        return plan.spec.slurm.version
+    spec = next(p for p in plan.spec.pools if p.name == role)
+    return pool_slurm_version(plan.spec, spec)
 
 
 def _key(kind: ImageKind, arch: Architecture) -> str:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from slurmstack.spec import ClusterSpec
+from slurmstack.slurm_releases import version_key
+from slurmstack.spec import ClusterSpec, PoolSpec
 
 # MaxNodeCount headroom. A replacement instance usually gets a new private address, so it
 # registers as a new dynamic node while the record of the instance it replaces lives on:
@@ -60,3 +61,19 @@ def slurm_settings(spec: ClusterSpec) -> tuple[tuple[str, str], ...]:
         else:
             out.append((key, str(value)))
     return tuple(out)
+
+
+# --- which Slurm runs where (slurm.version, pools[].slurm_version) ---------------------------
+
+
+def pool_slurm_version(spec: ClusterSpec, pool: PoolSpec) -> str:
+    """The Slurm a pool's nodes run: its own release during a staged upgrade, else the head's."""
+    return pool.slurm_version or spec.slurm.version
+
+
+def oldest_slurm_version(spec: ClusterSpec) -> str:
+    """The oldest Slurm any daemon of the cluster runs. slurm.conf is written for it: every
+    slurmd reads the whole file (configless, from slurmctld) and refuses keys its release does
+    not know, so during a staged upgrade the older nodes' release decides what it may hold."""
+    versions = [spec.slurm.version, *(pool_slurm_version(spec, p) for p in spec.pools)]
+    return min(versions, key=version_key)

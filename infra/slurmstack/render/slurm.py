@@ -40,6 +40,7 @@ from slurmstack.plan import (
     accounting_plan,
 )
 from slurmstack.plan.health import REBOOT_TIMEOUT_SECONDS
+from slurmstack.plan.slurm import oldest_slurm_version
 from slurmstack.render.templates import render_template
 from slurmstack.slurm_releases import line_of
 
@@ -85,7 +86,7 @@ EXCLUSIVE_SINCE = "26.05"
 
 
 def exclusive_partition(plan: ClusterPlan) -> str:
-    line = line_of(plan.spec.slurm.version)
+    line = line_of(oldest_slurm_version(plan.spec))
     new = tuple(map(int, line.split("."))) >= tuple(map(int, EXCLUSIVE_SINCE.split(".")))
     return "Exclusive=NODE" if new else "OverSubscribe=EXCLUSIVE"
 
@@ -94,7 +95,7 @@ def health_check_timeout(plan: ClusterPlan) -> int | None:
     """HealthCheckTimeout, which Slurm 26.05 adds (default 60 s, and "should be less than
     HealthCheckInterval; an error is logged otherwise", slurm.conf(5) of 26.05): a second under
     the interval, at most the default. None before 26.05, whose slurmctld refuses the key."""
-    if key_state("HealthCheckTimeout", line_of(plan.spec.slurm.version))[0] != "live":
+    if key_state("HealthCheckTimeout", line_of(oldest_slurm_version(plan.spec)))[0] != "live":
         return None
     return min(60, plan.health.check_interval_seconds - 1)
 

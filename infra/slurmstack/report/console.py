@@ -149,7 +149,21 @@ def _slurm(doc: dict[str, Any]) -> Grid:
     )
     for n, step in enumerate(s["upgrade_steps"], 1):
         grid.add(f"{n}. {step['daemon']}", step["where"], step["how"], step["paused"])
+    grid.add("order", "", _slurm_order(s["order"]), "")
     return grid
+
+
+def _slurm_order(order: list[dict[str, Any]]) -> str:
+    """'head node (slurmdbd, slurmctld 26.05.5), then pool gpu (slurmd 26.05.5), ...'."""
+    first, *pools = order
+    text = f"{first['where']} ({', '.join(first['daemons'])} {first['version']})"
+    if pools:
+        parts = [
+            f"{p['where']} (slurmd {p['version']}{', lags the head' if p['lags_head'] else ''})"
+            for p in pools
+        ]
+        text += ", then " + "; ".join(parts)
+    return text
 
 
 def unpriced_note(doc: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from slurmstack.plan import ClusterPlan
 from slurmstack.plan.accounting import accounting_plan
+from slurmstack.plan.slurm import pool_slurm_version
 from slurmstack.slurm_releases import (
     as_of,
     line_of,
@@ -51,7 +52,31 @@ def slurm_section(plan: ClusterPlan) -> dict[str, Any]:
             if (hops := upgrade_hops(f"{other}.0", version)) is not None and len(hops) > 1
         },
         "upgrade_steps": _steps(plan),
+        "order": order(plan),
     }
+
+
+def order(plan: ClusterPlan) -> list[dict[str, Any]]:
+    """Which daemon runs which release, in the order a rollout takes them: the head's first
+    (slurmdbd, then slurmctld), then every pool's slurmd, which never runs ahead of slurmctld
+    (checks.slurm.slurm_version_order); a pool may lag the head in a staged upgrade."""
+    head = plan.spec.slurm.version
+    daemons = ["slurmdbd", "slurmctld"] if accounting_plan(plan) is not None else ["slurmctld"]
+    out: list[dict[str, Any]] = [
+        {"step": 1, "where": "head node", "daemons": daemons, "version": head, "lags_head": False}
+    ]
+    for spec in plan.spec.pools:
+        version = pool_slurm_version(plan.spec, spec)
+        out.append(
+            {
+                "step": 2,
+                "where": f"pool {spec.name}",
+                "daemons": ["slurmd"],
+                "version": version,
+                "lags_head": version != head,
+            }
+        )
+    return out
 
 
 def _steps(plan: ClusterPlan) -> list[dict[str, str]]:

@@ -144,6 +144,8 @@ class SlurmCluster(pulumi.ComponentResource):
                 image_id=self.images.ami(pool.name),
                 network_ready=net.ready,
                 security_ready=self.security.rules_of("workers"),
+                # Slurm's upgrade order: the head (slurmdbd, slurmctld) before the nodes.
+                controller=[self.head.instance],
                 opts=child,
             )
             for pool in plan.pools

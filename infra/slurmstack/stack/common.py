@@ -82,6 +82,10 @@ def resource_name(cluster: str, role: Role | str, pool: str | None = None) -> st
     return f"{cluster}-{role_part}" + (f"-{pool}" if pool else "")
 
 
+# The Slurm release a head or a pool's nodes run (slurm.version, pools[].slurm_version).
+SLURM_VERSION_TAG = "slurmstack:slurm-version"
+
+
 def tags(plan: ClusterPlan, role: Role, name: str | None = None, **extra: str) -> dict[str, str]:
     """The definition's tags, then slurmstack's own (which the definition cannot override)."""
     return resource_tags(plan.spec.tags, plan.name, role.value, name, **extra)

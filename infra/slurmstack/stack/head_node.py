@@ -31,12 +31,13 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_aws.ebs as ebs
 import pulumi_aws.ec2 as ec2
+import pulumi_aws.ssm as ssm
 
 from slurmstack.contract import HEAD_ROLE, STATE_VOLUME_DEVICE, TAG_PREFIX, DeployParameter
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters
 from slurmstack.stack.bucket import stateful_options
-from slurmstack.stack.common import Role, resource_name, tags
+from slurmstack.stack.common import SLURM_VERSION_TAG, Role, resource_name, tags
 from slurmstack.stack.user_data import encoded_user_data, user_data_sha256
 
 STATE_VOLUME_IOPS = 3000
@@ -45,6 +46,38 @@ STATE_VOLUME_THROUGHPUT = 125
 USER_DATA_TAG = f"{TAG_PREFIX}user-data-sha256"
 # Provider property names the head ignores after creation (wire names, as Pulumi records them).
 USER_DATA_PROPERTY = "userDataBase64"
+
+
+def head_ami(
+    plan: ClusterPlan, ami: pulumi.Input[str], *, parent: pulumi.Resource
+) -> ssm.Parameter:
+    """The AMI the head boots, held in an SSM parameter named for its Slurm release.
+
+    A new image (new pins, a new parent) must not replace a running head: the parameter
+    ignores later values, so the head's AMI input stays what it was. A new slurm.version must
+    replace it, before any pool rolls (Slurm upgrades slurmdbd, then slurmctld, then slurmd):
+    the parameter of the new release is a new resource, which takes the new image's AMI; the
+    head's AMI changes, and the provider replaces the instance (ami is force-new). The pools'
+    launch templates wait for the head (slurmstack.stack.cluster), so in one `pulumi up` the
+    head runs the new slurmdbd and slurmctld before a pool's instance refresh starts.
+
+    Why not ignore_changes on the instance's ami: the engine gives an ignored input its old
+    value on a replacement too (pulumi/pulumi, step_generator.go: processIgnoreChanges before
+    the diff), so even `pulumi up --replace` would bring back the old image.
+    """
+    version = plan.spec.slurm.version
+    name = resource_name(plan.name, Role.HEAD, "ami-slurm-" + version.replace(".", "-"))
+    key = f"{plan.parameter_prefix}/head/ami/slurm-{version}"
+    return ssm.Parameter(
+        name,
+        name=key,
+        type="String",
+        # An AMI id is no secret (``value`` would make the instance's ami one).
+        insecure_value=ami,
+        description=f"slurmstack {plan.name}: the AMI the head boots for Slurm {version}",
+        tags=tags(plan, Role.HEAD, name),
+        opts=pulumi.ResourceOptions(parent=parent, ignore_changes=["insecureValue"]),
+    )
 
 
 def head_in_public_subnet(plan: ClusterPlan, public_subnet_id: object | None) -> bool:
@@ -106,14 +139,13 @@ class HeadNode(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=route_ready),
             )
 
-        # The baked image's AMI, or the definition's own (slurmstack.stack.image). Ignored once
-        # the head exists: a new image must not replace a running head node; it takes one
-        # when replaced (`pulumi up --replace`), like new user data.
-        ignore = ["ami"]
+        # What the head boots: the AMI first built (or named) for its Slurm release, kept in a
+        # parameter of that release (see head_ami).
+        self.ami_parameter = head_ami(plan, ami, parent=self)
 
         self.instance = ec2.Instance(
             name,
-            ami=ami,
+            ami=self.ami_parameter.insecure_value,
             instance_type=head.instance_type,
             # Subnet, security group and public address come with the interface.
             primary_network_interface={"network_interface_id": self.interface.id},
@@ -135,10 +167,18 @@ class HeadNode(pulumi.ComponentResource):
                 "tags": tags(plan, Role.HEAD, f"{name}-root"),
             },
             user_data_base64=encoded_user_data(plan, HEAD_ROLE),
-            tags=tags(plan, Role.HEAD, name, **{USER_DATA_TAG: user_data_sha256(plan, HEAD_ROLE)}),
+            tags=tags(
+                plan,
+                Role.HEAD,
+                name,
+                **{
+                    USER_DATA_TAG: user_data_sha256(plan, HEAD_ROLE),
+                    SLURM_VERSION_TAG: plan.spec.slurm.version,
+                },
+            ),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                ignore_changes=[*ignore, USER_DATA_PROPERTY],
+                ignore_changes=[USER_DATA_PROPERTY],
                 depends_on=[*route_ready, *security_ready],
                 # The interface (and the state volume) can belong to one instance at a time:
                 # the old head goes before its replacement attaches them.

@@ -17,12 +17,17 @@ from slurmstack.contract import (
 )
 from slurmstack.plan import ClusterPlan, InterfaceType, PoolPlan
 from slurmstack.spec import CapacityType
-from slurmstack.stack.common import ROOT_DEVICE, Role, tags
+from slurmstack.stack.common import ROOT_DEVICE, SLURM_VERSION_TAG, Role, tags
 from slurmstack.stack.user_data import encoded_user_data
 
 # GPU nodes take minutes to boot (driver, EFA, RAID0 over NVMe, mounts) before their own
 # health check runs; the group must not replace them for failing EC2 checks meanwhile.
 HEALTH_CHECK_GRACE_SECONDS = 900
+
+
+def pool_slurm_version(plan: ClusterPlan, pool: PoolPlan) -> str:
+    spec = next(p for p in plan.spec.pools if p.name == pool.name)
+    return spec.slurm_version or plan.spec.slurm.version
 
 
 def pool_name(plan: ClusterPlan, pool: PoolPlan) -> str:
@@ -216,15 +221,23 @@ class WorkerPool(pulumi.ComponentResource):
         image_id: pulumi.Input[str],
         network_ready: Sequence[pulumi.Resource] = (),
         security_ready: Sequence[pulumi.Resource] = (),
+        controller: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``network_ready``: routes and endpoints the nodes need at boot; ``security_ready``:
         the workers' group rules (EFA needs all traffic within the group, both ways, from the
-        first job), both waited for before the group launches anything."""
+        first job), both waited for before the group launches anything. ``controller``: the
+        head's instance, which the launch template waits for (a Slurm upgrade replaces the
+        head before any pool's instance refresh starts: slurmstack.stack.head_node.head_ami)."""
         name = pool_name(plan, pool)
         super().__init__("slurmstack:stack:WorkerPool", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        pool_tags = tags(plan, Role.POOL, name, **{POOL_TAG: pool.name})
+        pool_tags = tags(
+            plan,
+            Role.POOL,
+            name,
+            **{POOL_TAG: pool.name, SLURM_VERSION_TAG: pool_slurm_version(plan, pool)},
+        )
 
         self.placement_group = None
         placement = None
@@ -275,7 +288,7 @@ class WorkerPool(pulumi.ComponentResource):
             ],
             update_default_version=True,
             tags=pool_tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(controller)),
         )
 
         # The template's own latest version: a template change shows as a group change in
