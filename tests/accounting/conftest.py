@@ -61,7 +61,7 @@ from slurm.conftest import (
     wait_for,
     write_config,
 )
-from slurm.slurm_root import localize, slurm_root
+from slurm.slurm_root import localize, root_has_database, slurm_root
 from slurmstack import contract
 from slurmstack.node import accounting_db, associations
 from slurmstack.node.context import Context
@@ -76,8 +76,9 @@ from slurmstack.render import (
 from slurmstack.validate import validate_object
 
 REGION = "us-east-1"
-# The host's MariaDB (slurmdbd reaches it by its socket); Slurm's commands, slurmdbd included,
-# come from the Slurm under test (tests/slurm/slurm_root.py: a root with Debian's 26.05 in CI).
+# MariaDB: the root's when it has one (.ci/slurm-chroot forky), else the host's; slurmdbd reaches
+# it by its socket. Slurm's commands, slurmdbd included, come from the Slurm under test
+# (tests/slurm/slurm_root.py: a root with Debian's 26.05 in CI).
 ACCOUNTING_BINARIES = ("mariadbd", "mariadb-install-db", "mariadb")
 SLURM_ACCOUNTING_BINARIES = ("slurmdbd", "sacct", "sacctmgr")
 POOL = "dev"  # g6e.12xlarge: 4 L40S, 48 vCPUs, shared (not exclusive) nodes
@@ -88,7 +89,10 @@ BUFFER_POOL = "128M"
 
 def require_accounting_binaries() -> None:
     require_binaries()
-    missing = [b for b in ACCOUNTING_BINARIES if shutil.which(b) is None]
+    root = slurm_root()
+    missing = [] if root_has_database() else [b for b in ACCOUNTING_BINARIES if not shutil.which(b)]
+    if root is not None and not root_has_database() and os.environ.get("CI", "") == "true":
+        pytest.fail(f"{root} lacks MariaDB's server: build it with .ci/slurm-chroot forky")
     if slurm_root() is None:
         missing += [b for b in SLURM_ACCOUNTING_BINARIES if shutil.which(b) is None]
     if missing:
@@ -189,7 +193,10 @@ class AccountingHead:
     def start_mariadb(self) -> None:
         self.mysql_socket.unlink(missing_ok=True)  # left by a killed server, never by a clean one
         cnf = self.node_path(contract.MARIADB_CONF_PATH)
-        self.spawn("mariadb", ["mariadbd", f"--defaults-file={cnf}"], dict(os.environ))
+        # The root's server when it has one (its own client library speaks to it), else the
+        # host's.
+        env = self.cluster.env() if root_has_database() else dict(os.environ)
+        self.spawn("mariadb", ["mariadbd", f"--defaults-file={cnf}"], env)
 
     def start_slurmdbd(self) -> None:
         # slurmdbd reads slurmdbd.conf beside the slurm.conf that SLURM_CONF names.

@@ -30,6 +30,9 @@ BIND_ENV = "SLURMSTACK_SLURM_BIND"
 # The commands the tests and the node agent start. Each must exist in the root.
 COMMANDS = ("munged", "slurmctld", "slurmd", "scontrol", "srun", "sinfo", "squeue", "sbatch",
             "slurmdbd", "sacct", "sacctmgr")  # fmt: skip
+# The accounting tests' database, wrapped too where the root has it (Debian 14's root: its
+# MariaDB client library, which its slurmdbd links, refuses the host's older server).
+DATABASE_COMMANDS = ("mariadbd", "mariadb-install-db", "mariadb")
 # Host directories every wrapped command sees at the same path inside the root.
 SHARED_DIRS = ("/proc", "/sys", "/dev", "/run", "/tmp")
 # Inside the root, commands find only the root's own programs (never a wrapper again).
@@ -102,7 +105,7 @@ def wrapper_dir(root: Path) -> Path:
         hosts.touch()
     directory = Path(tempfile.mkdtemp(prefix="slurmstack-slurm-root-"))
     atexit.register(shutil.rmtree, directory, True)
-    for name in COMMANDS:
+    for name in (*COMMANDS, *DATABASE_COMMANDS):
         program = _program(root, name)
         if program is None:
             continue
@@ -141,3 +144,10 @@ def localize(cmd: list[str]) -> list[str]:
         return cmd
     programs = {f"{d}/{name}" for d in ("/usr/sbin", "/usr/bin") for name in COMMANDS}
     return [Path(arg).name if arg in programs else arg for arg in cmd]
+
+
+def root_has_database(root: Path | None = None) -> bool:
+    """Whether the root under test holds MariaDB's server and client (then the accounting
+    tests run those, else the host's)."""
+    root = root or slurm_root()
+    return root is not None and all(_program(root, n) for n in DATABASE_COMMANDS)

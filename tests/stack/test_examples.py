@@ -137,8 +137,9 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
     accounting = spec.slurm.accounting
     if accounting.enabled and accounting.database.type.value != "external":
         c.update({T_PASSWORD: 1, T_SECRET: 1, T_SECRET_VERSION: 1})
-    # head address, state volume id, bucket name, config manifest, (Lustre 2), (EFS 1)
-    params = 4
+    # head address, state volume id, bucket name, config manifest, the head's AMI for its Slurm
+    # release, (Lustre 2), (EFS 1)
+    params = 5
     if plan.lustre is not None:
         c[T_LUSTRE] = 1
         params += 2
