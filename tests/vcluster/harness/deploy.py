@@ -162,7 +162,9 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
     parameters = {}
     for param in run.of_type(PARAMETER):
         name = param.inputs["name"]
-        value = live_values.get(param.inputs["value"], param.inputs["value"])
+        # insecureValue: the head's AMI parameter (an AMI id is no secret).
+        raw = param.inputs["value"] if "value" in param.inputs else param.inputs["insecureValue"]
+        value = live_values.get(raw, raw)
         if name.endswith(MANIFEST_SUFFIX):
             value = manifest_key  # the manifest as published here (STORE_PATCHES)
         ssm.put_parameter(Name=name, Value=value, Type=param.inputs["type"], Overwrite=True)
