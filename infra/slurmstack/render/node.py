@@ -35,7 +35,7 @@ from slurmstack.contract import (
 from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.render.templates import PACKAGE_DIR, render_template
 
-# The node agent's tree on a node: this package's __init__, the contract and slurmstack/node
+# The node agent's tree on a node: this package's __init__, the contract package and slurmstack/node
 # and its subpackages (all but the bootstrap), below AGENT_LIB_DIR as the package has them.
 AGENT_DIR = f"{AGENT_LIB_DIR}/{AGENT_PACKAGE}"
 NODE_DIR = PACKAGE_DIR / "node"
@@ -119,7 +119,7 @@ def agent_modules() -> tuple[Path, ...]:
     """The node agent's modules, as the nodes receive them: the package's __init__, the
     contract, and every module of slurmstack/node and its subpackages but the bootstrap,
     which travels in the cloud-init document and installs them."""
-    tree = [PACKAGE_DIR / "__init__.py", PACKAGE_DIR / "contract.py"]
+    tree = [PACKAGE_DIR / "__init__.py", *(PACKAGE_DIR / "contract").glob("*.py")]
     tree += [p for p in NODE_DIR.rglob("*.py") if p != BOOTSTRAP_SOURCE]
     return tuple(sorted(tree))
 

@@ -67,7 +67,7 @@ def test_bootstrap_installs_the_agent_from_the_store(aws, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    "path", [AGENT_PATH, f"{AGENT_DIR}/node/context.py", f"{AGENT_DIR}/contract.py"]
+    "path", [AGENT_PATH, f"{AGENT_DIR}/node/context.py", f"{AGENT_DIR}/contract/__init__.py"]
 )
 def test_bootstrap_refuses_a_tampered_agent(aws, tmp_path: Path, path: str) -> None:
     publish_config(aws, "train")

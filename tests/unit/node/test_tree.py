@@ -55,8 +55,9 @@ def test_agent_modules_stay_small() -> None:
 
 def _tree_on_disk(package: Path) -> set[str]:
     """Every module the agent's tree holds, found independently of render: the package's
-    __init__, the contract, every .py below node/ (subpackages too) but the bootstrap."""
-    found = {"__init__.py", "contract.py"}
+    __init__, the contract's modules, every .py below node/ (subpackages too) but the bootstrap."""
+    found = {"__init__.py"}
+    found |= {f"contract/{p.name}" for p in (package / "contract").glob("*.py")}
     found |= {
         p.relative_to(package).as_posix()
         for p in (package / "node").rglob("*.py")
@@ -85,7 +86,7 @@ def test_a_subpackage_of_the_agent_ships_too(tmp_path: Path, monkeypatch) -> Non
     package = tmp_path / "slurmstack"
     shutil.copytree(PACKAGE_DIR / "node", package / "node")
     shutil.copy(PACKAGE_DIR / "__init__.py", package)
-    shutil.copy(PACKAGE_DIR / "contract.py", package)
+    shutil.copytree(PACKAGE_DIR / "contract", package / "contract")
     (package / "node" / "later").mkdir()
     (package / "node" / "later" / "__init__.py").write_text('"""a later concern"""\n')
     (package / "node" / "later" / "decide.py").write_text("RULES = ()\n")

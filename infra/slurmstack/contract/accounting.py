@@ -1,0 +1,146 @@
+"""accounting.json: what the head's agent knows about accounting, written by render."""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .aws import SLURMDBD_PORT
+from .node_config import GENERATED_BY
+
+# --- accounting.json ----------------------------------------------------------------------
+
+
+# Slurm's own objects: the root of every cluster's association tree, and the QoS slurmdbd
+# creates. slurmstack never creates, changes or removes them.
+ROOT_ACCOUNT = "root"
+DEFAULT_QOS = "normal"
+
+
+class DatabaseType(enum.StrEnum):
+    """Where slurmdbd keeps its records (slurm.accounting.database.type)."""
+
+    LOCAL = "local"  # MariaDB on the head node, its data on the state volume
+    EXTERNAL = "external"  # a MySQL-compatible server the user runs
+    RDS = "rds"  # an RDS for MariaDB instance the stack creates
+
+
+@dataclass(frozen=True)
+class AccountingDatabase:
+    type: DatabaseType
+    host: str | None  # None: the ACCOUNTING_DB_HOST parameter, at boot (rds)
+    port: int
+    name: str
+    user: str
+    password_secret: str  # Secrets Manager name or ARN
+
+    @property
+    def local(self) -> bool:
+        return self.type is DatabaseType.LOCAL
+
+
+@dataclass(frozen=True)
+class AccountingQos:
+    name: str
+    description: str
+    priority: int
+    max_wall_minutes: int | None
+    max_jobs_per_user: int | None
+    max_tres_per_user: dict[str, int]  # TRES name -> limit (mem in MiB)
+    max_tres_per_job: dict[str, int]
+    grp_tres: dict[str, int]
+
+
+@dataclass(frozen=True)
+class AccountingAccount:
+    """An account as sacctmgr shows its association: qos and default_qos are the effective ones
+    (an account without its own has its parent's)."""
+
+    name: str
+    description: str
+    parent: str
+    fairshare: int
+    qos: tuple[str, ...]
+    default_qos: str | None
+    grp_tres: dict[str, int]
+
+
+@dataclass(frozen=True)
+class AccountingUser:
+    name: str
+    default_account: str
+    accounts: tuple[str, ...]  # the default first
+
+
+@dataclass(frozen=True)
+class PoolPrice:
+    """What the usage report charges for a pool's nodes."""
+
+    name: str
+    instance_type: str
+    usd_per_hour: float | None  # None: no price known (left out of costs, and said so)
+    price_source: str
+    gpus: int  # accelerators per node
+    cpus: int  # per node
+
+
+@dataclass(frozen=True)
+class AccountingConfig:
+    """What the head node's agent knows about accounting (ACCOUNTING_CONFIG_PATH), written by
+    render for every head, so the agent also learns that accounting is off. Accounts come
+    parents first (sacctmgr adds a child under an existing parent)."""
+
+    cluster: str
+    enabled: bool
+    slurmdbd_port: int = SLURMDBD_PORT
+    database: AccountingDatabase | None = None
+    qos: tuple[AccountingQos, ...] = ()
+    accounts: tuple[AccountingAccount, ...] = ()
+    users: tuple[AccountingUser, ...] = ()
+    pools: tuple[PoolPrice, ...] = ()
+
+
+def accounting_config_json(config: AccountingConfig) -> str:
+    """accounting.json as render writes it (sorted keys, two-space indent)."""
+    data: dict[str, Any] = {
+        "generated_by": GENERATED_BY,
+        "cluster": config.cluster,
+        "enabled": config.enabled,
+    }
+    if config.enabled:
+        database = None if config.database is None else vars(config.database).copy()
+        data.update(
+            slurmdbd_port=config.slurmdbd_port,
+            database=database,
+            qos=[vars(q) for q in config.qos],
+            accounts=[{**vars(a), "qos": list(a.qos)} for a in config.accounts],
+            users=[{**vars(u), "accounts": list(u.accounts)} for u in config.users],
+            pools=[vars(p) for p in config.pools],
+        )
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def read_accounting_config(text: str) -> AccountingConfig:
+    """The AccountingConfig of an accounting.json (ValueError or KeyError for a malformed one)."""
+    data = json.loads(text)
+    if not data["enabled"]:
+        return AccountingConfig(cluster=str(data["cluster"]), enabled=False)
+    db = data.get("database")
+    return AccountingConfig(
+        cluster=str(data["cluster"]),
+        enabled=True,
+        slurmdbd_port=int(data["slurmdbd_port"]),
+        database=None
+        if db is None
+        else AccountingDatabase(**{**db, "type": DatabaseType(db["type"])}),
+        qos=tuple(AccountingQos(**q) for q in data["qos"]),
+        accounts=tuple(
+            AccountingAccount(**{**a, "qos": tuple(a["qos"])}) for a in data["accounts"]
+        ),
+        users=tuple(
+            AccountingUser(**{**u, "accounts": tuple(u["accounts"])}) for u in data["users"]
+        ),
+        pools=tuple(PoolPrice(**p) for p in data["pools"]),
+    )
