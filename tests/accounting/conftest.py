@@ -58,16 +58,11 @@ from slurm.conftest import (
 )
 from slurm.slurm_root import localize
 from slurmstack import contract
+from slurmstack.contract import STATE_VOLUME_MOUNT, TASK_PROLOG_PATH
 from slurmstack.node import accounting_db, associations
 from slurmstack.node.context import Context
-from slurmstack.plan import STATE_VOLUME_MOUNT, ClusterPlan, build_plan
-from slurmstack.render import (
-    SLURMD_UNIT_PATH,
-    TASK_PROLOG_PATH,
-    head_files,
-    pool_files,
-    user_data,
-)
+from slurmstack.plan import ClusterPlan, build_plan
+from slurmstack.render import SLURMD_UNIT_PATH, head_files, pool_files, user_data
 from slurmstack.validate import validate_object
 
 REGION = "us-east-1"

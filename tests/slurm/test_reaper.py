@@ -19,15 +19,10 @@ from helpers_examples import example_plan
 from slurm.conftest import Cluster, wait_for, write_config
 from slurm.test_dynamic_node import node_fields, slurmd_command
 from slurmstack import contract
+from slurmstack.contract import NODE_CONFIG_PATH, TASK_PROLOG_PATH
 from slurmstack.node import cli, reaper, slurm_records
 from slurmstack.node.context import Context
-from slurmstack.render import (
-    NODE_CONFIG_PATH,
-    SLURMD_UNIT_PATH,
-    TASK_PROLOG_PATH,
-    head_files,
-    pool_files,
-)
+from slurmstack.render import SLURMD_UNIT_PATH, head_files, pool_files
 
 pytestmark = pytest.mark.slurm
 

@@ -14,8 +14,8 @@ from helpers_examples import EXAMPLE_IDS, REPO, example_plan
 from slurmstack import accounting as rules
 from slurmstack import contract as c
 from slurmstack.checks.slurm import is_accounting_key
+from slurmstack.contract import HEAD_ROLE
 from slurmstack.plan import (
-    HEAD_ROLE,
     accounting_plan,
     buffer_pool_mib,
     build_plan,

@@ -3,8 +3,10 @@ written, its name scheme, and the first-boot script's copy of it."""
 
 from __future__ import annotations
 
+import ast
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +76,40 @@ def test_the_first_boot_script_carries_its_own_copy_of_the_contract(monkeypatch)
         env.role,
         env.manifest_parameter,
     )
+
+
+def _defined_names(module: Path) -> list[str]:
+    """The public names a contract module defines at its top level."""
+    names = []
+    for node in ast.parse(module.read_text()).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.append(node.name)
+        elif isinstance(node, ast.Assign):
+            names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+    return [n for n in names if not n.startswith("_")]
+
+
+def test_the_contract_has_one_door_and_every_name_passes_through_it() -> None:
+    """Each module's ``__all__`` is exactly what it defines, no name is defined twice, the door's
+    ``__all__`` is their union, sorted, and the package's namespace holds nothing public besides
+    (httpx's test)."""
+    defined: list[str] = []
+    for module in sorted(Path(contract.__file__).parent.glob("*.py")):
+        if module.name == "__init__.py":
+            continue
+        names = _defined_names(module)
+        assert sorted(vars(contract)[module.stem].__all__) == sorted(names), module.name
+        defined += names
+    assert len(defined) == len(set(defined)), "a name is defined in two contract modules"
+    assert contract.__all__ == sorted(defined)
+    public = {
+        name
+        for name, value in vars(contract).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert public == set(contract.__all__)
+
+
+def test_every_contract_module_is_small() -> None:
+    for module in Path(contract.__file__).parent.glob("*.py"):
+        assert len(module.read_text().splitlines()) < 300, module.name

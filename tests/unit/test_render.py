@@ -11,8 +11,7 @@ from jinja2 import UndefinedError
 
 from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack import render
-from slurmstack.contract import matches_key, read_bundle
-from slurmstack.imds_firewall import IMDS_IPV4
+from slurmstack.contract import IMDS_IPV4, NODE_CONFIG_PATH, matches_key, read_bundle
 from slurmstack.plan import build_plan
 from slurmstack.render import (
     AGENT_DIR,
@@ -188,18 +187,18 @@ def test_lnet_efa_unit_only_for_pools_over_efa() -> None:
     train = render.role_files(plan, "train")
     assert "8 EFA interfaces" in train[unit]
     assert "ExecStart=/usr/local/bin/slurmstack-node lnet-efa" in train[unit]
-    assert json.loads(train[render.NODE_CONFIG_PATH])["lustre_efa_interfaces"] == 8
+    assert json.loads(train[NODE_CONFIG_PATH])["lustre_efa_interfaces"] == 8
     assert "1 EFA interface," in render.role_files(plan, "dev")[unit]
     # The head node mounts Lustre over TCP: no LNet unit, no EFA interfaces in its config.
     head = render.role_files(plan, "head")
     assert unit not in head
-    assert "lustre_efa_interfaces" not in json.loads(head[render.NODE_CONFIG_PATH])
+    assert "lustre_efa_interfaces" not in json.loads(head[NODE_CONFIG_PATH])
     for example in ("p4d-odcr", "trainium", "cpu-hpc"):
         other = example_plan(example)
         for pool in other.pools:
             files = render.role_files(other, pool.name)
             assert unit not in files
-            assert json.loads(files[render.NODE_CONFIG_PATH])["lustre_efa_interfaces"] == 0
+            assert json.loads(files[NODE_CONFIG_PATH])["lustre_efa_interfaces"] == 0
 
 
 @pytest.mark.parametrize("example", EXAMPLE_IDS)
@@ -220,7 +219,7 @@ def test_head_node_carries_the_controller(example: str) -> None:
     manifest = config_store(plan).manifest
     assert {render.CONTROLLER_SERVICE_PATH, render.CONTROLLER_TIMER_PATH} <= set(manifest["head"])
     assert "slurmstack-controller" not in user_data(plan, "head")
-    config = read_node_config(head[render.NODE_CONFIG_PATH])
+    config = read_node_config(head[NODE_CONFIG_PATH])
     assert [(p.name, p.node_name_prefix, p.feature, p.group) for p in config.pools] == [
         (p.name, f"{p.name}-", p.feature, f"{plan.name}-pool-{p.name}") for p in plan.pools
     ]
@@ -229,4 +228,4 @@ def test_head_node_carries_the_controller(example: str) -> None:
     for pool in plan.pools:
         files = render.role_files(plan, pool.name)
         assert render.CONTROLLER_SERVICE_PATH not in files
-        assert "pools" not in json.loads(files[render.NODE_CONFIG_PATH])
+        assert "pools" not in json.loads(files[NODE_CONFIG_PATH])

@@ -9,6 +9,15 @@ from typing import Any
 
 from .node_config import GENERATED_BY
 
+__all__ = [
+    "Acceptance",
+    "AllReduceThreshold",
+    "Collective",
+    "PoolAcceptance",
+    "acceptance_json",
+    "read_acceptance",
+]
+
 
 class Collective(enum.StrEnum):
     """How acceptance tests a pool's fabric."""

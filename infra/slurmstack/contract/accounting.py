@@ -10,6 +10,20 @@ from typing import Any
 from .aws import SLURMDBD_PORT
 from .node_config import GENERATED_BY
 
+__all__ = [
+    "DEFAULT_QOS",
+    "ROOT_ACCOUNT",
+    "AccountingAccount",
+    "AccountingConfig",
+    "AccountingDatabase",
+    "AccountingQos",
+    "AccountingUser",
+    "DatabaseType",
+    "PoolPrice",
+    "accounting_config_json",
+    "read_accounting_config",
+]
+
 # --- accounting.json ----------------------------------------------------------------------
 
 

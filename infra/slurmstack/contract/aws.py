@@ -3,6 +3,17 @@ ARNs."""
 
 from __future__ import annotations
 
+__all__ = [
+    "IMDS_IPV4",
+    "IMDS_IPV6",
+    "SLURMCTLD_PORT",
+    "SLURMDBD_PORT",
+    "SLURMD_PORT",
+    "SRUN_PORT_RANGE",
+    "instance_arn",
+    "partition",
+]
+
 # --- network ---------------------------------------------------------------------------
 
 # Slurm's ports: slurm.conf uses them and the stack's security groups open exactly these.

@@ -7,6 +7,25 @@ import enum
 
 from .paths import AGENT_PATH, SLURMD_UNIT, STATE_SAVE_LOCATION, dropin_path
 
+__all__ = [
+    "CONTROLLER_INTERVAL_SECONDS",
+    "LAUNCH_RETRY_MAX_SECONDS",
+    "LAUNCH_RETRY_SECONDS",
+    "POWER_ENV_PATH",
+    "POWER_LOG_PATH",
+    "POWER_PROGRAMS",
+    "POWER_STATE_PATH",
+    "POWER_SWEEP_INTERVAL_SECONDS",
+    "REAPER_GRACE_SECONDS",
+    "RESUME_FAIL_PROGRAM",
+    "RESUME_PROGRAM",
+    "SLURMD_ELASTIC_DROPIN_PATH",
+    "SLURMD_ELASTIC_DROPIN_SOURCE",
+    "SUSPEND_PROGRAM",
+    "Command",
+    "agent_command",
+]
+
 # --- the agent's subcommands, as units, cloud-init and SSM documents call them -------------
 
 

@@ -5,6 +5,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+__all__ = [
+    "ENV_PREFIX",
+    "BootstrapEnv",
+    "NodeEnv",
+    "bootstrap_env_text",
+    "env_key",
+    "env_ref",
+    "parse_env",
+    "read_bootstrap_env",
+    "read_node_env",
+]
+
 # --- bootstrap.env ----------------------------------------------------------------------
 
 ENV_PREFIX = "SLURMSTACK_"

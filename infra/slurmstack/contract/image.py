@@ -6,6 +6,26 @@ import enum
 
 from .node_config import MountKind
 
+__all__ = [
+    "ACCOUNTING_COMMANDS",
+    "COMMAND_DIRS",
+    "IMAGE_ACCOUNTING_ITEMS",
+    "IMAGE_BASE_ITEMS",
+    "IMAGE_BUNDLE_DIR",
+    "IMAGE_HEAD_ITEMS",
+    "IMAGE_LOCAL_DATABASE_ITEMS",
+    "IMAGE_MANIFEST_PATH",
+    "IMAGE_MOUNT_ITEMS",
+    "IMAGE_PREFIX",
+    "IMAGE_SCRATCH_ITEMS",
+    "IMAGE_WORKER_ITEMS",
+    "LOCAL_DATABASE_COMMANDS",
+    "MOUNT_HELPERS",
+    "PYXIS_PLUGIN",
+    "ImageItem",
+    "image_item",
+]
+
 # --- the node image ----------------------------------------------------------------------
 
 

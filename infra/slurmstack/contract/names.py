@@ -6,6 +6,40 @@ from __future__ import annotations
 import enum
 import ipaddress
 
+__all__ = [
+    "CLUSTER_TAG",
+    "DRAIN_HOOK_HEARTBEAT_SECONDS",
+    "DRAIN_HOOK_NAME",
+    "ELASTIC_MARK",
+    "ELASTIC_TAG",
+    "HEAD_ROLE",
+    "IMAGE_TAG",
+    "NODE_INDEX_MAX",
+    "NODE_NAME_TAG",
+    "POOL_ROLE",
+    "POOL_TAG",
+    "ROLE_TAG",
+    "SLURM_USER",
+    "TAG_PREFIX",
+    "DeployParameter",
+    "accounting_password_secret_name",
+    "elastic_index",
+    "elastic_node_name",
+    "elastic_node_names",
+    "elastic_node_prefix",
+    "head_host",
+    "is_node_name_of",
+    "munge_secret_name",
+    "node_name",
+    "node_name_pattern",
+    "node_name_prefix",
+    "parameter_name",
+    "parameter_prefix",
+    "pool_group_name",
+    "pool_resource_name",
+    "resource_tags",
+]
+
 # --- roles, names ----------------------------------------------------------------------
 
 # The head node's role: in bootstrap.env and node.json, the config store's manifest and the

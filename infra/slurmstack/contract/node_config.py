@@ -11,6 +11,21 @@ from .commands import LAUNCH_RETRY_MAX_SECONDS, LAUNCH_RETRY_SECONDS
 from .names import HEAD_ROLE
 from .repair import RepairPolicy, read_repair_policy, repair_policy_data
 
+__all__ = [
+    "GENERATED_BY",
+    "ElasticPool",
+    "Health",
+    "LaunchRetry",
+    "Mount",
+    "MountKind",
+    "NodeConfig",
+    "PoolRef",
+    "Scratch",
+    "StateVolume",
+    "node_config_json",
+    "read_node_config",
+]
+
 # --- node.json ---------------------------------------------------------------------------
 
 

@@ -5,6 +5,19 @@ from __future__ import annotations
 import enum
 import re
 
+__all__ = [
+    "DRAIN_REASON_PREFIX",
+    "OPERATOR_ACTION",
+    "OPERATOR_CAUSE_PREFIX",
+    "REASON_PREFIX",
+    "SLURM_CAUSE_PREFIX",
+    "Check",
+    "cause_of",
+    "drain_reason",
+    "parse_reason",
+    "reason",
+]
+
 # --- day 2: health checks, repair, logs ---------------------------------------------------
 
 # Every reason slurmstack gives a node has one form, `slurmstack:<check>: <detail>`: the node's

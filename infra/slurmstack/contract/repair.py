@@ -6,6 +6,8 @@ import enum
 from dataclasses import dataclass, fields
 from typing import Any
 
+__all__ = ["Remedy", "RepairPolicy", "RepairRule", "read_repair_policy", "repair_policy_data"]
+
 
 class Remedy(enum.StrEnum):
     """What the controller does about a cause (slurmstack.plan.health holds the table)."""

@@ -16,6 +16,22 @@ from .paths import (
     SLURMD_LOG_PATH,
 )
 
+__all__ = [
+    "CONFIG_PREFIX",
+    "LOGS_PREFIX",
+    "LOGS_SHIPPED_MARKER",
+    "SHIPPED_LOGS",
+    "Manifest",
+    "bundle_text",
+    "is_agent_file",
+    "log_prefix",
+    "manifest_json",
+    "matches_key",
+    "read_bundle",
+    "read_manifest",
+    "store_key",
+]
+
 # --- the config store ------------------------------------------------------------------
 
 # Objects keyed by their content's sha256 under this prefix; the instance roles may read, and

@@ -15,19 +15,6 @@ missing, which the checks report first).
 The names below are the plan's public surface (``from slurmstack.plan import ...``).
 """
 
-from slurmstack.contract import (
-    CONTROLLER_INTERVAL_SECONDS,
-    HEAD_ROLE,
-    NODE_INDEX_MAX,
-    REAPER_GRACE_SECONDS,
-    SLURMCTLD_PORT,
-    SLURMD_PORT,
-    SRUN_PORT_RANGE,
-    STATE_SAVE_LOCATION,
-    STATE_VOLUME_MOUNT,
-    DeployParameter,
-    MountKind,
-)
 from slurmstack.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
 from slurmstack.plan.accounting import (
     ENFORCE,
@@ -80,9 +67,7 @@ from slurmstack.plan.storage import LustrePlan, MountPlan
 from slurmstack.subnets import carve as subnets
 
 __all__ = [
-    "CONTROLLER_INTERVAL_SECONDS",
     "ENFORCE",
-    "HEAD_ROLE",
     "INNODB_BUFFER_POOL_MAX_MIB",
     "INNODB_BUFFER_POOL_MIN_MIB",
     "INNODB_LOCK_WAIT_TIMEOUT",
@@ -92,22 +77,14 @@ __all__ = [
     "MAX_NODE_COUNT_STEP",
     "MEMORY_HEADROOM_FRACTION",
     "MEMORY_HEADROOM_MIN_MIB",
-    "NODE_INDEX_MAX",
     "RDS_ENGINE_VERSION",
     "RDS_PARAMETER_FAMILY",
-    "REAPER_GRACE_SECONDS",
     "RESERVED_CAPACITY",
     "RESUME_TIMEOUT_SECONDS",
-    "SLURMCTLD_PORT",
-    "SLURMD_PORT",
-    "SRUN_PORT_RANGE",
-    "STATE_SAVE_LOCATION",
-    "STATE_VOLUME_MOUNT",
     "SUSPEND_TIMEOUT_SECONDS",
     "AccountingPlan",
     "ClusterPlan",
     "DatabasePlan",
-    "DeployParameter",
     "GpuPlan",
     "HeadPlan",
     "HealthPlan",
@@ -115,7 +92,6 @@ __all__ = [
     "ImagePlan",
     "InterfaceType",
     "LustrePlan",
-    "MountKind",
     "MountPlan",
     "NetworkInterfacePlan",
     "PlanError",

@@ -134,7 +134,7 @@ def inline_contract(source: str) -> str:
             n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
         }
         for used in sorted(loads):
-            if used in stdlib or used in definitions_of or used in vars(contract):
+            if used in stdlib or used in definitions_of or used in contract.__all__:
                 include(used)
         definitions.append(_without_docstrings(node))
 

@@ -46,9 +46,10 @@ from slurmstack.contract import (
     POOL_TAG,
     ROLE_TAG,
     log_prefix,
+    partition,
 )
 from slurmstack.plan import ClusterPlan, PoolPlan, accounting_plan
-from slurmstack.stack.common import Role, partition, resource_name, ssm_parameter_arn
+from slurmstack.stack.common import Role, resource_name, ssm_parameter_arn
 
 VERSION = "2012-10-17"
 

@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 from helpers_examples import example_plan
+from slurmstack.contract import DeployParameter
 from slurmstack.node import config_sync, scratch
 from slurmstack.node.context import Context
-from slurmstack.plan import DeployParameter
 from slurmstack.render import config_store
 
 REGION = "us-east-1"

@@ -20,18 +20,16 @@ from node.support import (
     publish_config,
     tamper,
 )
-from slurmstack.contract import HEALTH_CHECK_PROGRAM, PYXIS_PLUGIN, ImageItem
-from slurmstack.node import bootstrap
-from slurmstack.plan import role_image_contract
-from slurmstack.render import (
-    AGENT_DIR,
+from slurmstack.contract import (
     AGENT_LIB_DIR,
     AGENT_PATH,
-    PACKAGE_DIR,
-    agent_modules,
-    role_files,
-    roles,
+    HEALTH_CHECK_PROGRAM,
+    PYXIS_PLUGIN,
+    ImageItem,
 )
+from slurmstack.node import bootstrap
+from slurmstack.plan import role_image_contract
+from slurmstack.render import AGENT_DIR, PACKAGE_DIR, agent_modules, role_files, roles
 
 
 def health_status(session, instance: str) -> str:

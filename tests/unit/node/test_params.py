@@ -10,9 +10,9 @@ import pytest
 from helpers_examples import example_plan
 from node.support import PLAN, NoAws, Runner, make_node, publish_config, scratch_node
 from slurmstack import contract
+from slurmstack.contract import DeployParameter
 from slurmstack.node import cli, config_sync, mounts, params
 from slurmstack.node.context import AgentError, Context
-from slurmstack.plan import DeployParameter
 from slurmstack.render import SLURMD_UNIT_PATH, pool_files
 
 

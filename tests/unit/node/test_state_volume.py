@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from node.support import PLAN, Runner, fake_disks, make_node, publish_config
+from slurmstack.contract import DeployParameter
 from slurmstack.node import config_sync, state_volume
 from slurmstack.node.context import AgentError
-from slurmstack.plan import DeployParameter
 
 
 def test_state_volume_found_by_volume_id(aws, tmp_path: Path) -> None:
