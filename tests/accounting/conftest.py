@@ -59,7 +59,7 @@ from slurm.conftest import (
 from slurm.slurm_root import localize
 from slurmstack import contract
 from slurmstack.contract import STATE_VOLUME_MOUNT, TASK_PROLOG_PATH
-from slurmstack.node import accounting_db, associations
+from slurmstack.node.accounting import apply, database
 from slurmstack.node.context import Context
 from slurmstack.plan import ClusterPlan, build_plan
 from slurmstack.render import SLURMD_UNIT_PATH, head_files, pool_files, user_data
@@ -273,9 +273,9 @@ class AccountingHead:
         cloud-init document; returns both agent steps' results."""
         self.install(plan)
         self.cluster.start_munged()
-        db = accounting_db.accounting_db(self.agent(), timeout=90, poll=0.5)
+        db = database.accounting_db(self.agent(), timeout=90, poll=0.5)
         self.cluster.start_slurmctld()
-        applied = associations.accounting_apply(self.agent())
+        applied = apply.accounting_apply(self.agent())
         assert applied["failed"] == {}, applied
         return {"db": db, "apply": applied}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from helpers_examples import example_plan
 from slurmstack.contract import DeployParameter
-from slurmstack.node import config_sync, scratch
+from slurmstack.node.boot import config_sync, scratch
 from slurmstack.node.context import Context
 from slurmstack.render import config_store
 

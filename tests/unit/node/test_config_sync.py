@@ -11,7 +11,7 @@ import pytest
 
 from node.support import BUCKET, PLAN, Runner, make_node, publish_config, tamper
 from slurmstack.contract import DeployParameter, Manifest, manifest_json, read_bundle, read_manifest
-from slurmstack.node import config_sync
+from slurmstack.node.boot import config_sync
 from slurmstack.node.context import AgentError
 from slurmstack.render import config_store, role_files
 

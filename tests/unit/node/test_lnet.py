@@ -15,7 +15,8 @@ from node.support import (
     fake_efa_devices,
     lnet_node,
 )
-from slurmstack.node import cli, lnet
+from slurmstack.node import cli
+from slurmstack.node.boot import lnet
 from slurmstack.node.context import AgentError, Context
 
 

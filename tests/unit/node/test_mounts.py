@@ -17,7 +17,7 @@ from node.support import (
     make_node,
     scratch_node,
 )
-from slurmstack.node import lnet, mounts
+from slurmstack.node.boot import lnet, mounts
 from slurmstack.node.context import AgentError
 from slurmstack.render import role_files
 

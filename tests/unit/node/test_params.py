@@ -11,7 +11,8 @@ from helpers_examples import example_plan
 from node.support import PLAN, NoAws, Runner, make_node, publish_config, scratch_node
 from slurmstack import contract
 from slurmstack.contract import DeployParameter
-from slurmstack.node import cli, config_sync, mounts, params
+from slurmstack.node import cli
+from slurmstack.node.boot import config_sync, mounts, params
 from slurmstack.node.context import AgentError, Context
 from slurmstack.render import SLURMD_UNIT_PATH, pool_files
 

@@ -11,7 +11,8 @@ import pytest
 
 from helpers_examples import example_plan
 from node.support import STORE, Runner, Unformatted, fake_disks, scratch_node
-from slurmstack.node import cli, scratch, state_volume
+from slurmstack.node import cli
+from slurmstack.node.boot import scratch, state_volume
 from slurmstack.node.context import AgentError
 from slurmstack.render import SLURMD_UNIT_PATH, mount_unit_name, pool_files
 

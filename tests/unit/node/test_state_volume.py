@@ -8,7 +8,7 @@ import pytest
 
 from node.support import PLAN, Runner, fake_disks, make_node, publish_config
 from slurmstack.contract import DeployParameter
-from slurmstack.node import config_sync, state_volume
+from slurmstack.node.boot import config_sync, state_volume
 from slurmstack.node.context import AgentError
 
 

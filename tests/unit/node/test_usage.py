@@ -17,9 +17,10 @@ from slurmstack.contract import (
     PoolPrice,
     accounting_config_json,
 )
-from slurmstack.node import cli, usage
+from slurmstack.node import cli
+from slurmstack.node.accounting import usage
+from slurmstack.node.accounting.usage import parse_sacct, parse_when, render_table, summarize
 from slurmstack.node.context import Context
-from slurmstack.node.usage import parse_sacct, parse_when, render_table, summarize
 
 # sacct -a -X -n -P --format=JobIDRaw,User,Account,Partition,Start,End,State,AllocTRES with
 # SLURM_TIME_FORMAT=standard, as Slurm 22.05 prints it (a pending job has Start=Unknown, a

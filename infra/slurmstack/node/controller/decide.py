@@ -42,17 +42,11 @@ from ...contract import (
     parse_reason,
     reason,
 )
-from ..reaper import REASON_SEPARATOR, SLURM_REASONS, reap_verdict
+from ..slurm import REASON_SEPARATOR, SLURM_REASONS, NodeRecord
 from .observe import CAPACITY_BLOCK, TERMINATING_WAIT, Instance, Member, Observed
+from .reap import reap_verdict
 from .state import ControllerState, Waiting
 
-# Flags of a node the power-saving programs (ResumeProgram/SuspendProgram) look after.
-POWER_SAVING = frozenset(
-    {"POWERED_DOWN", "POWERING_UP", "POWERING_DOWN", "POWER_DOWN", "POWER_UP", "FUTURE", "CLOUD"}
-)
-OUT_OF_SERVICE = frozenset({"DRAIN", "DOWN", "FAIL"})
-REBOOTING = frozenset({"REBOOT_REQUESTED", "REBOOT_ISSUED"})
-BUSY = frozenset({"ALLOCATED", "MIXED", "COMPLETING"})
 # What the controller appends to a reason it acts on: a later pass sees the action under way.
 REPLACING = "; replacing "
 HELD = "; held: "
@@ -100,18 +94,6 @@ def iso(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
-def flags(node: dict[str, str]) -> set[str]:
-    return set(node.get("State", "").split("+"))
-
-
-def base_state(node: dict[str, str]) -> str:
-    return node.get("State", "").split("+")[0]
-
-
-def busy(node: dict[str, str]) -> bool:
-    return bool(BUSY & flags(node)) or node.get("CPUAlloc", "0") not in ("", "0")
-
-
 def original(text: str) -> str:
     """A reason without what the controller appended to it."""
     for marker in (REPLACING, HELD, REBOOTING_NOTE):
@@ -119,10 +101,10 @@ def original(text: str) -> str:
     return text.strip()
 
 
-def cause_of_node(node: dict[str, str], users: frozenset[str]) -> str | None:
+def cause_of_node(node: NodeRecord, users: frozenset[str]) -> str | None:
     """The repair table's key for a node's reason: an operator's request, a slurmstack check,
     or Slurm's own reason (stamped by SlurmUser); None for any other text."""
-    text = node.get("Reason", "")
+    text = node.reason
     asked = OPERATOR_ACTION.search(text)
     if asked:
         return f"{OPERATOR_CAUSE_PREFIX}{asked[1]}"
@@ -130,7 +112,7 @@ def cause_of_node(node: dict[str, str], users: frozenset[str]) -> str | None:
         parsed = parse_reason(original(part))
         if parsed is not None:
             return cause_of(*parsed)
-    if node.get("ReasonUser") in users:
+    if node.reason_user in users:
         for part in text.split(REASON_SEPARATOR):
             if part.strip() in SLURM_REASONS:
                 return f"{SLURM_CAUSE_PREFIX}{part.strip()}"
@@ -177,10 +159,10 @@ def decide(
                 run.add(Action(Kind.SUSPEND, group=pool.group, pool=pool.name, why=why))
     handled: set[str] = set()
     for node in observed.nodes:
-        owner = pool_of(node["NodeName"], pools)
-        if owner is None or POWER_SAVING & flags(node):
+        owner = pool_of(node.name, pools)
+        if owner is None or node.power_saving:
             continue
-        instance = observed.instance_at(node.get("NodeAddr", "")) if observed.aws else None
+        instance = observed.instance_at(node.address) if observed.aws else None
         member = observed.member(instance.instance_id) if instance else None
         if instance is not None:
             handled.add(instance.instance_id)
@@ -199,19 +181,19 @@ def decide(
 
 def node_pass(
     run: Pass,
-    node: dict[str, str],
+    node: NodeRecord,
     pool: PoolRef,
     instance: Instance | None,
     member: Member | None,
 ) -> None:
-    name, observed = node["NodeName"], run.observed
+    name, observed = node.name, run.observed
     if observed.aws and instance is None:
         gone_pass(run, node, pool)
         return
     if member is not None and member.lifecycle_state == TERMINATING_WAIT:
         terminating_pass(run, node, pool, member)
         return
-    out = bool(OUT_OF_SERVICE & flags(node))
+    out = node.out_of_service
     end = observed.reservation_ends.get(pool.reservation_id)
     if pool.capacity_type == CAPACITY_BLOCK and end is not None and not out:
         terminate_from = end - CAPACITY_BLOCK_TERMINATION_LEAD
@@ -222,25 +204,25 @@ def node_pass(
             )
             run.add(Action(Kind.DRAIN, name, reason(Check.CAPACITY_BLOCK_END, detail)))
             return
-    if out and not REBOOTING & flags(node):
+    if out and not node.rebooting:
         repair_pass(run, node, pool, instance, member)
 
 
-def gone_pass(run: Pass, node: dict[str, str], pool: PoolRef) -> None:
+def gone_pass(run: Pass, node: NodeRecord, pool: PoolRef) -> None:
     """No live instance at the node's address: DOWN now, reaped after the grace period."""
-    name, observed = node["NodeName"], run.observed
+    name, observed = node.name, run.observed
     verdict = reap_verdict(
         node, run.pools, set(observed.slurm_users), run.now, float(REAPER_GRACE_SECONDS)
     )
     if verdict is None:
         run.add(Action(Kind.REAP, name, why="no live instance at its address; DOWN long enough"))
         return
-    old = node.get("Reason", "")
+    old = node.reason
     parsed = parse_reason(original(old))
     if parsed is not None and parsed[0] == Check.INSTANCE_GONE:
         return
-    detail = f"no live instance of the cluster at {node.get('NodeAddr', '?')}"
-    if base_state(node) != "DOWN":
+    detail = f"no live instance of the cluster at {node.address or '?'}"
+    if node.base != "DOWN":
         ours = (
             not old or parsed is not None or cause_of_node(node, observed.slurm_users) is not None
         )
@@ -251,26 +233,26 @@ def gone_pass(run: Pass, node: dict[str, str], pool: PoolRef) -> None:
         run.add(Action(Kind.DOWN, name, reason(Check.INSTANCE_GONE, f"{detail} (was: {old})")))
 
 
-def terminating_pass(run: Pass, node: dict[str, str] | None, pool: PoolRef, member: Member) -> None:
+def terminating_pass(run: Pass, node: NodeRecord | None, pool: PoolRef, member: Member) -> None:
     """The group is terminating the instance and its lifecycle hook holds it for us."""
     iid, policy = member.instance_id, run.policy
     waiting = run.state.terminating.get(iid) or Waiting(run.now)
-    working = node is not None and busy(node) and base_state(node) != "DOWN"
+    working = node is not None and node.busy and node.base != "DOWN"
     if not working and waiting.idle_since is None:
         waiting = replace(waiting, idle_since=run.now)
     run.state = replace(run.state, terminating={**run.state.terminating, iid: waiting})
     ids = {"instance": iid, "group": member.group, "pool": pool.name}
-    if node is not None and not OUT_OF_SERVICE & flags(node):
+    if node is not None and not node.out_of_service:
         detail = (
             f"{member.group} is terminating {iid}: draining; its jobs get up to "
             f"{policy.scale_in_wait_minutes} min"
         )
-        run.add(Action(Kind.DRAIN, node["NodeName"], reason(Check.SCALE_IN, detail), **ids))
+        run.add(Action(Kind.DRAIN, node.name, reason(Check.SCALE_IN, detail), **ids))
     waited = run.now - waiting.since
     if working and waited < policy.scale_in_wait_minutes * 60:
         run.add(Action(Kind.HEARTBEAT, why="its node still runs jobs", **ids))
         return
-    unreachable = node is None or "NOT_RESPONDING" in flags(node)
+    unreachable = node is None or "NOT_RESPONDING" in node.states
     logs_in = iid in run.observed.logs_shipped or unreachable
     idle_for = run.now - (waiting.idle_since if waiting.idle_since is not None else run.now)
     if not working and not logs_in and idle_for < policy.logs_wait_minutes * 60:
@@ -278,18 +260,18 @@ def terminating_pass(run: Pass, node: dict[str, str] | None, pool: PoolRef, memb
         return
     why = "its node has no job" if not working else f"jobs still ran after {waited / 60:.0f} min"
     why += "; logs in the bucket" if iid in run.observed.logs_shipped else "; no logs"
-    run.add(Action(Kind.COMPLETE, node=node["NodeName"] if node else "", why=why, **ids))
+    run.add(Action(Kind.COMPLETE, node=node.name if node else "", why=why, **ids))
 
 
 def repair_pass(
     run: Pass,
-    node: dict[str, str],
+    node: NodeRecord,
     pool: PoolRef,
     instance: Instance | None,
     member: Member | None,
 ) -> None:
     """An out-of-service node: its reason's cause, looked up in the policy."""
-    name, text = node["NodeName"], node.get("Reason", "")
+    name, text = node.name, node.reason
     if REPLACING in text or (member is not None and member.health_status != "Healthy"):
         return  # a replacement is under way
     cause = cause_of_node(node, run.observed.slurm_users)
@@ -311,8 +293,8 @@ def repair_pass(
     if (
         cause is not None
         and cause.startswith(OPERATOR_CAUSE_PREFIX)
-        and busy(node)
-        and base_state(node) != "DOWN"
+        and node.busy
+        and node.base != "DOWN"
     ):
         return  # an operator's replacement waits for the node's jobs
     replace_pass(run, node, pool, instance, member, why)
@@ -320,13 +302,13 @@ def repair_pass(
 
 def replace_pass(
     run: Pass,
-    node: dict[str, str],
+    node: NodeRecord,
     pool: PoolRef,
     instance: Instance,
     member: Member,
     why: str,
 ) -> None:
-    name, text, policy = node["NodeName"], node.get("Reason", ""), run.policy
+    name, text, policy = node.name, node.reason, run.policy
     trip = run.state.breakers.get(pool.name)
     if trip is None and run.state.recent(pool.name, run.now, policy) >= policy.breaker_replacements:
         detail = (

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from ...contract import CLUSTER_TAG, ELASTIC_TAG, NODE_NAME_TAG, ElasticPool, elastic_index
 from ..context import Context, log
-from ..reaper import LIVE_INSTANCE_STATES, slurm_nodes
-from ..slurm_records import SCONTROL
+from ..ec2 import LIVE_INSTANCE_STATES
+from ..slurm import SCONTROL, NodeRecord, slurm_nodes
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2.type_defs import FilterTypeDef
@@ -67,21 +67,9 @@ def _natural(name: str) -> tuple[str, int]:
     return head, int(tail) if tail else -1
 
 
-def records(ctx: Context, pools: tuple[ElasticPool, ...]) -> dict[str, dict[str, str]]:
+def records(ctx: Context, pools: tuple[ElasticPool, ...]) -> dict[str, NodeRecord]:
     """Slurm's record of every elastic node, by name."""
-    return {n["NodeName"]: n for n in slurm_nodes(ctx) if pool_of(n.get("NodeName", ""), pools)}
-
-
-def state_flags(record: dict[str, str]) -> tuple[str, set[str]]:
-    """(base state, flags) of a record: "DOWN+CLOUD+POWERED_DOWN" -> ("DOWN", {...})."""
-    base, *flags = record.get("State", "").split("+")
-    return base, set(flags)
-
-
-def powered_down(record: dict[str, str]) -> bool:
-    """Powered down and staying so (no power up or down under way)."""
-    _, flags = state_flags(record)
-    return "POWERED_DOWN" in flags and not flags & {"POWERING_UP", "POWERING_DOWN"}
+    return {n.name: n for n in slurm_nodes(ctx) if pool_of(n.name, pools)}
 
 
 # --- updates --------------------------------------------------------------------------------

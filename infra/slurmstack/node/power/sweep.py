@@ -15,7 +15,7 @@ import datetime
 from typing import Any
 
 from ..context import Context, log
-from ..reaper import REASON_SEPARATOR, SLURM_REASONS
+from ..slurm import SLURM_REASONS, NodeRecord
 from . import nodes
 from .retry import RetryState
 
@@ -27,14 +27,13 @@ POWER_REASONS = frozenset({"ResumeTimeout reached", "Node unexpectedly rebooted"
 ORPHAN_GRACE_SECONDS = 600
 
 
-def sweep_verdict(record: dict[str, str], retry_due: bool) -> str | None:
+def sweep_verdict(record: NodeRecord, retry_due: bool) -> str | None:
     """None when the node goes back to service, else why it stays as it is."""
-    if not nodes.powered_down(record):
+    if not record.powered_down:
         return "not powered down"
-    base, flags = nodes.state_flags(record)
-    if base != "DOWN" and "DRAIN" not in flags:
+    if record.base != "DOWN" and "DRAIN" not in record.flags:
         return "available"
-    parts = [p.strip() for p in record.get("Reason", "").split(REASON_SEPARATOR) if p.strip()]
+    parts = record.reasons
     if not parts:
         return "no reason"
     if any(p.startswith(nodes.LAUNCH_REASON_PREFIX) for p in parts):
@@ -78,7 +77,7 @@ def sweep(ctx: Context, dry_run: bool = False) -> dict[str, Any]:
 
 
 def _stray_instances(
-    ctx: Context, cluster: str, found: dict[str, dict[str, str]], now: float
+    ctx: Context, cluster: str, found: dict[str, NodeRecord], now: float
 ) -> dict[str, str]:
     """Instances launched for elastic nodes that no node owns: instance id -> why."""
     stray = {}
@@ -90,10 +89,13 @@ def _stray_instances(
                 stray[instance.instance_id] = "launched but never named (its resume died)"
         elif record is None:
             stray[instance.instance_id] = f"{instance.node} is no elastic node of the cluster"
-        elif nodes.powered_down(record) and age > ORPHAN_GRACE_SECONDS:
+        elif record.powered_down and age > ORPHAN_GRACE_SECONDS:
             stray[instance.instance_id] = f"{instance.node} is powered down"
-        elif record.get("NodeAddr") not in (instance.address, None) and age > ORPHAN_GRACE_SECONDS:
+        elif (record.address or None) not in (
+            instance.address,
+            None,
+        ) and age > ORPHAN_GRACE_SECONDS:
             stray[instance.instance_id] = (
-                f"{instance.node} runs at {record.get('NodeAddr')}, not at {instance.address}"
+                f"{instance.node} runs at {record.address}, not at {instance.address}"
             )
     return stray

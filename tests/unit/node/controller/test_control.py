@@ -10,7 +10,8 @@ import pytest
 
 from node.support import PLAN, Answers, make_node, publish_config
 from slurmstack.contract import CONTROLLER_LOG_PATH, CONTROLLER_STATE_PATH
-from slurmstack.node import cli, config_sync, controller
+from slurmstack.node import cli, controller
+from slurmstack.node.boot import config_sync
 from slurmstack.node.context import AgentError
 from slurmstack.node.controller import state as memory
 from slurmstack.node.controller.state import Trip

@@ -17,7 +17,8 @@ from node.support import (
     nvidia_smi,
     publish_config,
 )
-from slurmstack.node import cli, config_sync
+from slurmstack.node import cli
+from slurmstack.node.boot import config_sync
 from slurmstack.node.context import Context
 from slurmstack.node.health import boot
 from slurmstack.node.health.devices import GPU_QUERY

@@ -20,7 +20,7 @@ from node.support import (
     publish_config,
 )
 from slurmstack.contract import HEALTH_LOG_PATH
-from slurmstack.node import config_sync
+from slurmstack.node.boot import config_sync
 from slurmstack.node.context import Context
 from slurmstack.node.health import periodic
 from slurmstack.node.health.devices import GPU_QUERY

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..contract import ROOT_ACCOUNT, AccountingAccount, AccountingConfig, AccountingQos
-from .sacctmgr_text import Observed
+from ...contract import ROOT_ACCOUNT, AccountingAccount, AccountingConfig, AccountingQos
+from .sacctmgr import Observed
 
 # What slurmstack writes into the accounts it creates (sacctmgr shows it as Org), so an
 # operator sees which accounts the definition manages.

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..contract import ROOT_ACCOUNT
+from ...contract import ROOT_ACCOUNT
 
 QOS_FIELDS = "name,description,priority,maxwall,maxjobspu,maxtrespu,maxtres,grptres"
 ASSOC_FIELDS = "account,user,parentname,fairshare,qos,defaultqos,grptres"

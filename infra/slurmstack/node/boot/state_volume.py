@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..contract import DeployParameter
-from . import system
-from .context import AgentError, Context
+from ...contract import DeployParameter
+from .. import system
+from ..context import AgentError, Context
 
 EBS_MODEL = "Amazon Elastic Block Store"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..contract import (
+from ...contract import (
     COMMAND_DIRS,
     LNET_EFA_UNIT,
     MOUNT_HELPERS,
@@ -12,8 +12,9 @@ from ..contract import (
     MountKind,
     NodeEnv,
 )
-from . import lnet, system
-from .context import AgentError, Context
+from .. import system
+from ..context import AgentError, Context
+from . import lnet
 
 # NodeEnv field -> the deploy-time parameter it comes from, by the kind of mount that needs it.
 STORAGE_PARAMETERS = {

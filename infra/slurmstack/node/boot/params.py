@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..contract import DeployParameter, NodeEnv, head_host, node_name
+from ...contract import DeployParameter, NodeEnv, head_host, node_name
+from ..context import AgentError, Context, log, write_atomic
 from . import elastic
-from .context import AgentError, Context, log, write_atomic
 
 HOSTS_BEGIN = "# slurmstack begin"
 HOSTS_END = "# slurmstack end"

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..contract import (
+from ...contract import (
     ACCOUNTING_COMMANDS,
     ACCOUNTING_CONFIG_PATH,
     LOCAL_DATABASE_COMMANDS,
@@ -36,8 +36,8 @@ from ..contract import (
     DeployParameter,
     read_accounting_config,
 )
-from . import system
-from .context import AgentError, Context, log, write_atomic
+from .. import system
+from ..context import AgentError, Context, log, write_atomic
 
 MYSQL_USER = "mysql"
 SLURM_USER = "slurm"

@@ -1,6 +1,5 @@
-"""The power programs' command-line handlers (rows of slurmstack.node.commands): each prepares
-the environment slurmctld does not give it (power.environment), runs its step and prints what
-happened as JSON."""
+"""The power room's subcommands: each prepares the environment slurmctld does not give it
+(power.environment), runs its step and prints what happened as JSON."""
 
 from __future__ import annotations
 
@@ -10,9 +9,8 @@ from collections.abc import Callable
 
 from ...contract import Command
 from ..context import Context, log
+from ..subcommand import Handler, Subcommand
 from . import environment, resume, suspend, sweep
-
-Handler = Callable[[Context, argparse.Namespace], int]
 
 
 def hostlist_argument(parser: argparse.ArgumentParser) -> None:
@@ -45,37 +43,39 @@ def power_sweep(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-# The rows of slurmstack.node.commands' table for the power programs: name, help, handler and
-# arguments, as Subcommand takes them.
-POWER_ROWS: tuple[tuple[Command, str, Handler, Callable[[argparse.ArgumentParser], None]], ...] = (
-    (
+COMMANDS = (
+    Subcommand(
         Command.POWER_RESUME,
-        "(head; slurm.conf's ResumeProgram, run by slurmctld as SlurmUser) launch an instance "
+        "(slurm.conf's ResumeProgram, run by slurmctld as SlurmUser) launch an instance "
         "per elastic node of the hostlist with an EC2 Fleet of type instant from the pool's "
         "launch template, tag it with its node name, set the node's address in Slurm; nodes "
         "that get none go DOWN with EC2's error (slurmstack:launch: ...) and their pool waits",
         power_program(resume.resume, Command.POWER_RESUME.value),
         hostlist_argument,
+        where="head",
     ),
-    (
+    Subcommand(
         Command.POWER_SUSPEND,
-        "(head; SuspendProgram) terminate the instances of the elastic nodes of the hostlist",
+        "(SuspendProgram) terminate the instances of the elastic nodes of the hostlist",
         power_program(suspend.suspend, Command.POWER_SUSPEND.value),
         hostlist_argument,
+        where="head",
     ),
-    (
+    Subcommand(
         Command.POWER_RESUME_FAIL,
-        "(head; ResumeFailProgram) terminate the instances of elastic nodes that did not "
+        "(ResumeFailProgram) terminate the instances of elastic nodes that did not "
         "register within ResumeTimeout; their pool waits before it launches again",
         power_program(suspend.resume_fail, Command.POWER_RESUME_FAIL.value),
         hostlist_argument,
+        where="head",
     ),
-    (
+    Subcommand(
         Command.POWER_SWEEP,
-        "(head, as SlurmUser) return to service the powered-down elastic nodes a failed launch "
+        "(as SlurmUser) return to service the powered-down elastic nodes a failed launch "
         "(once their pool's retry is due), a health check or Slurm took out; terminate "
         "instances no elastic node owns; run every minute by slurmstack-power.timer",
         power_sweep,
         sweep_arguments,
+        where="head",
     ),
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 
-from .context import AgentError, Context, log
+from ..context import AgentError, Context, log
 
 # Lustre over EFA (FSx for Lustre User Guide, "Configuring EFA clients"; the LNet steps are those
 # of the EKS User Guide, "Optimize Amazon FSx for Lustre performance on nodes (EFA)"): the EFA

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..contract import (
+from ...contract import (
     CONTROLLER_TIMER,
     HEAD_ROLE,
     POWER_TIMER,
@@ -13,8 +13,8 @@ from ..contract import (
     read_manifest,
     unit_path,
 )
-from . import system
-from .context import AgentError, Context, log, write_atomic
+from .. import system
+from ..context import AgentError, Context, log, write_atomic
 
 # Keys of slurm.conf that scontrol reconfigure does not apply: slurmctld must restart. NodeName
 # too: the nodes slurm.conf declares (the elastic pools' CLOUD nodes) are fixed until a restart

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .context import AgentError, Context, write_atomic
+from ..context import AgentError, Context, write_atomic
 
 MUNGE_KEY = "/etc/munge/munge.key"
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import shutil
 
-from ..contract import (
+from ...contract import (
     ELASTIC_TAG,
     NODE_NAME_TAG,
     SLURMD_ELASTIC_DROPIN_PATH,
     SLURMD_ELASTIC_DROPIN_SOURCE,
 )
-from .context import AgentError, Context, log
+from ..context import AgentError, Context, log
 
 # How long an elastic instance waits for its name (the launch names it within seconds; the
 # launching program gives up on an instance it cannot name and terminates it).

@@ -11,8 +11,8 @@ slurmd does not start: a job never writes the node's scratch onto its root volum
 
 from __future__ import annotations
 
-from . import system
-from .context import AgentError, Context, log
+from .. import system
+from ..context import AgentError, Context, log
 
 INSTANCE_STORE_MODEL = "Amazon EC2 NVMe Instance Storage"
 SCRATCH_MD = "/dev/md/slurmstack-scratch"

@@ -16,11 +16,11 @@ import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..contract import PoolPrice
-from .accounting_db import require_accounting
-from .context import Context
-from .sacctmgr_text import parse_tres
-from .slurm_records import slurm_time
+from ...contract import PoolPrice
+from ..context import Context
+from ..slurm import slurm_time
+from .database import require_accounting
+from .sacctmgr import parse_tres
 
 SACCT_FIELDS = ("JobIDRaw", "User", "Account", "Partition", "Start", "End", "State", "AllocTRES")
 SECONDS_PER_HOUR = 3600.0

@@ -18,18 +18,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..contract import ACCOUNTING_OWNED_PATH
-from .accounting_db import AccountingOff, accounting_config
-from .association_plan import Decision, decide, member_key
-from .context import AgentError, Context, log, write_atomic
-from .sacctmgr_text import (
-    ASSOC_FIELDS,
-    QOS_FIELDS,
-    Observed,
-    parse_associations,
-    parse_pairs,
-    parse_qos,
-)
+from ...contract import ACCOUNTING_OWNED_PATH
+from ..context import AgentError, Context, log, write_atomic
+from .database import AccountingOff, accounting_config
+from .decide import Decision, decide, member_key
+from .sacctmgr import ASSOC_FIELDS, QOS_FIELDS, Observed, parse_associations, parse_pairs, parse_qos
 
 SACCTMGR = "sacctmgr"
 OWNED_KINDS = ("qos", "accounts", "members")
