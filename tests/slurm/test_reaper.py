@@ -79,10 +79,15 @@ def test_reap_deletes_the_node_slurmctld_found_dead_and_keeps_the_live_one(
 
     node = head_node(cluster, head)
     # The record as the reaper reads it: Slurm's own reason, stamped by SlurmUser.
-    records = {n["NodeName"]: n for n in slurm.slurm_nodes(node)}
-    assert records[dead]["Reason"] == "Not responding"
-    assert records[dead]["ReasonUser"] in slurm.slurm_users(node)
-    assert slurm.slurm_time(records[dead]["ReasonTime"]) is not None
+    records = {n.name: n for n in slurm.slurm_nodes(node)}
+    assert records[dead].reason == "Not responding"
+    assert records[dead].reasons == ("Not responding",)
+    assert records[dead].reason_user in slurm.slurm_users(node)
+    assert records[dead].reason_time is not None
+    # The typed record of the Slurm at hand: base state and flags apart, its pool's feature.
+    assert (records[dead].base, records[dead].flags) == ("DOWN", {"DYNAMIC_NORM", "NOT_RESPONDING"})
+    assert pool.feature in records[dead].features and records[dead].address
+    assert records[live].base == "IDLE" and not records[live].out_of_service
 
     # Within the default grace period nothing goes.
     early = reap.reap(node, ec2=False)
@@ -124,8 +129,8 @@ def test_reap_keeps_a_node_an_operator_drained_before_it_died(cluster: Cluster) 
     assert {"DRAIN", "NOT_RESPONDING"} <= set(state(cluster, name).split("+"))
 
     node = head_node(cluster, head)
-    (record,) = [n for n in slurm.slurm_nodes(node) if n["NodeName"] == name]
-    assert record["Reason"].startswith("ECC errors on GPU 3")
+    (record,) = [n for n in slurm.slurm_nodes(node) if n.name == name]
+    assert record.reasons[0] == "ECC errors on GPU 3" and record.out_of_service
     result = reap.reap(node, grace=0, ec2=False)
     assert result["deleted"] == []
     assert "left for the operator" in result["kept"][name]

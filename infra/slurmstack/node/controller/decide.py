@@ -24,122 +24,32 @@ Everything else is left for an operator.
 
 from __future__ import annotations
 
-import enum
-import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ...contract import (
-    OPERATOR_ACTION,
-    OPERATOR_CAUSE_PREFIX,
     REAPER_GRACE_SECONDS,
-    SLURM_CAUSE_PREFIX,
     Check,
     PoolRef,
-    Remedy,
     RepairPolicy,
-    cause_of,
     is_node_name_of,
     parse_reason,
     reason,
 )
-from ..slurm import REASON_SEPARATOR, SLURM_REASONS, NodeRecord
+from ..slurm import REASON_SEPARATOR, NodeRecord
+from .actions import MAX_ACTIONS, SUSPENDED_PROCESS, Action, Decision, Kind, Pass, iso
 from .observe import CAPACITY_BLOCK, TERMINATING_WAIT, Instance, Member, Observed
 from .reap import reap_verdict
+from .repair import cause_of_node, original, repair_pass
 from .state import ControllerState, Waiting
 
-# What the controller appends to a reason it acts on: a later pass sees the action under way.
-REPLACING = "; replacing "
-HELD = "; held: "
-REBOOTING_NOTE = "; rebooting"
 # EC2 starts terminating a Capacity Block's instances 30 minutes before its end (EC2 User
 # Guide, "Monitor Capacity Blocks using EventBridge": forty minutes before the end, instances
 # "will begin to terminate in 10 minutes").
 CAPACITY_BLOCK_TERMINATION_LEAD = 30 * 60
-SUSPENDED_PROCESS = "ReplaceUnhealthy"
-# At most this many changes per pass; the rest waits for the next one.
-MAX_ACTIONS = 200
-
-
-class Kind(enum.StrEnum):
-    DRAIN = "drain"
-    DOWN = "down"
-    REBOOT = "reboot"
-    REPLACE = "replace"
-    HOLD = "hold"  # the reason says the breaker holds the node's replacement
-    REAP = "reap"
-    HEARTBEAT = "heartbeat"
-    COMPLETE = "complete"
-    SUSPEND = "suspend"  # the pool's group stops replacing Unhealthy instances (breaker)
-
-
-@dataclass(frozen=True)
-class Action:
-    kind: Kind
-    node: str = ""
-    reason: str = ""
-    instance: str = ""
-    group: str = ""
-    pool: str = ""
-    why: str = ""
-
-
-@dataclass(frozen=True)
-class Decision:
-    actions: tuple[Action, ...]
-    state: ControllerState
-    notes: tuple[str, ...]
-
-
-def iso(epoch: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
-
-
-def original(text: str) -> str:
-    """A reason without what the controller appended to it."""
-    for marker in (REPLACING, HELD, REBOOTING_NOTE):
-        text = text.split(marker, 1)[0]
-    return text.strip()
-
-
-def cause_of_node(node: NodeRecord, users: frozenset[str]) -> str | None:
-    """The repair table's key for a node's reason: an operator's request, a slurmstack check,
-    or Slurm's own reason (stamped by SlurmUser); None for any other text."""
-    text = node.reason
-    asked = OPERATOR_ACTION.search(text)
-    if asked:
-        return f"{OPERATOR_CAUSE_PREFIX}{asked[1]}"
-    for part in text.split(REASON_SEPARATOR):  # Slurm >= 23.02 appends its own reasons
-        parsed = parse_reason(original(part))
-        if parsed is not None:
-            return cause_of(*parsed)
-    if node.reason_user in users:
-        for part in text.split(REASON_SEPARATOR):
-            if part.strip() in SLURM_REASONS:
-                return f"{SLURM_CAUSE_PREFIX}{part.strip()}"
-    return None
 
 
 def pool_of(name: str, pools: tuple[PoolRef, ...]) -> PoolRef | None:
     return next((p for p in pools if is_node_name_of(name, p.node_name_prefix)), None)
-
-
-@dataclass
-class Pass:
-    """One decision pass: the actions so far and the memory as it changes."""
-
-    observed: Observed
-    pools: tuple[PoolRef, ...]
-    policy: RepairPolicy
-    state: ControllerState
-    actions: list[Action]
-    notes: list[str]
-
-    @property
-    def now(self) -> float:
-        return self.observed.now
-
-    def add(self, action: Action) -> None:
-        self.actions.append(action)
 
 
 def decide(
@@ -261,87 +171,3 @@ def terminating_pass(run: Pass, node: NodeRecord | None, pool: PoolRef, member: 
     why = "its node has no job" if not working else f"jobs still ran after {waited / 60:.0f} min"
     why += "; logs in the bucket" if iid in run.observed.logs_shipped else "; no logs"
     run.add(Action(Kind.COMPLETE, node=node.name if node else "", why=why, **ids))
-
-
-def repair_pass(
-    run: Pass,
-    node: NodeRecord,
-    pool: PoolRef,
-    instance: Instance | None,
-    member: Member | None,
-) -> None:
-    """An out-of-service node: its reason's cause, looked up in the policy."""
-    name, text = node.name, node.reason
-    if REPLACING in text or (member is not None and member.health_status != "Healthy"):
-        return  # a replacement is under way
-    cause = cause_of_node(node, run.observed.slurm_users)
-    remedy = run.policy.remedy(cause) if cause is not None else None
-    if remedy is None or remedy is Remedy.LEAVE:
-        return
-    why = f"{cause}: {remedy.value}"
-    last = run.state.reboots.get(name)
-    if remedy is Remedy.REBOOT and last is not None:
-        remedy = Remedy.REPLACE
-        why = f"{cause}: back within {run.policy.reboot_window_minutes} min of the reboot at {iso(last[0])}"
-    if remedy is Remedy.REBOOT:
-        run.add(Action(Kind.REBOOT, name, original(text) + REBOOTING_NOTE, why=why, pool=pool.name))
-        run.state = replace(run.state, reboots={**run.state.reboots, name: (run.now, cause or "")})
-        return
-    if instance is None or member is None:
-        run.notes.append(f"{name}: {why}, but its instance is in no group of the cluster: left")
-        return
-    if (
-        cause is not None
-        and cause.startswith(OPERATOR_CAUSE_PREFIX)
-        and node.busy
-        and node.base != "DOWN"
-    ):
-        return  # an operator's replacement waits for the node's jobs
-    replace_pass(run, node, pool, instance, member, why)
-
-
-def replace_pass(
-    run: Pass,
-    node: NodeRecord,
-    pool: PoolRef,
-    instance: Instance,
-    member: Member,
-    why: str,
-) -> None:
-    name, text, policy = node.name, node.reason, run.policy
-    trip = run.state.breakers.get(pool.name)
-    if trip is None and run.state.recent(pool.name, run.now, policy) >= policy.breaker_replacements:
-        detail = (
-            f"{policy.breaker_replacements} replacements in {policy.breaker_window_minutes} min"
-        )
-        run.state = run.state.trip(pool.name, run.now, detail)
-        trip = run.state.breakers[pool.name]
-        run.notes.append(f"pool {pool.name}: breaker tripped ({detail})")
-        run.add(
-            Action(
-                Kind.SUSPEND,
-                group=member.group,
-                pool=pool.name,
-                why=f"breaker tripped: {detail}; `slurmstack-node breaker reset {pool.name}`",
-            )
-        )
-    if trip is not None:
-        if HELD not in text:
-            held = (
-                f"{original(text)}{HELD}pool {pool.name}'s breaker is open since "
-                f"{iso(trip.since)} ({trip.why}): `slurmstack-node breaker reset {pool.name}`"
-            )
-            run.add(Action(Kind.HOLD, name, held, pool=pool.name, why=why))
-        return
-    run.state = run.state.count(pool.name, instance.instance_id, run.now)
-    run.add(
-        Action(
-            Kind.REPLACE,
-            name,
-            f"{original(text)}{REPLACING}{instance.instance_id}",
-            instance=instance.instance_id,
-            group=member.group,
-            pool=pool.name,
-            why=why,
-        )
-    )

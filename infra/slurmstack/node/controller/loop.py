@@ -10,7 +10,8 @@ from ..context import AgentError, Context
 from . import observe
 from . import state as memory
 from .act import act, record
-from .decide import SUSPENDED_PROCESS, decide, iso
+from .actions import SUSPENDED_PROCESS, iso
+from .decide import decide
 
 
 def control(ctx: Context, dry_run: bool = False) -> dict[str, Any]:

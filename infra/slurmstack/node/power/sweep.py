@@ -12,6 +12,7 @@ reached"): at once. An operator's reason keeps the node out.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 from typing import Any
 
 from ..context import Context, log
@@ -59,7 +60,7 @@ def sweep(ctx: Context, dry_run: bool = False) -> dict[str, Any]:
             back.append(name)
         elif verdict not in ("not powered down", "available"):
             kept[name] = verdict
-    stray = _stray_instances(ctx, config.cluster, found, now)
+    stray = stray_instances(nodes.instances(ctx, config.cluster), found, now)
     result: dict[str, Any] = {
         "returned": back,
         "kept": kept,
@@ -76,12 +77,13 @@ def sweep(ctx: Context, dry_run: bool = False) -> dict[str, Any]:
     return result
 
 
-def _stray_instances(
-    ctx: Context, cluster: str, found: dict[str, NodeRecord], now: float
+def stray_instances(
+    launched: Iterable[nodes.Instance], found: dict[str, NodeRecord], now: float
 ) -> dict[str, str]:
-    """Instances launched for elastic nodes that no node owns: instance id -> why."""
+    """Of the instances the power programs launched, those no elastic node owns: instance id ->
+    why (a pure function of the instances, the nodes' records and the time)."""
     stray = {}
-    for instance in nodes.instances(ctx, cluster):
+    for instance in launched:
         age = now - instance.launched.astimezone(datetime.UTC).timestamp()
         record = found.get(instance.node or "")
         if instance.node is None:

@@ -8,8 +8,10 @@ from dataclasses import dataclass, field, replace
 import pytest
 
 from slurmstack.contract import PoolRef
-from slurmstack.node.controller.decide import Kind, cause_of_node, decide
+from slurmstack.node.controller.actions import Kind
+from slurmstack.node.controller.decide import decide
 from slurmstack.node.controller.observe import Instance, Member, Observed
+from slurmstack.node.controller.repair import cause_of_node
 from slurmstack.node.controller.state import ControllerState, Trip, Waiting
 from slurmstack.node.slurm import NodeRecord
 from slurmstack.plan.health import plan_health
