@@ -10,44 +10,92 @@ from dataclasses import dataclass
 from slurmstack.contract import OPERATOR_CAUSE_PREFIX, SLURM_CAUSE_PREFIX, Check
 from slurmstack.contract import Remedy as R
 
-# NVIDIA, "Xid Errors" (https://docs.nvidia.com/deploy/xid-errors/) and its catalog for Ampere
-# and newer GPUs ("Analyzing Xid Errors with the Xid Catalog", same site), give each XID's
-# meaning; the remedy is slurmstack's. XIDs NVIDIA attributes to applications (13 graphics
-# engine exception, 31 GPU memory page fault, 43 GPU stopped processing, 45 preemptive
-# cleanup) and XID 94 (a contained ECC error: the application is ended, the page offlined,
-# the GPU keeps serving) do not drain a node.
-XID_SOURCE = "NVIDIA, Xid Errors: https://docs.nvidia.com/deploy/xid-errors/"
+# Which XIDs drain a node: NVIDIA's Xid catalog for Ampere and newer GPUs ("Analyzing Xid Errors
+# with the Xid Catalog", XID_SOURCE; its spreadsheet, as read in October 2025) gives each
+# XID an immediate "resolution bucket". Every XID whose bucket takes the GPU or the node out of
+# service is here: RESET_GPU, RESTART_BM (restart the machine), RESTART_VM, WORKFLOW_XID_48,
+# WORKFLOW_NVLINK_ERR, WORKFLOW_NVLINK5_ERR (its decode table resets the GPU for the events
+# marked Fatal; the agent counts only those) and XID_154 (the driver's own recovery action; the
+# agent counts it unless the action is back to None). An EC2 instance's GPUs are reset by
+# rebooting it, so RESET_GPU means reboot; the remedy is slurmstack's, the bucket NVIDIA's.
+# Left out, as their bucket says: the application's (RESTART_APP: 13, 31, 43, 45 and the
+# engines' exceptions), IGNORE (63 row remap recorded: its pending remap drains as gpu-ecc;
+# 92 high single-bit rate; 94 contained ECC error), CONTACT_SUPPORT alone (unused codes), and
+# the codes the catalog lists without a bucket yet (162-172). An operator adds or overrides
+# any code in the definition (health.xids) without a release.
+XID_SOURCE = (
+    "NVIDIA, Xid catalog: https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
+)
 
 
 @dataclass(frozen=True)
 class Xid:
     number: int
+    mnemonic: str  # NVIDIA's
     meaning: str
+    nvidia: str  # the catalog's immediate resolution bucket
     remedy: R
     why: str
 
 
-CRITICAL_XIDS: tuple[Xid, ...] = (
-    Xid(48, "double-bit ECC error (DBE)", R.REBOOT, "the page is retired at the next GPU reset"),
-    Xid(
-        63,
-        "ECC page retirement or row remapping recorded",
+def _nvlink5(number: int, unit: str) -> Xid:
+    return Xid(
+        number,
+        f"NVLINK_{unit}_ERROR",
+        f"Blackwell NVLink {unit} error marked Fatal",
+        "WORKFLOW_NVLINK5_ERR (Fatal: RESET_GPU)",
         R.REBOOT,
-        "it takes effect at the next GPU reset",
-    ),
-    Xid(
-        64,
-        "ECC page retirement or row remapping failed",
-        R.REPLACE,
-        "the GPU can no longer fence off bad memory",
-    ),
-    Xid(74, "NVLink error", R.REBOOT, "a reset retrains the links; back again: replace"),
-    Xid(79, "GPU has fallen off the bus", R.REPLACE, "the GPU is gone from PCIe"),
-    Xid(92, "high single-bit ECC error rate", R.REBOOT, "remapping at the next reset"),
-    Xid(95, "uncontained ECC error", R.REBOOT, "every application on the GPU is affected"),
-    Xid(119, "GSP RPC timeout", R.REBOOT, "the GPU's system processor needs a reset"),
-    Xid(120, "GSP error", R.REBOOT, "the GPU's system processor needs a reset"),
-)
+        "a reset recovers the link; events marked Nonfatal are ignored",
+    )
+
+
+_RESET = "RESET_GPU"
+CRITICAL_XIDS: tuple[Xid, ...] = (
+    Xid(46, "ROBUST_CHANNEL_GPU_TIMEOUT_ERROR", "GPU stopped processing", _RESET, R.REBOOT,
+        "a reboot resets the GPU"),
+    Xid(48, "ROBUST_CHANNEL_GPU_ECC_DBE", "double-bit ECC error (DBE)", "WORKFLOW_XID_48",
+        R.REBOOT, "the memory is retired or remapped at the next GPU reset"),
+    Xid(62, "PMU_HALT_ERROR", "internal micro-controller halt", _RESET, R.REBOOT,
+        "a reboot resets the GPU"),
+    Xid(64, "INFOROM_DRAM_RETIREMENT_FAILURE", "row remapping failed", _RESET, R.REPLACE,
+        "NVIDIA's next step is CONTACT_SUPPORT: the GPU can no longer fence off bad memory"),
+    Xid(74, "NVLINK_ERROR", "NVLink error", "WORKFLOW_NVLINK_ERR", R.REBOOT,
+        "a reset retrains the links; back again: replace"),
+    Xid(79, "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", "GPU has fallen off the bus",
+        "RESTART_BM", R.REPLACE, "the GPU is gone from PCIe; a new instance is quicker"),
+    Xid(95, "ROBUST_CHANNEL_UNCONTAINED_ERROR", "uncontained ECC error", _RESET, R.REBOOT,
+        "every application on the GPU is affected"),
+    Xid(109, "ROBUST_CHANNEL_CTXSW_TIMEOUT_ERROR", "context switch timeout", _RESET, R.REBOOT,
+        "a reboot resets the GPU"),
+    Xid(110, "SEC_FAULT_ERROR", "security fault", _RESET, R.REBOOT, "a reboot resets the GPU"),
+    Xid(119, "GSP_RPC_TIMEOUT", "GSP RPC timeout", _RESET, R.REBOOT,
+        "the GPU's system processor needs a reset"),
+    Xid(120, "GSP_ERROR", "GSP error", _RESET, R.REBOOT,
+        "the GPU's system processor needs a reset"),
+    Xid(136, "ALI_TRAINING_FAIL", "NVLink training failed", _RESET, R.REBOOT,
+        "a reset retrains the links"),
+    Xid(140, "UNRECOVERABLE_ECC_ERROR_ESCAPE", "unrecovered ECC error", _RESET, R.REBOOT,
+        "a reboot resets the GPU"),
+    Xid(143, "GPU_INIT_ERROR", "GPU initialization error", _RESET, R.REBOOT,
+        "a reboot initializes the GPU again"),
+    _nvlink5(144, "SAW"),
+    _nvlink5(145, "RLW"),
+    _nvlink5(146, "TLW"),
+    _nvlink5(147, "TREX"),
+    _nvlink5(148, "NVLPW_CTRL"),
+    _nvlink5(149, "NETIR"),
+    _nvlink5(150, "MSE"),
+    Xid(151, "ROBUST_CHANNEL_KEY_ROTATION_ERROR", "key rotation error (confidential computing)",
+        "RESTART_VM", R.REBOOT, "NVIDIA restarts the VM"),
+    Xid(154, "GPU_RECOVERY_ACTION_CHANGED", "the driver asks for a GPU reset or a reboot",
+        "XID_154", R.REBOOT, "as the driver asks; a change back to None is ignored"),
+    Xid(155, "NVLINK_SW_DEFINED_ERROR", "NVLink software-defined error", _RESET, R.REBOOT,
+        "a reboot resets the GPU"),
+    Xid(156, "RESOURCE_RETIREMENT_EVENT", "resource retirement event", _RESET, R.REBOOT,
+        "the retirement takes effect at the next GPU reset"),
+    Xid(158, "GPU_FATAL_TIMEOUT", "GPU fatal timeout", _RESET, R.REBOOT,
+        "a reboot resets the GPU"),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -81,8 +129,25 @@ CAUSES: tuple[Cause, ...] = (
         "pending retirements take effect at a GPU reset",
     ),
     *(
-        Cause(f"{Check.GPU_XID.value}:{x.number}", f"XID {x.number}: {x.meaning}", x.remedy, x.why)
+        Cause(
+            f"{Check.GPU_XID.value}:{x.number}",
+            f"XID {x.number} `{x.mnemonic}`: {x.meaning}",
+            x.remedy,
+            f"NVIDIA: {x.nvidia}; {x.why}",
+        )
         for x in CRITICAL_XIDS
+    ),
+    _check(
+        Check.GPU_LOST,
+        "the driver says a GPU fell off the bus, without an XID (e.g. at probe)",
+        R.REPLACE,
+        "as XID 79 (NVIDIA: RESTART_BM); a new instance is quicker",
+    ),
+    _check(
+        Check.NVSWITCH_SXID,
+        "a fatal NVSwitch SXid (the event's severity 1, or its line says Fatal)",
+        R.REBOOT,
+        "NVIDIA's Fabric Manager guide restarts the VM for a fatal SXid (an instance is one)",
     ),
     _check(
         Check.GPU_DIAG,

@@ -734,6 +734,40 @@ class BreakerSpec(Model):
     )
 
 
+class XidHandling(enum.StrEnum):
+    """What an XID in the kernel log does to a node (health.xids)."""
+
+    REBOOT = "reboot"  # drain; the controller reboots the node (a GPU reset)
+    REPLACE = "replace"  # drain; the controller replaces the instance
+    LEAVE = "leave"  # drain; the reason stays for an operator
+    IGNORE = "ignore"  # no drain
+
+
+# NVIDIA's Xid codes are small numbers (the catalog reaches 172); room for new ones.
+XID_MAX = 999
+
+
+def _xid_numbers(value: object) -> object:
+    """health.xids' keys as numbers: YAML gives 167 as a number, JSON as "167"."""
+    if not isinstance(value, dict):
+        return value
+    numbers: dict[object, object] = {}
+    wrong = []
+    for key, handling in value.items():
+        text = str(key).strip()
+        if isinstance(key, bool) or not text.isdigit() or not 1 <= int(text) <= XID_MAX:
+            wrong.append(repr(key))
+        else:
+            numbers[int(text)] = handling
+    if wrong:
+        raise ValueError(
+            f"{', '.join(wrong)} {'is not an XID' if len(wrong) == 1 else 'are not XIDs'}: "
+            f"keys are XID numbers from 1 to {XID_MAX}, as the kernel log prints them "
+            "(NVRM: Xid (PCI:...): 79, ...), e.g. {167: reboot}"
+        )
+    return numbers
+
+
 class HealthSpec(Model):
     """Health checks and repair: what drains a node and what the head node does about it
     (README, 'When nodes fail')."""
@@ -789,6 +823,16 @@ class HealthSpec(Model):
         description=(
             "Overrides of the reason -> action table (README, 'When nodes fail'): cause -> "
             'reboot, replace or leave, e.g. {"gpu-xid:79": reboot, efa-port: replace}.'
+        ),
+    )
+    xids: Annotated[dict[int, XidHandling], BeforeValidator(_xid_numbers)] = Field(
+        default_factory=dict,
+        description=(
+            "XIDs to add to or change in the table of XIDs that drain a node (README, 'When "
+            "nodes fail'; NVIDIA's Xid catalog): XID -> reboot, replace or leave (it drains "
+            "the node, and the controller does that), or ignore (it no longer drains), e.g. "
+            "{167: reboot, 74: ignore}. No new image: nodes read it from their configuration "
+            "(pool nodes at their next boot)."
         ),
     )
 

@@ -69,3 +69,29 @@ def test_the_readme_quotes_the_table() -> None:
     assert table in readme, "run `uv run python -m slurmstack.docs`"
     for cause in CAUSES:
         assert f"| `{cause.cause}` |" in table
+
+
+def test_the_definition_adds_changes_and_ignores_xids() -> None:
+    plan = plan_health(HealthSpec(xids={167: "reboot", 13: "leave", 79: "reboot", 74: "ignore"}))
+    assert 167 in plan.critical_xids and 13 in plan.critical_xids
+    assert 74 not in plan.critical_xids
+    assert plan.critical_xids[0] == 64  # 79 is rebooted now: 64 is the one replaced
+    assert plan.repair.remedy("gpu-xid:167") is Remedy.REBOOT
+    assert plan.repair.remedy("gpu-xid:13") is Remedy.LEAVE
+    assert plan.repair.remedy("gpu-xid:79") is Remedy.REBOOT
+    assert plan.critical_xids.index(13) == len(plan.critical_xids) - 1  # leave: named last
+    assert plan.node_health(8, 0, 32).critical_xids == plan.critical_xids
+
+
+def test_every_xid_row_cites_nvidia_s_resolution() -> None:
+    """The catalog's immediate resolution bucket, per row, in the README's table."""
+    buckets = ("RESET_GPU", "RESTART_BM", "RESTART_VM", "WORKFLOW_", "XID_154")
+    table = repair_table_markdown(plan_health(HealthSpec()))
+    for xid in CRITICAL_XIDS:
+        assert xid.nvidia.startswith(buckets), xid
+        row = next(line for line in table.splitlines() if f"`gpu-xid:{xid.number}`" in line)
+        assert f"NVIDIA: {xid.nvidia}" in row
+    numbers = {x.number for x in CRITICAL_XIDS}
+    # NVIDIA's catalog resets the GPU for these; the application's and IGNORE ones stay out.
+    assert {109, 119, 120, 136, 143, 149, 154, 158} <= numbers
+    assert not {13, 31, 43, 45, 63, 92, 94} & numbers

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from slurmstack.contract import Health, RepairPolicy, RepairRule
+from slurmstack.contract import Check, Health, RepairPolicy, RepairRule
 from slurmstack.contract import Remedy as R
 from slurmstack.health_policy import CAUSES, CRITICAL_XIDS
-from slurmstack.spec import HealthSpec
+from slurmstack.spec import HealthSpec, XidHandling
 
 # A cause back within this after the controller rebooted a node for it: the node is replaced.
 REBOOT_WINDOW_MINUTES = 24 * 60
@@ -29,6 +29,7 @@ class HealthPlan:
     deep_diagnostic: bool
     disk_full_percent: int
     repair: RepairPolicy
+    draining_xids: frozenset[int]  # the table's and the definition's, less those it ignores
 
     @property
     def critical_xids(self) -> tuple[int, ...]:
@@ -36,8 +37,7 @@ class HealthPlan:
         first it found in this order in its one reason, so the worst wins."""
         remedy = {r.cause: r.remedy for r in self.repair.rules}
         rank = {R.REPLACE: 0, R.REBOOT: 1, R.LEAVE: 2}
-        numbers = (x.number for x in CRITICAL_XIDS)
-        return tuple(sorted(numbers, key=lambda n: (rank[remedy[f"gpu-xid:{n}"]], n)))
+        return tuple(sorted(self.draining_xids, key=lambda n: (rank[remedy[xid_cause(n)]], n)))
 
     def node_health(self, gpus: int, neuron_devices: int, efa_devices: int) -> Health:
         """What a node with these devices checks (node.json's ``health``)."""
@@ -51,9 +51,28 @@ class HealthPlan:
         )
 
 
-def repair_rules(overrides: dict[str, R]) -> tuple[RepairRule, ...]:
-    """The table, the definition's overrides applied (the checks refuse unknown causes)."""
-    return tuple(RepairRule(c.cause, overrides.get(c.cause, c.remedy)) for c in CAUSES)
+def xid_cause(number: int) -> str:
+    return f"{Check.GPU_XID.value}:{number}"
+
+
+def repair_rules(
+    overrides: dict[str, R], xids: dict[int, XidHandling] | None = None
+) -> tuple[RepairRule, ...]:
+    """The table, the definition's overrides applied (the checks refuse unknown causes and
+    contradictions: what is left are the XIDs the definition adds), then those added."""
+    overrides = dict(overrides)
+    for number, handling in (xids or {}).items():
+        if handling is not XidHandling.IGNORE:
+            overrides[xid_cause(number)] = R(handling.value)
+    rules = [RepairRule(c.cause, overrides.pop(c.cause, c.remedy)) for c in CAUSES]
+    added = sorted(overrides.items(), key=lambda item: int(item[0].rsplit(":", 1)[1]))
+    return tuple(rules) + tuple(RepairRule(cause, remedy) for cause, remedy in added)
+
+
+def draining_xids(xids: dict[int, XidHandling]) -> frozenset[int]:
+    """The table's XIDs and the definition's, less those it ignores."""
+    numbers = {x.number for x in CRITICAL_XIDS} | set(xids)
+    return frozenset(n for n in numbers if xids.get(n) is not XidHandling.IGNORE)
 
 
 def plan_health(spec: HealthSpec) -> HealthPlan:
@@ -61,8 +80,9 @@ def plan_health(spec: HealthSpec) -> HealthPlan:
         check_interval_seconds=spec.check_interval_seconds,
         deep_diagnostic=spec.deep_diagnostic,
         disk_full_percent=spec.disk_full_percent,
+        draining_xids=draining_xids(dict(spec.xids)),
         repair=RepairPolicy(
-            rules=repair_rules(dict(spec.actions)),
+            rules=repair_rules(dict(spec.actions), dict(spec.xids)),
             breaker_replacements=spec.breaker.replacements,
             breaker_window_minutes=spec.breaker.window_minutes,
             reboot_window_minutes=REBOOT_WINDOW_MINUTES,

@@ -1,5 +1,6 @@
 """The boot health check (`slurmstack-node health`, before every slurmd start): devices and
-whether they answer, shared file systems, and on an instance's first boot DCGM's diagnostic.
+whether they answer (a GPU the driver lost since boot named as such), shared file systems, and
+on an instance's first boot DCGM's diagnostic.
 A node that fails it copies its logs to the bucket, marks its instance Unhealthy so its Auto
 Scaling group replaces it, and slurmd never starts: it is never scheduled."""
 
@@ -10,6 +11,7 @@ from ..logs import ship_logs
 from .devices import device_findings
 from .diagnostic import deep_diagnostic
 from .findings import Finding, record
+from .kernel_log import lost_this_boot
 from .volumes import file_system_findings
 
 # Boot has no 60 s limit (slurmd's unit gives ExecStartPre its own): a mount gets longer.
@@ -18,7 +20,7 @@ FILE_SYSTEM_SECONDS = 30
 
 def boot_findings(ctx: Context, instance: str) -> list[Finding]:
     config = ctx.config()
-    found = device_findings(ctx, config.health)
+    found = lost_this_boot(ctx, config.health) + device_findings(ctx, config.health)
     found += file_system_findings(ctx, config.mounts, FILE_SYSTEM_SECONDS)
     if not found:  # a node already known bad does not spend twenty minutes on DCGM
         found = deep_diagnostic(ctx, config.health, instance)

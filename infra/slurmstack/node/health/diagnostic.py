@@ -5,17 +5,14 @@ the instance id, so reboots skip it and a new instance (even from a snapshot) ru
 
 from __future__ import annotations
 
-import re
-
 from ...contract import DEEP_DIAGNOSTIC_SECONDS, HEALTH_DIR, Check, Health
 from ..context import Context, log, write_atomic
+from .dcgm_diag import failed_tests
 from .devices import NOT_INSTALLED
 from .findings import Finding
 
 PASSED = f"{HEALTH_DIR}/deep-diagnostic.passed"
 DIAG = ("dcgmi", "diag", "-r", "2")
-# dcgmi's result table: a line of a failed test reads "| <test> | Fail ...".
-FAILED_TEST = re.compile(r"\|\s*([^|]+?)\s*\|\s*Fail\b")
 
 
 def deep_diagnostic(ctx: Context, health: Health, instance: str) -> list[Finding]:
@@ -29,9 +26,9 @@ def deep_diagnostic(ctx: Context, health: Health, instance: str) -> list[Finding
     if result.returncode == NOT_INSTALLED:
         log("DCGM is not installed: the deep diagnostic is skipped")
         return []
-    failed = FAILED_TEST.findall(result.stdout)
+    failed = failed_tests(result.stdout)
     if result.returncode != 0 or failed:
-        what = ", ".join(failed) if failed else f"exit {result.returncode}"
+        what = "; ".join(f.describe() for f in failed) if failed else f"exit {result.returncode}"
         return [Finding(Check.GPU_DIAG, f"{' '.join(DIAG)} failed: {what}")]
     write_atomic(passed, f"{instance}\n".encode(), 0o644)
     return []

@@ -14,7 +14,9 @@ from ..context import Context, log
 # the rest.
 ORDER = (
     Check.SPOT_INTERRUPTION,
+    Check.GPU_LOST,
     Check.GPU_XID,
+    Check.NVSWITCH_SXID,
     Check.GPU_COUNT,
     Check.NEURON_COUNT,
     Check.EFA_COUNT,

@@ -1,11 +1,10 @@
-"""New critical XIDs in the kernel log since the last look.
+"""New GPU and NVSwitch faults in the kernel log since the last look (kernel_events reads them).
 
 The kernel's log (/dev/kmsg) gives each record a sequence number (`<priority>,<sequence>,
 <microseconds>,<flags>;<message>`, lines starting with a blank continue a record). The last
 sequence read is kept with the boot it belongs to (the numbers start again at every boot), and
 only moves on once what was found has been acted on, so a finding the node could not yet act
-on (slurmd's first run, before the node is registered) is found again. The NVIDIA driver logs
-`NVRM: Xid (PCI:0000:10:1c): 79, pid=..., GPU has fallen off the bus.` (NVIDIA, Xid Errors)."""
+on (slurmd's first run, before the node is registered) is found again."""
 
 from __future__ import annotations
 
@@ -15,11 +14,11 @@ import os
 import re
 from dataclasses import dataclass
 
-from ...contract import HEALTH_DIR, KERNEL_LOG_PATH, Check
+from ...contract import HEALTH_DIR, KERNEL_LOG_PATH, Check, Health
 from ..context import Context, write_atomic
+from . import kernel_events
 from .findings import Finding
 
-XID = re.compile(r"NVRM: Xid \((?P<device>[^)]*)\): (?P<xid>\d+),?\s*(?P<rest>.*)")
 RECORD = re.compile(r"^\d+,(?P<seq>\d+),[^;]*;(?P<message>.*)$")
 CURSOR = f"{HEALTH_DIR}/kernel-log.json"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
@@ -89,21 +88,26 @@ def save_cursor(ctx: Context, cursor: Cursor) -> None:
     write_atomic(ctx.path(CURSOR), body, 0o644)
 
 
-def new_xids(ctx: Context, critical: tuple[int, ...]) -> tuple[list[Finding], Cursor]:
-    """Findings for the critical XIDs logged since the cursor (most severe first: ``critical``
-    is in that order), and the cursor to save once they have been acted on."""
+def new_findings(ctx: Context, health: Health) -> tuple[list[Finding], Cursor]:
+    """Findings for what the kernel logged since the cursor (kernel_events: critical XIDs, most
+    severe first, GPUs lost without an XID, fatal NVSwitch errors), and the cursor to save once
+    they have been acted on."""
     cursor = read_cursor(ctx)
     latest = cursor.sequence
-    seen: dict[int, Finding] = {}
+    messages = []
     for sequence, message in records(ctx):
         latest = max(latest, sequence)
-        if sequence <= cursor.sequence:
-            continue
-        match = XID.search(message)
-        if match is None or int(match["xid"]) not in critical:
-            continue
-        xid = int(match["xid"])
-        rest = match["rest"].strip().rstrip(".")
-        seen.setdefault(xid, Finding(Check.GPU_XID, f"{xid} {rest} ({match['device']})"))
-    found = [seen[x] for x in critical if x in seen]
+        if sequence > cursor.sequence:
+            messages.append(message)
+    found = kernel_events.findings(messages, health.critical_xids, nvswitch=health.gpus > 0)
     return found, Cursor(cursor.boot, latest)
+
+
+def lost_this_boot(ctx: Context, health: Health) -> list[Finding]:
+    """GPUs the driver lost since this boot began, whatever the cursor says: the boot check
+    names a GPU that fell off the bus at probe, not only counts it missing. (XIDs stay the
+    periodic check's: a slurmd restarted after one was drained for it must not turn the
+    controller's reboot into a replacement.)"""
+    messages = [message for _, message in records(ctx)]
+    found = kernel_events.findings(messages, health.critical_xids, nvswitch=False)
+    return [f for f in found if f.check is Check.GPU_LOST]

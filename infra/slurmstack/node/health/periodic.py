@@ -3,8 +3,9 @@ by slurmd every HealthCheckInterval, as root, with only SLURMD_NODENAME in its e
 killed after 60 s.
 
 It runs the cheap checks (devices, nvidia-smi, ECC, EFA ports), reads the kernel log for new
-critical XIDs, checks file systems and volumes, and asks the metadata service whether EC2 is
-about to take the instance (a spot notice) or its group is terminating it. A finding drains the
+critical XIDs, GPUs lost from the bus and fatal NVSwitch errors, checks file systems and
+volumes, and asks the metadata service whether EC2 is about to take the instance (a spot
+notice) or its group is terminating it. A finding drains the
 node with one reason, `slurmstack:<check>: <detail>`; the head node's controller acts on it.
 
 The first reason stays: a node already out of service (drained, down, rebooting) is not drained
@@ -25,7 +26,7 @@ from ..logs import ship_logs
 from ..slurm import NodeRecord
 from .devices import device_findings
 from .findings import Finding, most_telling, record
-from .kernel_log import Cursor, new_xids, save_cursor
+from .kernel_log import Cursor, new_findings, save_cursor
 from .volumes import disk_findings, file_system_findings
 
 # Within slurmd's 60 s: nvidia-smi (two queries) and the file systems are each bounded.
@@ -77,8 +78,8 @@ def node_record(ctx: Context, name: str) -> NodeRecord | None:
 def findings(ctx: Context) -> tuple[list[Finding], Cursor]:
     config = ctx.config()
     found = spot_findings(ctx)
-    xids, cursor = new_xids(ctx, config.health.critical_xids)
-    found += xids
+    logged, cursor = new_findings(ctx, config.health)
+    found += logged
     found += device_findings(ctx, config.health)
     found += file_system_findings(ctx, config.mounts, FILE_SYSTEM_SECONDS)
     found += disk_findings(ctx, config)

@@ -6,8 +6,10 @@ settings, one ``#  Rank`` line per rank naming its host, the table header, the f
 ``# Out of bounds values`` and ``# Avg bus bandwidth``), one row per message size with the
 out-of-place and in-place time, algbw, busbw and #wrong, and on failure
 ``<host>: Test NCCL failure <file>:<line> '<error>'`` and `` .. <host> pid <pid>: Test failure``
-lines; srun adds ``srun: error: <node>: task <n>: Exited with exit code <c>``. srun's ``-l``
-prefix (``<task>: ``) is taken off first.
+lines; srun adds ``srun: error: <node>: task <n>: Exited with exit code <c>``. The launcher's
+label on each line is taken off first: srun's ``-l`` (``<task>: ``), Open MPI's
+``--tag-output`` (``[1,<rank>]<stdout>:``), ``-prepend-rank`` (``[<rank>] ``). NCCL's own
+warnings (nccl_log) name the peer a host lost, which the verdict puts on a host of the run.
 
 A run passes when it completed (the footer is there, no failure line), every result is
 correct (no wrong element, no out-of-bounds value) and the out-of-place bus bandwidth at the
@@ -19,7 +21,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_TASK_LABEL = re.compile(r"^\s*\d+:\s?")
+from .nccl_log import NcclLog
+
+_LABEL = re.compile(r"^\s*(?:\[\d+,\d+\]<std(?:out|err)>:|\[\d+\]\s|\d+:\s?)")
 _RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)")
 _FAILURE = re.compile(
     r"^(?P<host>\S+): Test (?P<kind>NCCL|CUDA) failure (?P<where>\S+) '(?P<what>.*)'"
@@ -58,6 +62,7 @@ class Run:
     failures: list[Failure] = field(default_factory=list)
     out_of_bounds: int | None = None
     avg_busbw: float | None = None  # the footer's average (None: the run did not finish)
+    nccl: NcclLog = field(default_factory=NcclLog)
 
     @property
     def completed(self) -> bool:
@@ -101,7 +106,7 @@ def _row(line: str) -> Row | None:
 def parse(text: str) -> Run:
     run = Run()
     for raw in text.splitlines():
-        line = _TASK_LABEL.sub("", raw, count=1) if not raw.startswith("#") else raw
+        line = _LABEL.sub("", raw, count=1)
         if match := _RANK.match(line):
             run.ranks[int(match[1])] = match[2]
         elif match := _OUT_OF_BOUNDS.match(line):
@@ -109,12 +114,13 @@ def parse(text: str) -> Run:
         elif match := _AVG_BUSBW.match(line):
             run.avg_busbw = float(match[1])
         elif match := _FAILURE.match(line):
-            run.failures.append(Failure(match["host"], f"{match['kind']} failure: {match['what']}"))
+            what = ": ".join(p for p in match["what"].split(" / ") if p.strip())
+            run.failures.append(Failure(match["host"], f"{match['kind']} failure: {what}"))
         elif match := _TIMEOUT.match(line):
             run.failures.append(Failure(match["host"], "test timeout"))
         elif match := _SRUN_TASK.match(line):
             run.failures.append(Failure(match["node"], match["what"]))
-        elif _TRACE.match(line) or line.startswith("#"):
+        elif _TRACE.match(line) or line.startswith("#") or run.nccl.read(line):
             continue
         elif (row := _row(line)) is not None:
             run.rows.append(row)
@@ -141,13 +147,20 @@ class Verdict:
 def judge(run: Run, min_busbw_gbps: float | None, message_bytes: int) -> Verdict:
     """Pass or fail, with the figure that decided it. Without a threshold (a pool without EFA)
     the run must complete and be correct, at any speed."""
+    known = {*run.ranks.values(), *(f.host for f in run.failures)}
+    blamed = run.nccl.blamed(known)
+    named = (blamed[1],) if blamed and blamed[1] else ()
+    peer = f"; {run.nccl.describe(known)}" if blamed else ""
     if run.failures:
         first = run.failures[0]
-        hosts = tuple(dict.fromkeys(f.host for f in run.failures))
-        return Verdict(False, f"did not complete: {first.message} (on {first.host})", None, hosts)
+        hosts = tuple(dict.fromkeys([*named, *(f.host for f in run.failures)]))
+        detail = f"did not complete: {first.message} (on {first.host}){peer}"
+        return Verdict(False, detail, None, hosts)
     if run.avg_busbw is None:
         largest = max((r.size for r in run.rows), default=0)
-        return Verdict(False, f"did not complete: output ends after {largest} B, no summary")
+        ends = f"output ends after {largest} B" if run.rows else "no result"
+        detail = f"did not complete: {ends}, no summary{peer}"
+        return Verdict(False, detail, None, named)
     if run.wrong or run.out_of_bounds:
         where = f" at {run.wrong[0].size} B" if run.wrong else ""
         return Verdict(False, f"wrong results{where}: data corrupted between GPUs")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -22,6 +23,9 @@ from ..context import AgentError, Context
 # Where the EFA installer puts libfabric's tools on the Deep Learning AMIs (not on PATH).
 EFA_BIN = "/opt/amazon/efa/bin"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# An EFA domain is the device's name and the endpoint type it serves (libfabric's
+# efa_domain_name_suffix): rdmap79s0-rdm, efa_0-dgrm.
+DOMAIN_SUFFIX = re.compile(r"-(rdm|dgrm)$")
 # Shown with the check (not judged): what else steers NCCL and libfabric.
 SHOWN_PREFIXES = ("NCCL_", "FI_", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
 
@@ -81,21 +85,31 @@ def topology(ctx: Context, env: Mapping[str, str]) -> Check:
     return Check("topology", True, "nvidia-smi topo -m (shown)", topo.stdout)
 
 
+def efa_devices(listing: str) -> set[str]:
+    """The EFA devices ``fi_info -p efa`` lists. It lists a device once per endpoint it offers,
+    and that is more than once on many libfabric versions: the core provider's RDM and DGRAM
+    domains (``efa_0-rdm``, ``efa_0-dgrm``), a layered provider over one of them
+    (``efa;ofi_rxd``, libfabric 1.x), one RDM entry per fabric (``efa-direct`` and ``efa``,
+    libfabric 2.x). The device is the domain's name without its endpoint suffix."""
+    devices = set()
+    for line in listing.splitlines():
+        key, _, value = line.strip().partition(":")
+        if key == "domain" and value.strip():
+            devices.add(DOMAIN_SUFFIX.sub("", value.strip()))
+    return devices
+
+
 def efa(ctx: Context, expected: int, env: Mapping[str, str]) -> Check:
     fi_info = tool(ctx, "fi_info", env, (EFA_BIN,))
     if fi_info is None:
         return Check("efa", False, f"no fi_info (PATH, {EFA_BIN}); expected {expected} EFA devices")
     found = ctx.sh(fi_info, "-p", "efa", "-t", "FI_EP_RDM", check=False)
-    domains = {
-        line.split(":", 1)[1].strip()
-        for line in found.stdout.splitlines()
-        if line.strip().startswith("domain:")
-    }
-    if found.returncode != 0 and not domains:
+    devices = efa_devices(found.stdout)
+    if found.returncode != 0 and not devices:
         detail = f"fi_info -p efa found no EFA device ({found.stderr.strip() or 'no output'})"
         return Check("efa", False, f"{detail}; expected {expected}", found.stdout)
-    ok = len(domains) == expected
-    return Check("efa", ok, f"{len(domains)} EFA devices, expected {expected}", found.stdout)
+    ok = len(devices) == expected
+    return Check("efa", ok, f"{len(devices)} EFA devices, expected {expected}", found.stdout)
 
 
 def mounts(ctx: Context, expected: tuple[str, ...]) -> Check:

@@ -81,8 +81,12 @@ def observe(row: Row) -> Observed:
 
 
 XID_79 = "slurmstack:gpu-xid: 79 pid=1, GPU has fallen off the bus (PCI:0000:10:1c)"
-XID_63 = "slurmstack:gpu-xid: 63 Row Remapper: New row marked for remapping (PCI:0000:11:00)"
-REBOOTED = ControllerState(reboots={NAME: (NOW - 3600, "gpu-xid:63")})
+# A reboot-worthy XID as a node drains with it (data/kernel/xid-109-ctxsw-timeout.log).
+XID_109 = (
+    "slurmstack:gpu-xid: 109 pid=1797828, name=pt_main_thread, Ch 00000008, errorString CTX "
+    "SWITCH TIMEOUT, Info 0x58005 (PCI:0000:cb:00)"
+)
+REBOOTED = ControllerState(reboots={NAME: (NOW - 3600, "gpu-xid:109")})
 TWO_REPLACED = ControllerState(replacements={"gpu": ((NOW - 600, "i-1"), (NOW - 300, "i-2"))})
 OPEN = ControllerState(breakers={"gpu": Trip(NOW - 60, "2 replacements in 60 min")})
 
@@ -91,11 +95,11 @@ ROWS = [
     Row("idle-drained-by-someone", record("IDLE+DRAIN+DYNAMIC_NORM", "bios update"), []),
     Row("xid-79-replace", record("MIXED+DRAIN+DYNAMIC_NORM", XID_79, CPUAlloc="8"),
         [("replace", XID_79 + "; replacing i-0aaa")]),
-    Row("xid-63-reboot", record("IDLE+DRAIN+DYNAMIC_NORM", XID_63),
-        [("reboot", XID_63 + "; rebooting")]),
-    Row("xid-63-back-after-a-reboot", record("IDLE+DRAIN+DYNAMIC_NORM", XID_63),
-        [("replace", XID_63 + "; replacing")], state=REBOOTED),
-    Row("reboot-under-way", record("IDLE+DRAIN+DYNAMIC_NORM+REBOOT_ISSUED", XID_63), []),
+    Row("xid-109-reboot", record("IDLE+DRAIN+DYNAMIC_NORM", XID_109),
+        [("reboot", XID_109 + "; rebooting")]),
+    Row("xid-109-back-after-a-reboot", record("IDLE+DRAIN+DYNAMIC_NORM", XID_109),
+        [("replace", XID_109 + "; replacing")], state=REBOOTED),
+    Row("reboot-under-way", record("IDLE+DRAIN+DYNAMIC_NORM+REBOOT_ISSUED", XID_109), []),
     Row("replacement-under-way", record("DOWN+DYNAMIC_NORM", XID_79 + "; replacing i-0aaa"), []),
     Row("unhealthy-in-its-group", record("DOWN+DYNAMIC_NORM", XID_79), [], health="Unhealthy"),
     Row("file-system-left", record("IDLE+DRAIN+DYNAMIC_NORM", "slurmstack:file-system: /fsx"), []),
@@ -253,7 +257,7 @@ def test_the_overrides_of_the_definition_apply() -> None:
         (XID_79, "root", "gpu-xid:79"),
         ("slurmstack:gpu-xid:79 GPU has fallen off the bus", "root", "gpu-xid:79"),
         ("slurmstack:efa-port: rdmap0s0 port 1 is 1: DOWN", "root", "efa-port"),
-        (f"{XID_63} : Not responding", "slurm", "gpu-xid:63"),  # Slurm >= 23.02 appended
+        (f"{XID_109} : Not responding", "slurm", "gpu-xid:109"),  # Slurm >= 23.02 appended
         ("Not responding", "slurm", "slurm:Not responding"),
         ("Not responding", "root", None),
         ("replace me Action:Replace", "bob", "Action:Replace"),

@@ -87,3 +87,23 @@ def test_a_failed_diagnostic_fails_the_boot(aws, tmp_path: Path) -> None:
     fake_devices(tmp_path, gpus=8, efa=32)
     assert boot.health(node) == ["slurmstack:gpu-diag: dcgmi diag -r 2 failed: exit 226"]
     assert health_status(aws, instance) == "UNHEALTHY"
+
+
+def test_a_gpu_lost_at_probe_is_named_before_the_missing_count(aws, tmp_path: Path) -> None:
+    """The driver's probe-time message (NVIDIA/NVSentinel#155, data/kernel) names the GPU:
+    the boot check says which one fell off the bus, not only that one is missing."""
+    from node.health.test_kernel_events import sample
+    from node.support import kernel_log
+
+    instance = asg_with_instance(aws)
+    run = Answers({GPU_QUERY[:2]: (0, nvidia_smi(7))})
+    node = health_node(tmp_path, aws, instance, run)
+    fake_devices(tmp_path, gpus=7, efa=32)
+    kernel_log(tmp_path, *sample("bus-lost-at-probe.log"))
+    problems = boot.health(node)
+    assert problems[0] == (
+        "slurmstack:gpu-lost: GPU 0000:b3:00.0 (PCI ID 10de:26b5) has fallen off the bus and "
+        "does not answer"
+    )
+    assert problems[1].startswith("slurmstack:gpu-count: 7 of 8 GPUs present")
+    assert health_status(aws, instance) == "UNHEALTHY"

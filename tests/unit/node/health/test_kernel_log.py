@@ -6,9 +6,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from node.support import kernel_log, make_node
-from slurmstack.node.health.kernel_log import Cursor, new_xids, read_cursor, records, save_cursor
+from slurmstack.contract import Health
+from slurmstack.node.health.kernel_log import (
+    Cursor,
+    new_findings,
+    read_cursor,
+    records,
+    save_cursor,
+)
 
 CRITICAL = (79, 64, 48, 63)  # replace-worthy first, as node.json orders them
+GPU_NODE = Health(gpus=8, critical_xids=CRITICAL)
+
+
+def new_xids(node, critical):  # type: ignore[no-untyped-def]
+    return new_findings(node, Health(gpus=8, critical_xids=critical))
+
+
 FELL_OFF = "NVRM: Xid (PCI:0000:10:1c): 79, pid=1896, GPU has fallen off the bus."
 REMAP = "NVRM: Xid (PCI:0000:11:00): 63, pid=2, Row Remapper: New row marked for remapping."
 

@@ -97,3 +97,41 @@ def test_without_a_threshold_a_complete_correct_run_passes() -> None:
 @pytest.mark.parametrize(("value", "shown"), [(464.64, "465"), (62.72, "62.7"), (6.25, "6.25")])
 def test_bandwidths_print_with_sensible_precision(value: float, shown: str) -> None:
     assert nccl_tests.gbps(value) == shown
+
+
+def test_the_peer_nccl_names_is_the_host_that_failed() -> None:
+    """kolyoz2's NCCL says its completion from peer 10.0.35.1 failed (NVIDIA/nccl-tests#252):
+    the verdict names that peer, not only that the output ends."""
+    verdict = nccl_tests.judge(recorded("nccl-tests-252-ib-peer-error.txt"), 62.7, GIB2)
+    assert not verdict.ok
+    assert verdict.detail == (
+        "did not complete: no result, no summary; kolyoz2 names peer 10.0.35.1: NET/IB : Got "
+        "completion from peer 10.0.35.1<49189> with error 4, opcode 5327, len 5327, vendor err "
+        "81 (Send)"
+    )
+
+
+def test_a_peer_named_by_its_full_name_is_put_on_its_host() -> None:
+    """NCCL names the remote peer gpu004.ds-a4-r02.abc.com (NVIDIA/nccl-tests#166): the host of
+    the run it is, gpu004, is among the failed hosts."""
+    verdict = nccl_tests.judge(recorded("nccl-tests-166-remote-peer-fqdn.txt"), None, GIB2)
+    assert verdict.failed_hosts == ("gpu004",)
+    assert "gpu004 names peer gpu004 (gpu004.ds-a4-r02.abc.com): socketProgress" in verdict.detail
+
+
+def test_the_failing_host_and_the_peer_its_loss_was_seen_from() -> None:
+    """DisAI-4090-2's test fails; DisAI-4090-3 then loses its connection (NVIDIA/nccl-tests#204)."""
+    verdict = nccl_tests.judge(recorded("nccl-tests-204-internal-error.txt"), None, GIB2)
+    assert verdict.detail.startswith(
+        "did not complete: NCCL failure: internal error - please report this issue to the NCCL "
+        "developers (on DisAI-4090-2); DisAI-4090-3 names peer 10.102.0.232: "
+    )
+    assert verdict.failed_hosts == ("DisAI-4090-2",)
+
+
+def test_mpirun_tagged_output_is_read() -> None:
+    """Open MPI's --tag-output puts [1,<rank>]<stdout>: before every line (aws/aws-k8s-tester#464):
+    the ranks' hosts are read, and a bootstrap address is put on its host."""
+    run = recorded("mpirun-tag-output-header.txt")
+    assert run.hosts == ["multi-node-nccl-test-worker-0", "multi-node-nccl-test-worker-1"]
+    assert run.nccl.host_of("192.168.24.153", run.hosts) == "multi-node-nccl-test-worker-0"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from slurmstack.render import role_files
 pytestmark = pytest.mark.workload
 
 PLAN = example_plan("p5-training")
+EFA_DATA = Path(__file__).resolve().parent / "data" / "efa"
 
 
 def fi_info(domains: int) -> str:
@@ -133,3 +135,41 @@ def test_a_pool_that_is_not_there_is_named(tmp_path: Path) -> None:
     os.remove(tmp_path / ACCEPTANCE_PATH.lstrip("/"))
     with pytest.raises(AgentError, match=r"acceptance\.json is missing"):
         node_check.acceptance_of(ctx, "train")
+
+
+class RecordedFiInfo(Node):
+    """A node whose fi_info prints a recorded ``fi_info -p efa`` (data/efa), filtered by
+    ``-t`` as fi_info filters: the entries whose endpoint type matches."""
+
+    def __init__(self, gpus: int, recorded: str) -> None:
+        super().__init__(gpus, 0)
+        self.recorded = recorded
+
+    def __call__(self, cmd: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+        if Path(cmd[0]).name != "fi_info":
+            return super().__call__(cmd, check)
+        self.calls.append(cmd)
+        wanted = cmd[cmd.index("-t") + 1] if "-t" in cmd else None
+        entries = re.split(r"(?m)^(?=provider: )", (EFA_DATA / self.recorded).read_text())
+        kept = [e for e in entries if e and (wanted is None or f"type: {wanted}\n" in e)]
+        return subprocess.CompletedProcess(cmd, 0, "".join(kept), "")
+
+
+def test_a_device_listed_more_than_once_is_counted_once(tmp_path: Path) -> None:
+    """libfabric lists one EFA device as the core provider's RDM endpoint and, layered, as
+    efa;ofi_rxd over its DGRAM domain (ofiwg/libfabric#5689): one device, not two."""
+    run = RecordedFiInfo(4, "libfabric-1.9-efa-and-rxd.txt")
+    ctx = pool_node(tmp_path, "dev", run, ["/home", "/fsx", "/scratch"])
+    (efa,) = [
+        c
+        for c in node_check.node_check(ctx, node_check.acceptance_of(ctx, "dev"), task_env("dev"))
+        if c.name == "efa"
+    ]
+    assert efa.output.count("domain:") == 2  # what fi_info -t FI_EP_RDM printed
+    assert (efa.ok, efa.detail) == (True, "1 EFA devices, expected 1")
+
+
+def test_devices_are_named_without_their_endpoint_suffix() -> None:
+    listing = (EFA_DATA / "libfabric-1.9-efa-and-rxd.txt").read_text()
+    assert node_check.efa_devices(listing) == {"efa_0"}
+    assert node_check.efa_devices(fi_info(3)) == {"rdmap79s0", "rdmap80s0", "rdmap81s0"}
