@@ -189,6 +189,18 @@ CAUSES: tuple[Cause, ...] = (
         R.LEAVE,
         "its jobs are requeued; the record is deleted after the grace period",
     ),
+    _check(
+        Check.LAUNCH,
+        "EC2 launched no instance for an elastic node (set DOWN by the power programs)",
+        R.LEAVE,
+        "the power programs offer the node again once its pool's retry is due",
+    ),
+    _check(
+        Check.NCCL_ALLREDUCE,
+        "acceptance found the node (or its pair) too slow in all-reduce (`accept --bisect`)",
+        R.LEAVE,
+        "an operator decides: the fabric, the node or its neighbour",
+    ),
     Cause(
         f"{SLURM_CAUSE_PREFIX}Kill task failed",
         "Slurm: a job step could not be killed",
@@ -204,6 +216,10 @@ CAUSES: tuple[Cause, ...] = (
     Cause(f"{OPERATOR_CAUSE_PREFIX}Replace", "an operator's `Action:Replace`", R.REPLACE, "asked"),
     Cause(f"{OPERATOR_CAUSE_PREFIX}Reboot", "an operator's `Action:Reboot`", R.REBOOT, "asked"),
 )
-# What an operator asks for is done as asked: these causes cannot be overridden.
-FIXED_CAUSES = frozenset({f"{OPERATOR_CAUSE_PREFIX}Replace", f"{OPERATOR_CAUSE_PREFIX}Reboot"})
+# What an operator asks for is done as asked, and an elastic node whose launch failed is the
+# power programs' (the controller leaves the nodes they look after): these causes cannot be
+# overridden.
+FIXED_CAUSES = frozenset(
+    {f"{OPERATOR_CAUSE_PREFIX}Replace", f"{OPERATOR_CAUSE_PREFIX}Reboot", Check.LAUNCH.value}
+)
 OVERRIDABLE_CAUSES = tuple(c.cause for c in CAUSES if c.cause not in FIXED_CAUSES)

@@ -31,6 +31,13 @@ CASES = [
     ),
     Case(
         "health-action-cause",
+        set_in("health", {"actions": {"launch": "replace"}}),
+        "health.actions.launch",
+        "launch is the power programs' to retry, not the controller's; remove it",
+        name="launch",
+    ),
+    Case(
+        "health-action-cause",
         set_in("health", {"actions": {"gpu-xid:167": "reboot"}}),
         "health.actions.gpu-xid:167",
         "add it to health.xids (e.g. health.xids: {167: reboot})",
@@ -79,5 +86,10 @@ def test_bad_xids_are_refused_with_the_path_and_the_fix(xids: dict, message: str
 
 
 def test_overrides_of_known_causes_pass() -> None:
-    overrides = {"gpu-xid:79": "reboot", "efa-port": "replace", "slurm:Not responding": "leave"}
+    overrides = {
+        "gpu-xid:79": "reboot",
+        "efa-port": "replace",
+        "slurm:Not responding": "leave",
+        "nccl-allreduce": "replace",
+    }
     assert findings(definition(set_in("health", {"actions": overrides}))) == []

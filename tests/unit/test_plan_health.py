@@ -16,8 +16,8 @@ from slurmstack.spec import HealthSpec
 def test_every_check_a_node_reports_has_a_row() -> None:
     causes = {c.cause for c in CAUSES}
     for check in Check:
-        if check in (Check.GPU_XID, Check.OPERATOR):
-            continue  # per XID; an operator's request is its own rows
+        if check is Check.GPU_XID:
+            continue  # one row per XID
         assert check.value in causes, check
     assert {f"gpu-xid:{x.number}" for x in CRITICAL_XIDS} <= causes
     assert len(causes) == len(CAUSES)

@@ -22,7 +22,11 @@ XID_CAUSE = f"{Check.GPU_XID.value}:"
 def health_action_cause(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     for cause in spec.health.actions:
         path = f"health.actions.{cause}"
-        if cause in FIXED_CAUSES:
+        if cause in FIXED_CAUSES and cause == Check.LAUNCH:
+            yield error(
+                path, f"{cause} is the power programs' to retry, not the controller's; remove it"
+            )
+        elif cause in FIXED_CAUSES:
             yield error(path, f"{cause} is an operator's request and is done as asked; remove it")
         elif _added_xid(cause, spec) is not None:
             continue  # health_xids reports it: the XID is said twice

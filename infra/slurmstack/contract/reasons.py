@@ -6,35 +6,62 @@ import enum
 import re
 
 __all__ = [
-    "DRAIN_REASON_PREFIX",
+    "CONTROLLER_NOTES",
+    "HELD_NOTE",
     "OPERATOR_ACTION",
     "OPERATOR_CAUSE_PREFIX",
+    "REASON_CUT_MARK",
+    "REASON_MAX_CHARACTERS",
     "REASON_PREFIX",
+    "REBOOTING_NOTE",
+    "REPLACING_NOTE",
     "SLURM_CAUSE_PREFIX",
+    "SLURM_REASON_SEPARATOR",
     "Check",
     "cause_of",
-    "drain_reason",
+    "is_our_reason",
     "parse_reason",
     "reason",
+    "reason_parts",
 ]
 
-# --- day 2: health checks, repair, logs ---------------------------------------------------
-
-# Every reason slurmstack gives a node has one form, `slurmstack:<check>: <detail>`: the node's
-# health check drains with it, the head's controller reads it (and writes its own the same way).
+# Every reason slurmstack gives a node has one form, `slurmstack:<check>: <detail>`, built by
+# reason() and read by parse_reason() only: the node's health check drains with it, the head's
+# controller, power programs and acceptance write theirs the same way, and the controller reads
+# them all (README, "When nodes fail").
 REASON_PREFIX = "slurmstack:"
+# Slurm keeps a reason as given; one cut-off, whoever drains, keeps `sinfo -R` readable.
+REASON_MAX_CHARACTERS = 240
+REASON_CUT_MARK = "..."
+# Slurm 23.02 and later stack a new reason onto the one a node has, " : " between them, and
+# stamp the whole with who set the last one (set_node_reason in node_mgr.c): an operator's
+# "ECC errors on GPU 3" on a node that then stops responding reads
+# "ECC errors on GPU 3 : Not responding" [slurm@...]. 22.05 kept the first reason alone.
+SLURM_REASON_SEPARATOR = " : "
+# What the head's controller appends to a reason it acts on, so a later pass sees the action
+# under way; reason_parts() strips them.
+REPLACING_NOTE = "; replacing "
+HELD_NOTE = "; held: "
+REBOOTING_NOTE = "; rebooting"
+CONTROLLER_NOTES = (REPLACING_NOTE, HELD_NOTE, REBOOTING_NOTE)
 # The separator after <check> is ": "; a bare ":" is read too ("slurmstack:gpu-xid:79 ...").
-_REASON = re.compile(r"^slurmstack:(?P<check>[a-z][a-z0-9-]*):\s?(?P<detail>.*)$", re.DOTALL)
+_REASON = re.compile(
+    rf"^{re.escape(REASON_PREFIX)}(?P<check>[a-z][a-z0-9-]*):\s?(?P<detail>.*)$", re.DOTALL
+)
 
 
 class Check(enum.StrEnum):
-    """The <check> of a slurmstack reason: what was found, and by whom."""
+    """The <check> of a slurmstack reason: what was found, and by whom. Each has a row in the
+    repair table (slurmstack.health_policy.CAUSES), so the table names every reason an operator
+    can see."""
 
     # Found on the node (slurmstack.node.health), at boot or by Slurm's HealthCheckProgram.
     GPU_COUNT = "gpu-count"  # fewer GPU device files than the instance type has
     GPU_SMI = "gpu-smi"  # nvidia-smi does not answer, or not for every GPU
     GPU_ECC = "gpu-ecc"  # uncorrectable ECC errors, or pages/rows waiting for a GPU reset
     GPU_XID = "gpu-xid"  # a critical XID in the kernel log; the detail starts with its number
+    GPU_LOST = "gpu-lost"  # the driver says a GPU fell off the bus, without an XID
+    NVSWITCH_SXID = "nvswitch-sxid"  # a fatal NVSwitch SXid in the kernel log
     GPU_DIAG = "gpu-diag"  # DCGM's diagnostic (dcgmi diag) failed at the instance's first boot
     NEURON_COUNT = "neuron-count"
     EFA_COUNT = "efa-count"
@@ -46,18 +73,42 @@ class Check(enum.StrEnum):
     CAPACITY_BLOCK_END = "capacity-block-end"
     SCALE_IN = "scale-in"  # the Auto Scaling group is terminating the instance
     INSTANCE_GONE = "instance-gone"  # no live instance of the cluster at the node's address
-    OPERATOR = "operator"  # an operator's Action:Replace / Action:Reboot, being carried out
+    # Found by the head's power programs (slurmstack.node.power): EC2 launched no instance.
+    LAUNCH = "launch"
+    # Found by acceptance (slurmstack.node.workload): a node or pair too slow in all-reduce.
+    NCCL_ALLREDUCE = "nccl-allreduce"
 
 
 def reason(check: Check, detail: str) -> str:
-    """A reason in slurmstack's one form (Slurm keeps it on one line)."""
-    return f"{REASON_PREFIX}{check.value}: {' '.join(detail.split())}"
+    """A reason in slurmstack's one form: on one line (Slurm keeps it so), at most
+    REASON_MAX_CHARACTERS long (a longer one ends in REASON_CUT_MARK)."""
+    text = f"{REASON_PREFIX}{check.value}: {' '.join(detail.split())}"
+    if len(text) <= REASON_MAX_CHARACTERS:
+        return text
+    return text[: REASON_MAX_CHARACTERS - len(REASON_CUT_MARK)] + REASON_CUT_MARK
+
+
+def reason_parts(text: str) -> tuple[str, ...]:
+    """The reasons Slurm stacked into one node's reason, oldest first, each without what the
+    controller appended to it."""
+    parts = []
+    for part in text.split(SLURM_REASON_SEPARATOR):
+        for note in CONTROLLER_NOTES:
+            part = part.split(note, 1)[0]
+        if part.strip():
+            parts.append(part.strip())
+    return tuple(parts)
 
 
 def parse_reason(text: str) -> tuple[str, str] | None:
-    """(check, detail) of a slurmstack reason; None for any other text."""
+    """(check, detail) of one slurmstack reason (one part of a stack); None for any other text."""
     match = _REASON.match(text.strip())
     return (match["check"], match["detail"]) if match else None
+
+
+def is_our_reason(part: str) -> bool:
+    """Whether one part of a node's reason is slurmstack's."""
+    return parse_reason(part) is not None
 
 
 # What an operator asks for in a node's reason, as SageMaker HyperPod users write it
@@ -79,15 +130,3 @@ def cause_of(check: str, detail: str) -> str:
 SLURM_CAUSE_PREFIX = "slurm:"
 # An operator's request, as a cause.
 OPERATOR_CAUSE_PREFIX = "Action:"
-
-# --- jobs, containers, acceptance ---------------------------------------------------------
-
-# Drain reasons have one form everywhere: ``slurmstack:<check>: <detail>`` (the operator reads
-# it in `sinfo -R`; the head's controller maps <check> to an action).
-DRAIN_REASON_PREFIX = "slurmstack:"
-
-
-def drain_reason(check: str, detail: str) -> str:
-    """The Slurm reason of a node slurmstack drains, e.g.
-    ``slurmstack:nccl-allreduce: 142 GB/s busbw, below 355 (pair with train-1811)``."""
-    return f"{DRAIN_REASON_PREFIX}{check}: {detail}"

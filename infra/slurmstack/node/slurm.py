@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..contract import reason_parts
 from .context import AgentError, Context
 
 # Slurm's times in the form SLURM_TIME_FORMAT=standard prints, on Slurm 22.05 and 23.11.
@@ -77,11 +78,6 @@ SLURM_REASONS = frozenset(
         "batch job complete failure",
     }
 )
-# Slurm 23.02 and later append a new reason to the one a node has (" : " between them) and
-# stamp the whole with SlurmUser and the time (set_node_reason in node_mgr.c): an operator's
-# "ECC errors on GPU 3 [root@...]" on a node that then stops responding reads
-# "ECC errors on GPU 3 : Not responding [slurm@...]". 22.05 kept the operator's reason.
-REASON_SEPARATOR = " : "
 
 
 def slurm_users(ctx: Context) -> set[str]:
@@ -114,7 +110,7 @@ class NodeRecord:
     address: str
     base: str
     flags: frozenset[str]
-    reason: str  # as Slurm keeps it, its stamp split off; >= 23.02 stacks reasons (``reasons``)
+    reason: str  # as Slurm keeps it, its stamp split off; >= 23.02 stacks them (``reasons``)
     reason_user: str | None
     features: frozenset[str]
     fields: Mapping[str, str]  # every key scontrol printed, as printed
@@ -154,8 +150,9 @@ class NodeRecord:
 
     @property
     def reasons(self) -> tuple[str, ...]:
-        """The reasons Slurm (>= 23.02) stacked into one, oldest first."""
-        return tuple(p.strip() for p in self.reason.split(REASON_SEPARATOR) if p.strip())
+        """The reasons Slurm (>= 23.02) stacked into one, oldest first, without the notes the
+        controller appends (slurmstack.contract.reason_parts)."""
+        return reason_parts(self.reason)
 
     @property
     def out_of_service(self) -> bool:

@@ -28,6 +28,7 @@ from dataclasses import replace
 
 from ...contract import (
     REAPER_GRACE_SECONDS,
+    SLURM_REASON_SEPARATOR,
     Check,
     PoolRef,
     RepairPolicy,
@@ -35,7 +36,7 @@ from ...contract import (
     parse_reason,
     reason,
 )
-from ..slurm import REASON_SEPARATOR, NodeRecord
+from ..slurm import NodeRecord
 from .actions import MAX_ACTIONS, SUSPENDED_PROCESS, Action, Decision, Kind, Pass, iso
 from .observe import CAPACITY_BLOCK, TERMINATING_WAIT, Instance, Member, Observed
 from .reap import reap_verdict
@@ -138,7 +139,7 @@ def gone_pass(run: Pass, node: NodeRecord, pool: PoolRef) -> None:
         )
         text = reason(Check.INSTANCE_GONE, detail + (f" (was: {old})" if old else ""))
         # An operator's reason stays first (and keeps the record for the operator).
-        run.add(Action(Kind.DOWN, name, text if ours else f"{old}{REASON_SEPARATOR}{text}"))
+        run.add(Action(Kind.DOWN, name, text if ours else f"{old}{SLURM_REASON_SEPARATOR}{text}"))
     elif parsed is not None:  # DOWN for one of the controller's reasons: now it is gone
         run.add(Action(Kind.DOWN, name, reason(Check.INSTANCE_GONE, f"{detail} (was: {old})")))
 

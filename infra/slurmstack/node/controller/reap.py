@@ -6,6 +6,7 @@ from typing import Any
 
 from ...contract import (
     REAPER_GRACE_SECONDS,
+    SLURM_REASON_SEPARATOR,
     Check,
     PoolRef,
     is_node_name_of,
@@ -13,7 +14,7 @@ from ...contract import (
 )
 from ..context import AgentError, Context, log
 from ..ec2 import live_instances
-from ..slurm import REASON_SEPARATOR, SCONTROL, SLURM_REASONS, NodeRecord, slurm_nodes, slurm_users
+from ..slurm import SCONTROL, SLURM_REASONS, NodeRecord, slurm_nodes, slurm_users
 
 # State flags a record may carry and still be deleted. Any other (COMPLETING, RESERVED, MAINT,
 # FAIL, REBOOT_*, POWER*, PLANNED, ...) keeps it: a job, a reservation or an operator's
@@ -135,12 +136,14 @@ def _operator_reason(node: NodeRecord, user: str, slurm_users: set[str]) -> str 
     if user not in slurm_users:
         return f"reason set by {user}, not by Slurm: left for the operator"
     foreign = [
-        part for part in node.reason.split(REASON_SEPARATOR) if part.strip() not in SLURM_REASONS
+        part
+        for part in node.reason.split(SLURM_REASON_SEPARATOR)
+        if part.strip() not in SLURM_REASONS
     ]
     if foreign:
         # The stamp is Slurm's, but only because Slurm appended its own reason (>= 23.02).
         return (
-            f"reason {REASON_SEPARATOR.join(foreign)!r} is not Slurm's own (Slurm appended to "
+            f"reason {SLURM_REASON_SEPARATOR.join(foreign)!r} is not Slurm's own (Slurm appended to "
             "it and stamped it): left for the operator"
         )
     return None

@@ -7,28 +7,27 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...contract import (
+    CONTROLLER_NOTES,
+    HELD_NOTE,
     OPERATOR_ACTION,
     OPERATOR_CAUSE_PREFIX,
+    REBOOTING_NOTE,
+    REPLACING_NOTE,
     SLURM_CAUSE_PREFIX,
     PoolRef,
     Remedy,
     cause_of,
     parse_reason,
 )
-from ..slurm import REASON_SEPARATOR, SLURM_REASONS, NodeRecord
+from ..slurm import SLURM_REASONS, NodeRecord
 from .actions import Action, Kind, Pass, iso
 from .observe import Instance, Member
 
-# What the controller appends to a reason it acts on: a later pass sees the action under way.
-REPLACING = "; replacing "
-HELD = "; held: "
-REBOOTING_NOTE = "; rebooting"
-
 
 def original(text: str) -> str:
-    """A reason without what the controller appended to it."""
-    for marker in (REPLACING, HELD, REBOOTING_NOTE):
-        text = text.split(marker, 1)[0]
+    """A reason without what the controller appended to it (CONTROLLER_NOTES)."""
+    for note in CONTROLLER_NOTES:
+        text = text.split(note, 1)[0]
     return text.strip()
 
 
@@ -39,14 +38,14 @@ def cause_of_node(node: NodeRecord, users: frozenset[str]) -> str | None:
     asked = OPERATOR_ACTION.search(text)
     if asked:
         return f"{OPERATOR_CAUSE_PREFIX}{asked[1]}"
-    for part in text.split(REASON_SEPARATOR):  # Slurm >= 23.02 appends its own reasons
-        parsed = parse_reason(original(part))
+    for part in node.reasons:  # Slurm >= 23.02 stacks its own reasons onto ours
+        parsed = parse_reason(part)
         if parsed is not None:
             return cause_of(*parsed)
     if node.reason_user in users:
-        for part in text.split(REASON_SEPARATOR):
-            if part.strip() in SLURM_REASONS:
-                return f"{SLURM_CAUSE_PREFIX}{part.strip()}"
+        for part in node.reasons:
+            if part in SLURM_REASONS:
+                return f"{SLURM_CAUSE_PREFIX}{part}"
     return None
 
 
@@ -59,7 +58,7 @@ def repair_pass(
 ) -> None:
     """An out-of-service node: its reason's cause, looked up in the policy."""
     name, text = node.name, node.reason
-    if REPLACING in text or (member is not None and member.health_status != "Healthy"):
+    if REPLACING_NOTE in text or (member is not None and member.health_status != "Healthy"):
         return  # a replacement is under way
     cause = cause_of_node(node, run.observed.slurm_users)
     remedy = run.policy.remedy(cause) if cause is not None else None
@@ -113,9 +112,9 @@ def replace_pass(
             )
         )
     if trip is not None:
-        if HELD not in text:
+        if HELD_NOTE not in text:
             held = (
-                f"{original(text)}{HELD}pool {pool.name}'s breaker is open since "
+                f"{original(text)}{HELD_NOTE}pool {pool.name}'s breaker is open since "
                 f"{iso(trip.since)} ({trip.why}): `slurmstack-node breaker reset {pool.name}`"
             )
             run.add(Action(Kind.HOLD, name, held, pool=pool.name, why=why))
@@ -125,7 +124,7 @@ def replace_pass(
         Action(
             Kind.REPLACE,
             name,
-            f"{original(text)}{REPLACING}{instance.instance_id}",
+            f"{original(text)}{REPLACING_NOTE}{instance.instance_id}",
             instance=instance.instance_id,
             group=member.group,
             pool=pool.name,

@@ -16,20 +16,8 @@ from ..slurm import SCONTROL, NodeRecord, slurm_nodes
 if TYPE_CHECKING:
     from mypy_boto3_ec2.type_defs import FilterTypeDef
 
-# The form of every reason these programs set (the one documented form of the cluster's
-# reasons, `slurmstack:<check>: <detail>`), and the check name of a launch that failed.
-LAUNCH_CHECK = "launch"
-LAUNCH_REASON_PREFIX = f"slurmstack:{LAUNCH_CHECK}: "
-# Slurm keeps a reason as given; long AWS messages are cut to keep `sinfo -R` readable.
-REASON_MAX = 240
 # EC2 takes at most this many values in one filter (DescribeInstances).
 FILTER_VALUES_MAX = 200
-
-
-def launch_reason(detail: str) -> str:
-    text = " ".join(detail.split())
-    reason = LAUNCH_REASON_PREFIX + text
-    return reason if len(reason) <= REASON_MAX else reason[: REASON_MAX - 3] + "..."
 
 
 def expand(ctx: Context, hostlist: str) -> list[str]:

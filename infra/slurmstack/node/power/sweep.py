@@ -15,6 +15,7 @@ import datetime
 from collections.abc import Iterable
 from typing import Any
 
+from ...contract import Check, is_our_reason, parse_reason
 from ..context import Context, log
 from ..slurm import SLURM_REASONS, NodeRecord
 from . import nodes
@@ -37,9 +38,9 @@ def sweep_verdict(record: NodeRecord, retry_due: bool) -> str | None:
     parts = record.reasons
     if not parts:
         return "no reason"
-    if any(p.startswith(nodes.LAUNCH_REASON_PREFIX) for p in parts):
+    if any((parse_reason(p) or ("", ""))[0] == Check.LAUNCH for p in parts):
         return None if retry_due else "its pool's launch retry is not due"
-    if all(p.startswith("slurmstack:") or p in SLURM_REASONS | POWER_REASONS for p in parts):
+    if all(is_our_reason(p) or p in SLURM_REASONS | POWER_REASONS for p in parts):
         return None
     return "an operator's reason: left for the operator"
 

@@ -20,15 +20,14 @@ from typing import Any
 from ...contract import (
     ACCEPTANCE_PATH,
     Acceptance,
+    Check,
     Collective,
     PoolAcceptance,
-    drain_reason,
     read_acceptance,
+    reason,
 )
 from ..context import AgentError, Context
 from . import nccl_tests, pairs, steps
-
-CHECK_NAME = "nccl-allreduce"  # the <check> of the drain reason
 
 
 @dataclass(frozen=True)
@@ -121,12 +120,12 @@ def locate_slow(
 
 
 def drain(ctx: Context, evidence: pairs.Evidence) -> dict[str, Any]:
-    reason = drain_reason(CHECK_NAME, f"{evidence.detail} (pair with {evidence.partner})")
-    command = ["scontrol", "update", f"NodeName={evidence.node}", "State=DRAIN", f"Reason={reason}"]
+    text = reason(Check.NCCL_ALLREDUCE, f"{evidence.detail} (pair with {evidence.partner})")
+    command = ["scontrol", "update", f"NodeName={evidence.node}", "State=DRAIN", f"Reason={text}"]
     result = ctx.sh(*command, check=False)
     entry: dict[str, Any] = {
         "node": evidence.node,
-        "reason": reason,
+        "reason": text,
         "drained": result.returncode == 0,
     }
     if result.returncode != 0:
