@@ -683,6 +683,10 @@ class RolloutSpec(Model):
     )
 
 
+# The images slurmstack can bake, by key (kind-architecture): the keys of image.parents.
+ImageKey = Literal["nvidia-x86-64", "nvidia-arm64", "neuron-x86-64", "cpu-x86-64", "cpu-arm64"]
+
+
 class ImageSpec(Model):
     """The node images: baked by slurmstack with EC2 Image Builder, or your own."""
 
@@ -708,6 +712,22 @@ class ImageSpec(Model):
         description=(
             "Instance type Image Builder builds and tests images on. Default: c7i.2xlarge "
             "(x86_64), c7g.2xlarge (arm64)."
+        ),
+    )
+    parents: dict[ImageKey, AmiId] = Field(
+        default_factory=dict,
+        description=(
+            "Pinned parent AMIs by image key, e.g. {nvidia-x86-64: ami-...}: that image is "
+            "built on this AMI instead of the newest one its public SSM parameter names "
+            "(plan shows which). Pin an earlier parent when the newest one's kernel has no "
+            "FSx Lustre client yet."
+        ),
+    )
+    keep_build_instance: bool = Field(
+        default=False,
+        description=(
+            "Keep the build instance of a failed bake running, to look into it with SSM "
+            "Session Manager (docs/images.md, 'When a bake fails'); terminate it yourself."
         ),
     )
     rollout: RolloutSpec = Field(

@@ -24,6 +24,8 @@ BUNDLE="${3:-$(cd "$(dirname "$0")" && pwd)}"
 . "$SETTINGS"
 STATE=/var/lib/slurmstack/image
 DOWNLOADS="$STATE/downloads"
+# Where sources are cloned and built (removed with the build tools at the end of the bake).
+SOURCES=/usr/local/src/slurmstack
 APT_GET=(apt-get -y -q -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confold)
 
 log() { echo "slurmstack-image: $*" >&2; }
@@ -78,14 +80,59 @@ hold() {
 units_off() {
   command -v systemctl >/dev/null || { log "units: no systemctl here"; return; }
   local unit
-  for unit in slurmctld.service slurmd.service slurmdbd.service mariadb.service \
-    unattended-upgrades.service apt-daily.timer apt-daily-upgrade.timer; do
+  for unit in slurmctld.service slurmd.service slurmdbd.service mariadb.service; do
     # (No `| grep -q` under pipefail: grep's early exit would fail the pipe.)
     if [ "$(systemctl is-enabled "$unit" 2>/dev/null || true)" = enabled ]; then
       systemctl disable "$unit" >/dev/null 2>&1 || true
       log "units: disabled $unit"
     fi
   done
+}
+
+# --- a still kernel: nothing installs or upgrades behind the bake's back ---------------------
+
+# Before the first install: apt's timers and unattended-upgrades stopped and masked (a run that
+# fires mid-bake takes apt's lock or upgrades packages, the kernel among them, and every node
+# would then differ from what the test phase checked), and periodic apt off in the image.
+APT_UNITS="apt-daily.timer apt-daily-upgrade.timer apt-daily.service apt-daily-upgrade.service unattended-upgrades.service"
+APT_PERIODIC=/etc/apt/apt.conf.d/99slurmstack-no-periodic
+quiet_apt() {
+  local unit
+  if command -v systemctl >/dev/null; then
+    for unit in $APT_UNITS; do
+      if [ "$(systemctl is-enabled "$unit" 2>/dev/null || true)" != masked ]; then
+        systemctl stop "$unit" >/dev/null 2>&1 || true
+        systemctl mask "$unit" >/dev/null 2>&1 || fail "apt: could not mask $unit"
+        log "apt: stopped and masked $unit"
+      fi
+    done
+  fi
+  if [ ! -f "$APT_PERIODIC" ]; then
+    printf 'APT::Periodic::Enable "0";\nAPT::Periodic::Update-Package-Lists "0";\nAPT::Periodic::Unattended-Upgrade "0";\n' >"$APT_PERIODIC"
+    log "apt: wrote $APT_PERIODIC"
+  fi
+}
+
+# The kernel a node of this image boots: the newest installed (GRUB's default on Ubuntu).
+boot_kernel() {
+  local images=(/boot/vmlinuz-*)
+  [ -e "${images[0]}" ] || return 0
+  printf '%s\n' "${images[@]#/boot/vmlinuz-}" | sort -V | tail -n 1
+}
+
+# After the installs: the kernel the image boots is the one the Lustre client was built for
+# (the one the bake ran on), held so that no later install changes it.
+kernel_is_lustres() {
+  [ "$KERNEL_HOLD" = yes ] || { log "kernel: left as it is (KERNEL_HOLD=no)"; return; }
+  local running boots
+  running=$(uname -r)
+  boots=$(boot_kernel)
+  [ "$boots" = "$running" ] || fail "kernel: the image would boot $boots, but its Lustre client is built for $running (the kernel the bake ran on); something installed a newer kernel during the bake"
+  if [ "$LUSTRE" != skip ]; then
+    installed "lustre-client-modules-$running" || fail "kernel: no Lustre client for $running"
+  fi
+  hold "linux-image-$running" "linux-modules-$running" linux-aws linux-image-aws linux-headers-aws
+  log "kernel: boots $running, the Lustre client's"
 }
 
 # fetch URL SHA256 DEST: download once, verified by its pinned sha256.
@@ -109,62 +156,116 @@ fetch() {
   log "download: $(basename "$dest") fetched, checksum ok"
 }
 
-install_lustre_client() {
+# At the start of the bake, before anything installs: the FSx repository has a Lustre client
+# for the parent's kernel, or the bake stops here, saying so (it does not fall back to another
+# kernel: nodes would boot one the parent was not tested with).
+lustre_available() {
   if [ "$LUSTRE" = skip ]; then
     log "lustre: skipped (LUSTRE=skip)"
     return
   fi
-  local kernel keyring=/usr/share/keyrings/fsx-ubuntu-public-key.gpg codename
+  local kernel keyring=/usr/share/keyrings/fsx-ubuntu-public-key.gpg codename candidate
+  kernel=$(uname -r)
+  installed "lustre-client-modules-$kernel" && return
+  codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+  # AWS publishes the key on its own HTTPS address and no fingerprint to check it against;
+  # the fingerprint the bake trusted goes into the manifest (lustre_key).
+  [ -f "$keyring" ] || curl -fsSL --retry 3 "$LUSTRE_KEY_URL" | gpg --dearmor -o "$keyring"
+  echo "deb [signed-by=$keyring] $LUSTRE_REPOSITORY $codename main" \
+    >/etc/apt/sources.list.d/fsxlustreclientrepo.list
+  "${APT_GET[@]}" update
+  candidate=$(apt-cache policy "lustre-client-modules-$kernel" 2>/dev/null |
+    awk '/Candidate:/ { print $2 }')
+  if [ -z "$candidate" ] || [ "$candidate" = "(none)" ]; then
+    fail "the parent image's kernel $kernel has no FSx for Lustre client module yet" \
+      "(no lustre-client-modules-$kernel in the FSx repository): pin the parent to an earlier" \
+      "image (image.parents) or build again once AWS publishes the module"
+  fi
+  log "lustre: the FSx repository has lustre-client-modules-$kernel $candidate"
+}
+
+install_lustre_client() {
+  [ "$LUSTRE" = skip ] && return
+  local kernel
   kernel=$(uname -r)
   if ! installed "lustre-client-modules-$kernel"; then
-    codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
-    [ -f "$keyring" ] || curl -fsSL --retry 3 "$LUSTRE_KEY_URL" | gpg --dearmor -o "$keyring"
-    echo "deb [signed-by=$keyring] $LUSTRE_REPOSITORY $codename main" \
-      >/etc/apt/sources.list.d/fsxlustreclientrepo.list
-    "${APT_GET[@]}" update
-    "${APT_GET[@]}" install "lustre-client-modules-$kernel" || fail \
-      "the FSx repository has no Lustre client for kernel $kernel (the parent image's): " \
-      "build again later (image.version) or bring an image of your own"
+    "${APT_GET[@]}" install "lustre-client-modules-$kernel"
   else
     log "lustre: client for $kernel already installed"
   fi
-  if [ "$KERNEL_HOLD" = yes ]; then
-    # The modules fit this kernel only: no other kernel may boot on a node of this image.
-    hold "linux-image-$kernel" "linux-modules-$kernel" linux-aws linux-image-aws \
-      linux-headers-aws "lustre-client-modules-$kernel"
-  fi
+  # The modules fit this kernel only: no other kernel may boot on a node of this image.
+  hold "lustre-client-modules-$kernel"
 }
 
+# --- sources pinned by git commit ----------------------------------------------------------
+
+# git_checkout NAME REPOSITORY TAG COMMIT DEST: the tag's tree in DEST, refused unless the tag is
+# the pinned commit; its submodules at the commits that tree records (git checks every object
+# against its hash, so the commit pins the whole tree, submodules included).
+git_checkout() {
+  local name="$1" repo="$2" tag="$3" commit="$4" dest="$5" got stray
+  [[ "$commit" =~ ^[0-9a-f]{40}$ ]] ||
+    fail "no git commit pinned for $name ($repo): record it in infra/slurmstack/image_pins.json first"
+  if [ "$(git -C "$dest" rev-parse HEAD 2>/dev/null)" = "$commit" ]; then
+    log "$name: source at $commit already here"
+  else
+    rm -rf "$dest"
+    mkdir -p "$(dirname "$dest")"
+    git clone --quiet --no-checkout "$repo" "$dest" || fail "$name: clone of $repo failed"
+    got=$(git -C "$dest" rev-parse --verify --quiet "refs/tags/$tag^{commit}") ||
+      fail "$name: $repo has no tag $tag"
+    [ "$got" = "$commit" ] ||
+      fail "$name: tag $tag of $repo is commit $got, not the pinned $commit; refused"
+    git -C "$dest" -c advice.detachedHead=false checkout --quiet "$commit"
+    log "$name: cloned $repo, tag $tag is the pinned commit $commit"
+  fi
+  git -C "$dest" submodule --quiet update --init --recursive || fail "$name: submodules failed"
+  # ' ' leads a submodule at its recorded commit; '+', '-' or 'U' one that is not.
+  stray=$(git -C "$dest" submodule status --recursive | grep -v '^ ' || true)
+  [ -z "$stray" ] || fail "$name: submodules not at the commits $commit records: $stray"
+}
+
+# efs-utils from its pinned commit: the crates efs-proxy's Cargo.lock pins (cargo checks every
+# download against the lock's checksum; --locked refuses a lock that would have to change),
+# then the repository's own build-deb.sh, offline.
 install_efs_utils() {
   if [ "$EFS_UTILS" = skip ]; then
     log "efs-utils: skipped (EFS_UTILS=skip)"
     return
   fi
-  if [ "$(pkg_version amazon-efs-utils)" = "$EFS_UTILS_VERSION-1" ] ||
-    [ "$(pkg_version amazon-efs-utils)" = "$EFS_UTILS_VERSION" ]; then
+  local stamp="$STATE/efs-utils" want="$EFS_UTILS_VERSION $EFS_UTILS_COMMIT"
+  if [ "$(pkg_version amazon-efs-utils)" = "$EFS_UTILS_VERSION-1" ] &&
+    [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
     log "efs-utils: $EFS_UTILS_VERSION already installed"
     return
   fi
-  local src="/usr/local/src/efs-utils-$EFS_UTILS_VERSION"
-  fetch "$EFS_UTILS_URL" "$EFS_UTILS_SHA256" "$DOWNLOADS/efs-utils-$EFS_UTILS_VERSION.tar.gz"
-  rm -rf "$src" && mkdir -p "$src"
-  tar -xzf "$DOWNLOADS/efs-utils-$EFS_UTILS_VERSION.tar.gz" -C "$src" --strip-components=1
-  (cd "$src" && ./build-deb.sh)
-  "${APT_GET[@]}" install "$src"/build/amazon-efs-utils*.deb
+  local src="$SOURCES/efs-utils"
+  git_checkout efs-utils "$EFS_UTILS_REPOSITORY" "$EFS_UTILS_TAG" "$EFS_UTILS_COMMIT" "$src"
+  export CARGO_HOME="$SOURCES/cargo-home"
+  cargo fetch --locked --manifest-path "$src/src/proxy/Cargo.toml" >&2 ||
+    fail "efs-utils: the crates of $EFS_UTILS_TAG's Cargo.lock could not be fetched as pinned"
+  (cd "$src" && CARGO_NET_OFFLINE=true ./build-deb.sh) >&2 || fail "efs-utils: build-deb.sh failed"
+  "${APT_GET[@]}" install "$src/build/amazon-efs-utils-$EFS_UTILS_VERSION-1_$(dpkg --print-architecture).deb"
+  echo "$want" >"$stamp"
+  log "efs-utils: $EFS_UTILS_VERSION built from $EFS_UTILS_COMMIT"
 }
 
+# enroot from its pinned commit, as its 'From source' installation does: `make install` in the
+# .deb's layout (/usr, configuration in /etc/enroot) and `make setcap` (the enroot+caps package).
 install_enroot() {
-  if command -v enroot >/dev/null && [ "$(command enroot version)" = "$ENROOT_VERSION" ]; then
+  local stamp="$STATE/enroot" want="$ENROOT_VERSION $ENROOT_COMMIT"
+  if command -v enroot >/dev/null && [ "$(command enroot version)" = "$ENROOT_VERSION" ] &&
+    [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
     log "enroot: $ENROOT_VERSION already installed"
     return
   fi
-  local urls=($ENROOT_DEBS) sums=($ENROOT_SHA256S) debs=() i
-  for i in "${!urls[@]}"; do
-    debs+=("$DOWNLOADS/$(basename "${urls[$i]}")")
-    fetch "${urls[$i]}" "${sums[$i]}" "${debs[$i]}"
-  done
-  "${APT_GET[@]}" install --no-install-recommends "${debs[@]}"
+  local src="$SOURCES/enroot"
+  git_checkout enroot "$ENROOT_REPOSITORY" "$ENROOT_TAG" "$ENROOT_COMMIT" "$src"
+  make -C "$src" -j "$(nproc)" install prefix=/usr sysconfdir=/etc >&2 || fail "enroot: make install failed"
+  make -C "$src" setcap prefix=/usr sysconfdir=/etc >&2 || fail "enroot: make setcap failed"
   [ "$(command enroot version)" = "$ENROOT_VERSION" ] || fail "enroot is not $ENROOT_VERSION after install"
+  echo "$want" >"$stamp"
+  log "enroot: $ENROOT_VERSION built from $ENROOT_COMMIT"
 }
 
 install_pyxis() {
@@ -184,10 +285,18 @@ install_pyxis() {
   echo "$want" >"$stamp"
 }
 
+# DCGM: the parent's own when it carries one (the Deep Learning Base AMI does, built for its
+# CUDA), else the pinned package; never a second DCGM beside the parent's.
+dcgm_present() {
+  dpkg-query -W -f='${db:Status-Status} ${Package} ${Version}\n' 'datacenter-gpu-manager*' 2>/dev/null |
+    awk '$1 == "installed" { print $2, $3; exit }'
+}
 install_dcgm() {
   [ -n "$DCGM_PACKAGE" ] || { log "dcgm: not on this image"; return; }
-  if installed "$DCGM_PACKAGE"; then
-    log "dcgm: $(pkg_version "$DCGM_PACKAGE") already installed"
+  local present
+  present=$(dcgm_present)
+  if [ -n "$present" ]; then
+    log "dcgm: $present already installed"
   else
     "${APT_GET[@]}" install --no-install-recommends "$DCGM_PACKAGE" || fail \
       "$DCGM_PACKAGE is not in the image's apt sources (the parent should carry NVIDIA's CUDA repository)"
@@ -265,14 +374,16 @@ manifest() {
     --arg pmix "$(pkg_version libpmix-dev)" --arg enroot "$(command enroot version)" \
     --arg pyxis "$PYXIS_VERSION" --arg efs "$(pkg_version amazon-efs-utils)" \
     --arg lustre "$(pkg_version "lustre-client-modules-$(uname -r)")" \
-    --arg dcgm "$( [ -n "$DCGM_PACKAGE" ] && pkg_version "$DCGM_PACKAGE")" \
+    --arg dcgm "$( [ -n "$DCGM_PACKAGE" ] && dcgm_present)" \
     --arg nccl_tests "$NCCL_TESTS_VERSION" \
+    --arg lustre_key "$(gpg --show-keys --with-colons /usr/share/keyrings/fsx-ubuntu-public-key.gpg 2>/dev/null |
+      awk -F: '$1 == "fpr" { print $10; exit }')" \
     --arg nft "$(pkg_version nftables)" --arg agent "$(cat "$STATE/agent")" \
     --arg slurmdbd "$(pkg_version slurmdbd)" --arg mariadb "$(pkg_version mariadb-server)" \
     '{image: $key, kind: $kind, version: ($version | tonumber),
       parent_ami: $parent, kernel: $kernel, slurm: $slurm, munge: $munge, pmix: $pmix,
       enroot: $enroot, pyxis: $pyxis, efs_utils: $efs, lustre_client: $lustre, dcgm: $dcgm,
-      nccl_tests: $nccl_tests,
+      nccl_tests: $nccl_tests, lustre_key: $lustre_key,
       nftables: $nft, slurmdbd: $slurmdbd, mariadb: $mariadb, agent_sha256: $agent}' >"$tmp"
   # The parent is known on the build instance only: keep the recorded one elsewhere.
   if [ "$parent" = unknown ] && [ -f "$IMAGE_MANIFEST" ]; then
@@ -324,6 +435,12 @@ pmix_present() {
   grep -q 'libpmix\.so ' <<<"$libs" && echo "libpmix.so $(pkg_version libpmix-dev)"
 }
 enroot_version() { [ "$(enroot version)" = "$ENROOT_VERSION" ] && echo "enroot $ENROOT_VERSION"; }
+# What the enroot+caps package grants: unprivileged users import and convert images.
+enroot_caps() {
+  local caps
+  caps=$(getcap /usr/bin/enroot-mksquashovlfs)
+  grep -q cap_sys_admin <<<"$caps" && echo "$caps"
+}
 srun_lists_pyxis() {
   # A throw-away configuration that loads the plugin as the cluster's plugstack.conf does.
   local dir
@@ -360,6 +477,7 @@ run_tests() {
   check pmix pmix_present
   check nftables nft --version
   check enroot enroot_version
+  check enroot-caps enroot_caps
   check pyxis srun_lists_pyxis
   check slurm-held held $(for p in slurm-client munge; do installed "$p" && echo "$p"; done)
   if [ "$LUSTRE" != skip ]; then
@@ -382,6 +500,8 @@ run_tests() {
 case "$COMMAND" in
   build)
     mkdir -p "$STATE" "$DOWNLOADS"
+    quiet_apt
+    lustre_available
     apt_packages
     units_off
     install_lustre_client
@@ -391,6 +511,7 @@ case "$COMMAND" in
     install_dcgm
     install_nccl_tests
     install_agent
+    kernel_is_lustres
     manifest
     log "build of $IMAGE_KEY done"
     ;;

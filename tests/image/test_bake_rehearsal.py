@@ -1,7 +1,9 @@
 """A bake rehearsal, for real: templates/image/build.sh (the file the Image Builder component
 runs) bakes a Debian root made by mmdebstrap (.ci/image-chroot), its internet downloads
-(enroot's .debs, pyxis' source tarball) served from a file server on loopback holding
-artifacts this test builds, so download, checksum, build and install execute; it runs twice
+(pyxis' source tarball by sha256; enroot's and efs-utils' git repositories by commit, enroot's
+with a submodule) served from a file server on loopback holding stand-ins this test builds
+(tests/image/git_sources.py), so download, checksum or commit check, build and install
+execute; it runs twice
 (the second run changes nothing); the image's test phase passes (Debian's real srun lists
 --container-image from the plugin built against Debian's spank.h); then the node's boot
 steps that check the image run in it with apt and dpkg replaced by tripwires.
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from git_sources import GitSource, efs_utils_source, enroot_source
 
 from helpers_examples import example_plan
 from slurmstack import contract, render
@@ -39,6 +42,7 @@ CHROOT_SCRIPT = REPO / ".ci/image-chroot"
 BUILD_SCRIPT = REPO / "templates/image/build.sh"
 IN_ROOT = contract.IMAGE_BUNDLE_DIR
 ENROOT = images.image_pins()["enroot"]["version"]
+EFS_UTILS = images.image_pins()["efs_utils"]["version"]
 PYXIS = images.image_pins()["pyxis"]["version"]
 
 # What the rehearsal sets differently from the Ubuntu image, and why.
@@ -49,14 +53,14 @@ REHEARSAL_DIFFERENCES = {
     "LUSTRE=skip": "the FSx repository builds the client for Ubuntu's AWS kernels only, and a "
     "chroot has no kernel of its own",
     "KERNEL_HOLD=no": "same reason: there is no kernel package in the root to hold",
-    "EFS_UTILS=skip": "efs-utils 2 compiles its Rust proxy (minutes); its download-checksum-"
-    "build-install path is the same function shape as pyxis', which the rehearsal runs",
-    "BUILD_PACKAGES": "without efs-utils no Rust, Go or CMake toolchain is needed",
-    "ENROOT_DEBS, ENROOT_SHA256S, PYXIS_URL, PYXIS_SHA256": "no internet: stand-in artifacts "
-    "this test builds, served on loopback, with their real checksums",
-    "CONTRACT": "less mount.efs, mount.lustre and lctl (the two clients skipped above)",
+    "BUILD_PACKAGES": "the stand-in sources build with gcc, make, git and cargo only (no aws-lc: "
+    "no Go, CMake or Perl)",
+    "ENROOT_REPOSITORY, ENROOT_COMMIT, EFS_UTILS_REPOSITORY, EFS_UTILS_COMMIT, PYXIS_URL, "
+    "PYXIS_SHA256": "no internet: stand-in sources this test builds, served on loopback, with "
+    "their real commits and checksums",
+    "CONTRACT": "less mount.lustre and lctl (the client skipped above)",
 }
-SKIPPED_CONTRACT = {"cmd:mount.efs", "cmd:mount.lustre", "cmd:lctl"}
+SKIPPED_CONTRACT = {"cmd:mount.lustre", "cmd:lctl"}
 
 
 def in_ci() -> bool:
@@ -71,24 +75,6 @@ def need(condition: bool, why: str) -> None:
 
 
 # --- the artifacts the file server holds ------------------------------------------------------
-
-
-def build_deb(out: Path, package: str, control: str, files: dict[str, str]) -> Path:
-    tree = out / f"{package}-tree"
-    (tree / "DEBIAN").mkdir(parents=True)
-    (tree / "DEBIAN/control").write_text(control)
-    for path, text in files.items():
-        target = tree / path.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        target.chmod(0o755)
-    deb = out / f"{package}_{ENROOT}-1_all.deb"
-    subprocess.run(
-        ["dpkg-deb", "--root-owner-group", "--build", str(tree), str(deb)],
-        check=True,
-        capture_output=True,
-    )
-    return deb
 
 
 STAND_IN_PLUGIN = r"""
@@ -124,30 +110,19 @@ install: spank_pyxis.so
 """
 
 
-def build_artifacts(out: Path) -> dict[str, Path]:
-    enroot = build_deb(
-        out,
-        "enroot",
-        f"Package: enroot\nVersion: {ENROOT}-1\nArchitecture: all\nMaintainer: test <t@t.invalid>\n"
-        "Depends: bash\nDescription: enroot stand-in\n",
-        {"/usr/bin/enroot": f'#!/bin/sh\n[ "$1" = version ] && echo {ENROOT}\n'},
-    )
-    caps = build_deb(
-        out,
-        "enroot+caps",
-        f"Package: enroot+caps\nVersion: {ENROOT}-1\nArchitecture: all\n"
-        f"Maintainer: test <t@t.invalid>\nDepends: enroot (= {ENROOT}-1)\n"
-        "Description: enroot+caps stand-in\n",
-        {"/usr/share/enroot/caps": "#!/bin/sh\n"},
-    )
-    source = out / f"pyxis-{PYXIS}"
+def build_artifacts(out: Path, tmp: Path, url: str) -> dict[str, Path | GitSource]:
+    source = tmp / f"pyxis-{PYXIS}"
     source.mkdir()
     (source / "spank_pyxis.c").write_text(STAND_IN_PLUGIN)
     (source / "Makefile").write_text(STAND_IN_MAKEFILE)
     tarball = out / f"v{PYXIS}.tar.gz"
     with tarfile.open(tarball, "w:gz") as tar:
         tar.add(source, arcname=f"pyxis-{PYXIS}")
-    return {"enroot": enroot, "caps": caps, "pyxis": tarball}
+    return {
+        "pyxis": tarball,
+        "enroot": enroot_source(tmp, out, url, ENROOT),
+        "efs_utils": efs_utils_source(tmp, out, url, EFS_UTILS),
+    }
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -163,12 +138,14 @@ class FileServer:
     served: list[str]
 
 
+Artifacts = dict[str, Path | GitSource]
+
+
 @pytest.fixture
-def file_server(tmp_path: Path) -> Iterator[tuple[FileServer, dict[str, Path]]]:
+def file_server(tmp_path: Path) -> Iterator[tuple[FileServer, Artifacts]]:
     """A file server on loopback (an ephemeral port), stopped in teardown."""
     root = tmp_path / "www"
     root.mkdir()
-    artifacts = build_artifacts(root)
     served: list[str] = []
     handler = functools.partial(
         type("Handler", (QuietHandler,), {"served": served}), directory=str(root)
@@ -177,7 +154,10 @@ def file_server(tmp_path: Path) -> Iterator[tuple[FileServer, dict[str, Path]]]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield FileServer(f"http://127.0.0.1:{server.server_address[1]}", served), artifacts
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        (tmp_path / "sources").mkdir()
+        artifacts = build_artifacts(root, tmp_path / "sources", url)
+        yield FileServer(url, served), artifacts
     finally:
         server.shutdown()
         server.server_close()
@@ -185,6 +165,9 @@ def file_server(tmp_path: Path) -> Iterator[tuple[FileServer, dict[str, Path]]]:
 
 
 # --- the root, and running in it -----------------------------------------------------------
+
+
+REHEARSAL_BUILD_PACKAGES = "BUILD_PACKAGES='build-essential libslurm-dev git cargo'"
 
 
 def rehearsal_image() -> images.ImagePlan:
@@ -201,9 +184,12 @@ def settings_value(settings: str, key: str) -> str:
 
 def rehearsal_packages(settings: str) -> list[str]:
     apt = settings_value(settings, "APT_PACKAGES").split()
-    build = ["build-essential", "libslurm-dev", "pkg-config"]
+    build = settings_value(REHEARSAL_BUILD_PACKAGES, "BUILD_PACKAGES").split()
+    # The stand-in sources: cloned with git, efs-proxy built by cargo, enroot's helper given
+    # capabilities (setcap), the efs-utils .deb's dependencies installed from the root.
+    sources = ["git", "cargo", "stunnel4", "openssl"]
     # python3 for the bootstrap and the agent; systemd so the unit steps run as on an image.
-    return sorted({*apt, *build, "python3", "systemd"})
+    return sorted({*apt, *build, *sources, "python3", "systemd"})
 
 
 @pytest.fixture(scope="module")
@@ -268,7 +254,7 @@ def chroot_version(rooted: Rooted, package: str) -> str:
     return out.stdout.strip()
 
 
-def rehearsal_settings(rooted: Rooted, server: FileServer, artifacts: dict[str, Path]) -> str:
+def rehearsal_settings(rooted: Rooted, server: FileServer, artifacts: Artifacts) -> str:
     settings = build.build_env(rehearsal_image())
     slurm = chroot_version(rooted, "slurm-client")
     libslurm = [
@@ -280,6 +266,9 @@ def rehearsal_settings(rooted: Rooted, server: FileServer, artifacts: dict[str, 
     def sha(path: Path) -> str:
         return hashlib.sha256(path.read_bytes()).hexdigest()
 
+    pyxis, enroot, efs = artifacts["pyxis"], artifacts["enroot"], artifacts["efs_utils"]
+    assert isinstance(pyxis, Path)
+    assert isinstance(enroot, GitSource) and isinstance(efs, GitSource)
     items = [c for c in settings_value(settings, "CONTRACT").split() if c not in SKIPPED_CONTRACT]
     held = settings_value(settings, "HELD_PACKAGES").split()
     held = [p for p in held if not p.startswith("libslurm")] + libslurm
@@ -289,12 +278,13 @@ def rehearsal_settings(rooted: Rooted, server: FileServer, artifacts: dict[str, 
         "HELD_PACKAGES": " ".join(held),
         "LUSTRE": "skip",
         "KERNEL_HOLD": "no",
-        "EFS_UTILS": "skip",
-        "BUILD_PACKAGES": "build-essential libslurm-dev pkg-config",
-        "ENROOT_DEBS": f"{server.url}/{artifacts['enroot'].name} {server.url}/{artifacts['caps'].name}",
-        "ENROOT_SHA256S": f"{sha(artifacts['enroot'])} {sha(artifacts['caps'])}",
-        "PYXIS_URL": f"{server.url}/{artifacts['pyxis'].name}",
-        "PYXIS_SHA256": sha(artifacts["pyxis"]),
+        "BUILD_PACKAGES": settings_value(REHEARSAL_BUILD_PACKAGES, "BUILD_PACKAGES"),
+        "ENROOT_REPOSITORY": enroot.url,
+        "ENROOT_COMMIT": enroot.commit,
+        "EFS_UTILS_REPOSITORY": efs.url,
+        "EFS_UTILS_COMMIT": efs.commit,
+        "PYXIS_URL": f"{server.url}/{pyxis.name}",
+        "PYXIS_SHA256": sha(pyxis),
         "CONTRACT": " ".join(items),
     }
     for key, value in overrides.items():
@@ -314,7 +304,10 @@ def stage_bundle(rooted: Rooted, settings: str) -> None:
 BUILD = f"bash {IN_ROOT}/build.sh build {IN_ROOT}/image.env {IN_ROOT}"
 TEST = f"bash {IN_ROOT}/build.sh test {IN_ROOT}/image.env {IN_ROOT}"
 # What a second run must not do: anything but report what is there.
-CHANGES = re.compile(r"apt: installing|fetched|installed [0-9a-f]{64}|held |disabled |wrote ")
+CHANGES = re.compile(
+    r"apt: installing|fetched|cloned |built from |installed [0-9a-f]{64}|held |disabled |wrote "
+    r"|masked "
+)
 
 
 def tree_state(root: Path) -> dict[str, tuple[int, int]]:
@@ -329,7 +322,7 @@ def tree_state(root: Path) -> dict[str, tuple[int, int]]:
 
 
 def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
-    rooted: Rooted, file_server: tuple[FileServer, dict[str, Path]]
+    rooted: Rooted, file_server: tuple[FileServer, Artifacts]
 ) -> None:
     server, artifacts = file_server
     stage_bundle(rooted, rehearsal_settings(rooted, server, artifacts))
@@ -338,13 +331,25 @@ def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-4000:]
     log = first.stderr
     # Downloaded and verified, built, installed.
-    assert f"download: enroot_{ENROOT}-1_all.deb fetched, checksum ok" in log
     assert f"download: pyxis-{PYXIS}.tar.gz fetched, checksum ok" in log
-    assert sorted(server.served) == sorted(
-        f"/{artifacts[name].name}" for name in ("enroot", "caps", "pyxis")
-    )
+    enroot, efs = artifacts["enroot"], artifacts["efs_utils"]
+    assert isinstance(enroot, GitSource) and isinstance(efs, GitSource)
+    for name, source in (("enroot", enroot), ("efs-utils", efs)):
+        assert (
+            f"{name}: cloned {source.url}, tag {source.tag} is the pinned commit {source.commit}"
+        ) in log
+    assert f"enroot: {ENROOT} built from {enroot.commit}" in log
+    assert f"efs-utils: {EFS_UTILS} built from {efs.commit}" in log
+    # enroot's submodule came from the server too, at the commit the tag records.
+    assert any(path.startswith("/enroot-deps.git/") for path in server.served)
     assert "held slurm-client" in log
-    assert "lustre: skipped (LUSTRE=skip)" in log and "efs-utils: skipped" in log
+    assert "lustre: skipped (LUSTRE=skip)" in log
+    # apt's timers and unattended-upgrades are masked before apt's first step, not after.
+    for unit in ("apt-daily.timer", "apt-daily-upgrade.timer", "unattended-upgrades.service"):
+        assert log.index(f"apt: stopped and masked {unit}") < log.index("apt: all"), unit
+        link = rooted.upper / "etc/systemd/system" / unit
+        assert link.is_symlink() and os.readlink(link) == "/dev/null", unit
+    assert (rooted.upper / "etc/apt/apt.conf.d/99slurmstack-no-periodic").is_file()
     # The head's accounting daemons are baked (a CPU image may boot the head) and left off:
     # the head's agent starts them when its definition asks.
     for unit in ("slurmdbd.service", "mariadb.service"):
@@ -355,6 +360,7 @@ def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
     assert (merged_like / contract.BOOTSTRAP_PATH.lstrip("/")).is_file()
     manifest = (merged_like / contract.IMAGE_MANIFEST_PATH.lstrip("/")).read_text()
     assert f'"enroot": "{ENROOT}"' in manifest and f'"pyxis": "{PYXIS}"' in manifest
+    assert f'"efs_utils": "{EFS_UTILS}-1"' in manifest
     assert '"slurmdbd": ""' not in manifest and '"mariadb": ""' not in manifest
 
     # Idempotent: the second run finds everything done, downloads and writes nothing.
@@ -365,6 +371,7 @@ def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
     for step in (
         "apt: all",
         f"enroot: {ENROOT} already installed",
+        f"efs-utils: {EFS_UTILS} already installed",
         f"pyxis: {PYXIS} already built",
         "agent: ",
         "manifest: /etc/slurmstack/image.json unchanged",
@@ -381,13 +388,17 @@ def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
         for line in tested.stdout.splitlines()
         if line.split()[:1] in (["ok"], ["FAIL"])
     )
-    for piece in ("slurm", "munge", "pmix", "nftables", "enroot", "pyxis", "agent", "contract"):
+    pieces = ("slurm", "munge", "pmix", "nftables", "enroot", "enroot-caps", "efs-utils", "pyxis")
+    pieces += ("agent",)
+    for piece in (*pieces, "contract"):
         assert results.get(piece) == "ok", (piece, tested.stdout)
     assert "srun --help lists --container-image" in tested.stdout
+    # enroot's helper was built (against its submodule) and given its capability (make setcap).
+    assert "enroot-caps: /usr/bin/enroot-mksquashovlfs cap_sys_admin=ep" in tested.stdout
 
 
 def test_the_test_phase_fails_an_image_missing_a_piece(
-    rooted: Rooted, file_server: tuple[FileServer, dict[str, Path]]
+    rooted: Rooted, file_server: tuple[FileServer, Artifacts]
 ) -> None:
     """The test phase can fail: the same root without the pyxis plugin."""
     server, artifacts = file_server
@@ -406,7 +417,7 @@ exit 97
 
 
 def test_the_node_boots_from_the_baked_root_with_no_apt(
-    rooted: Rooted, file_server: tuple[FileServer, dict[str, Path]]
+    rooted: Rooted, file_server: tuple[FileServer, Artifacts]
 ) -> None:
     """After the bake, the boot's image steps in that root: the bootstrap's contract check (as
     cloud-init runs it for a pool of the example) and the baked agent, with apt-get, apt and
@@ -452,3 +463,39 @@ def test_every_difference_from_the_image_is_named() -> None:
     block = source[source.index("    overrides = {") : source.index("    for key, value in")]
     overridden = set(re.findall(r'^\s+"([A-Z_0-9]+)":', block, re.M))
     assert overridden == named
+
+
+FAKE_UNAME = """#!/bin/sh
+# The kernel the build instance runs, as the parent image would report it.
+if [ "$1" = -r ]; then echo 6.8.0-1010-aws; else exec /bin/uname "$@"; fi
+"""
+
+
+def test_the_bake_refuses_an_image_that_would_boot_another_kernel(
+    rooted: Rooted, file_server: tuple[FileServer, Artifacts]
+) -> None:
+    """KERNEL_HOLD=yes (the images' setting): the bake checks that the kernel the image boots
+    (the newest in /boot) is the one it ran on, which the Lustre client is built for. A kernel
+    that appeared during the bake fails it, naming both."""
+    server, artifacts = file_server
+    settings = rehearsal_settings(rooted, server, artifacts)
+    settings = re.sub(r"^KERNEL_HOLD='no'$", "KERNEL_HOLD='yes'", settings, flags=re.M)
+    stage_bundle(rooted, settings)
+    uname = rooted.upper / "usr/local/bin/uname"
+    uname.parent.mkdir(parents=True, exist_ok=True)
+    uname.write_text(FAKE_UNAME)
+    uname.chmod(0o755)
+    boot = rooted.upper / "boot"
+    boot.mkdir(exist_ok=True)
+    (boot / "vmlinuz-6.8.0-1010-aws").write_text("")
+    (boot / "vmlinuz-6.8.0-1009-aws").write_text("")
+    same = rooted.run(BUILD)
+    assert same.returncode == 0, same.stderr[-3000:]
+    assert "kernel: boots 6.8.0-1010-aws, the Lustre client's" in same.stderr
+    (boot / "vmlinuz-6.8.0-1012-aws").write_text("")
+    newer = rooted.run(BUILD)
+    assert newer.returncode != 0
+    assert (
+        "kernel: the image would boot 6.8.0-1012-aws, but its Lustre client is built for "
+        "6.8.0-1010-aws" in newer.stderr
+    ), newer.stderr[-2000:]

@@ -224,6 +224,7 @@ pools:
     instance_type: trn2.48xlarge
     count: 2
     capacity: {type: capacity_block, reservation_id: cr-0123456789abcdef0}
+    root_volume: {size_gib: 512}
   - name: cpu
     instance_type: c7i.4xlarge
     count: 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from typing import Any
 
 import pytest
@@ -48,9 +49,13 @@ def test_rds_database_is_private_encrypted_and_reached_from_the_head_only() -> N
     assert inputs["instanceClass"] == "db.t4g.small" and inputs["storageEncrypted"] is True
     assert inputs["publiclyAccessible"] is False
     assert inputs["username"] == "slurm" and inputs["dbName"] == "slurm_acct_db"
-    # Protected by default, with a final snapshot.
+    # Protected by default, with a final snapshot whose name a re-created cluster does not
+    # reuse: a random suffix made once with the instance (a new stack makes a new one).
     assert db.options.protect and inputs["deletionProtection"] is True
     assert inputs["skipFinalSnapshot"] is False
+    (suffix,) = result.of_type("random:index/randomId:RandomId")
+    assert re.fullmatch(r"[0-9a-f]{8}", suffix.outputs["hex"])
+    assert inputs["finalSnapshotIdentifier"] == f"tiny-accounting-final-{suffix.outputs['hex']}"
     # The generated password, marked secret, is the one in the secret the head node reads.
     (password,) = result.of_type(T_PASSWORD)
     assert inputs["password"] == password.outputs["result"] and "password" in db.secret_inputs

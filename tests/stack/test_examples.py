@@ -176,6 +176,9 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
         )
         for kind in ("component:Component", "imageRecipe:ImageRecipe", "image:Image"):
             c[f"aws:imagebuilder/{kind}"] = len(kinds)
+        # Per image: its build log group and the distribution that tags its AMI.
+        c["aws:imagebuilder/distributionConfiguration:DistributionConfiguration"] = len(kinds)
+        c["aws:cloudwatch/logGroup:LogGroup"] += len(kinds)
     return c
 
 

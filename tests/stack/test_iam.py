@@ -264,8 +264,10 @@ def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
                     # No mutating action on every resource without a condition.
                     assert not mutating or statement.get("Condition"), (role, mutating)
                     continue
+                efs = f"arn:aws:elasticfilesystem:{region}:{ACCOUNT_ID}:file-system/*"
                 assert (
                     resource in own
+                    or (resource == efs and cluster_tagged(statement, plan.name))
                     or (role == iam.head and resource in head_only)
                     or (role == iam.head and power_scoped(plan, statement, resource))
                     or (
@@ -273,6 +275,30 @@ def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
                         and f"autoScalingGroupName/{plan.name}-pool-" in resource
                     )
                 ), (role, resource)
+
+
+def cluster_tagged(statement: dict[str, Any], cluster: str) -> bool:
+    condition = statement.get("Condition", {}).get("StringEquals", {})
+    return bool(condition.get(f"aws:ResourceTag/{CLUSTER_TAG}") == cluster)
+
+
+def test_efs_mounts_work_without_the_vpcs_dns_hostnames(iam: ClusterIam) -> None:
+    """In a VPC of your own without DNS hostnames, efs-utils finds the mount target's address
+    with two read-only calls (its README's fallback): every node that mounts EFS may make
+    them, for the cluster's own file systems only; a node that mounts none may not."""
+    plan = iam.plan
+    fs = f"arn:aws:elasticfilesystem:{plan.region}:{ACCOUNT_ID}:file-system/fs-0123456789abcdef0"
+    own, other = {f"aws:ResourceTag/{CLUSTER_TAG}": plan.name}, {}
+    roles = {iam.head: plan.mounts, **{iam.pool_role(p.name): p.mounts for p in plan.pools}}
+    for role, mounts in roles.items():
+        policy = iam.role_policies[role]
+        efs = any(m.kind.value == "efs" for m in mounts)
+        want = "allow" if efs else "implicit-deny"
+        assert decide([policy], "elasticfilesystem:DescribeMountTargets", fs, own) == want, role
+        assert decide([policy], "ec2:DescribeAvailabilityZones", "*") == want, role
+        assert decide([policy], "elasticfilesystem:DescribeMountTargets", fs, other) != "allow"
+    if plan.spec.storage.home is not None:  # EFS /home: the head mounts it
+        assert any(m.kind.value == "efs" for m in plan.mounts)
 
 
 def test_the_image_build_role_reads_its_bundles_and_components_only(iam: ClusterIam) -> None:
@@ -304,7 +330,8 @@ def test_the_image_build_role_reads_its_bundles_and_components_only(iam: Cluster
         "implicit-deny"
     )
     # Scoped like the node roles: no mutating action on every resource without a condition.
-    own = (f"{bucket}/images/*", policies.image_component_arn(plan, ACCOUNT_ID))
+    logs = f"arn:aws:logs:{region}:{ACCOUNT_ID}:log-group:/aws/imagebuilder/{plan.name}-image-*"
+    own = (f"{bucket}/images/*", policies.image_component_arn(plan, ACCOUNT_ID), logs)
     for statement in policy["Statement"]:
         if statement["Effect"] == "Deny":
             continue

@@ -286,3 +286,100 @@ def test_own_images_bake_nothing() -> None:
     assert not [r for r in result.of_type("aws:iam/role:Role") if "image" in r.name]
     for group in result.of_type(T_ASG):
         assert group.inputs["instanceRefresh"]["strategy"] == "Rolling"
+
+
+# --- a bake that fails tells why; a bake that runs long is waited for ---------------------------
+
+T_LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+T_DISTRIBUTION = "aws:imagebuilder/distributionConfiguration:DistributionConfiguration"
+
+
+def test_each_image_waits_for_the_build_groups_egress_rule() -> None:
+    """The build instance downloads from its first step; the infrastructure configuration names
+    the group, not its rule, so without this the Image could start before the rule exists."""
+    result = run_ok(example("cpu-hpc"))
+    (egress,) = [r for r in result.of_type(T_EGRESS) if r.name.endswith("-image-build-egress-all")]
+    for image in result.of_type(T_IMAGE):
+        assert egress.urn in image.options.depends_on, image.name
+
+
+def test_the_build_timeout_covers_every_step_of_the_recipe() -> None:
+    """Pulumi waits at least as long as Image Builder may take: the build step, the validate
+    phase's test, the test stage, the snapshot and two instance boots (120 min did not)."""
+    from slurmstack.stack import image as stack_image
+
+    steps = (build.BUILD_TIMEOUT_SECONDS + build.TEST_TIMEOUT_SECONDS) / 60
+    floor = steps + stack_image.IMAGE_TESTS_TIMEOUT_MINUTES + stack_image.SNAPSHOT_MINUTES
+    result = run_ok(example("cpu-hpc"))
+    for image in result.of_type(T_IMAGE):
+        minutes = int(image.options.create_timeout.removesuffix("m"))
+        assert minutes >= floor + 2 * stack_image.BUILD_INSTANCE_MINUTES > 120, minutes
+        tests = image.inputs["imageTestsConfiguration"]["timeoutMinutes"]
+        assert tests == stack_image.IMAGE_TESTS_TIMEOUT_MINUTES
+
+
+def test_build_logs_go_to_a_log_group_the_build_role_may_write() -> None:
+    from stack.iam_eval import decide
+
+    definition = example("cpu-hpc")
+    plan = plan_of(definition)
+    result = run_ok(definition)
+    groups = {g.inputs["name"]: g for g in result.of_type(T_LOG_GROUP)}
+    policy = json.loads(
+        result.one("aws:iam/rolePolicy:RolePolicy", f"{plan.name}-image-build").inputs["policy"]
+    )
+    for image in result.of_type(T_IMAGE):
+        name = image.inputs["loggingConfiguration"]["logGroupName"]
+        assert (
+            name == f"/aws/imagebuilder/{image.name}"
+            and groups[name].inputs["retentionInDays"] == 30
+        )
+        arn = f"arn:aws:logs:{plan.region}:123456789012:log-group:{name}:log-stream:1.0.0/1"
+        for action in ("logs:CreateLogStream", "logs:PutLogEvents"):
+            assert decide([policy], action, arn) == "allow", action
+    other = f"arn:aws:logs:{plan.region}:123456789012:log-group:/aws/imagebuilder/other-image-x"
+    assert decide([policy], "logs:PutLogEvents", other) == "implicit-deny"
+
+
+def test_a_failed_build_instance_is_kept_only_when_asked() -> None:
+    definition = example("cpu-hpc")
+    for keep in (False, True):
+        data = copy.deepcopy(definition)
+        data.setdefault("image", {})["keep_build_instance"] = keep
+        for infra in run_ok(data).of_type(T_INFRA):
+            assert infra.inputs["terminateInstanceOnFailure"] is (not keep)
+
+
+def test_the_ami_carries_the_clusters_tags_and_the_image_key() -> None:
+    definition = example("cpu-hpc")
+    plan = plan_of(definition)
+    result = run_ok(definition)
+    distributions = {d.outputs["arn"]: d for d in result.of_type(T_DISTRIBUTION)}
+    for image in result.of_type(T_IMAGE):
+        distribution = distributions[image.inputs["distributionConfigurationArn"]]
+        (target,) = distribution.inputs["distributions"]
+        assert target["region"] == plan.region
+        tags = target["amiDistributionConfiguration"]["amiTags"]
+        assert tags["slurmstack:cluster"] == plan.name
+        assert tags["slurmstack:image"] == image.inputs["tags"]["slurmstack:image"]
+        assert "{{ imagebuilder:buildDate }}" in target["amiDistributionConfiguration"]["name"]
+
+
+def test_a_pinned_parent_is_the_recipes_and_plan_says_so() -> None:
+    """image.parents pins an image's parent AMI (an earlier one, say, whose kernel has an FSx
+    Lustre client); the other images keep their public parameter; plan shows which."""
+    from slurmstack.report.images import images_section
+
+    definition = example("cpu-hpc")
+    definition["image"] = {"parents": {"cpu-x86-64": "ami-0aaaabbbbccccdddd"}}
+    plan = plan_of(definition)
+    result = run_ok(definition)
+    (recipe,) = result.of_type(T_RECIPE)
+    assert recipe.inputs["parentImage"] == "ami-0aaaabbbbccccdddd"
+    (image,) = images_section(plan)["baked"]
+    assert image["parent"] == "ami-0aaaabbbbccccdddd"
+    assert image["parent_pinned"] == "pinned by image.parents"
+    # A new pin is a new recipe (its name carries what it builds), so a new image.
+    unpinned = run_ok(example("cpu-hpc")).of_type(T_RECIPE)[0]
+    assert unpinned.inputs["name"] != recipe.inputs["name"]
+    assert unpinned.inputs["parentImage"].startswith("ssm:/aws/service/canonical/")

@@ -132,7 +132,16 @@ def test_a_new_template_version_rolls_out_in_batches() -> None:
         "maxHealthyPercentage": 100,
         "instanceWarmup": "600",
         "skipMatching": True,
+        # It stops and restores the previous version by itself when new nodes fail, and
+        # pauses a warm-up long at a quarter and a half of the pool.
+        "autoRollback": True,
+        "checkpointPercentages": [25, 50, 100],
+        "checkpointDelay": "600",
     }
+    # Auto rollback needs the template version named explicitly (not $Latest/$Default).
+    group = run_ok(definition).one(T_ASG).inputs
+    version = str(group["launchTemplate"]["version"])
+    assert version.isdigit(), version
     default = run_ok(small_cluster()).one(T_ASG).inputs["instanceRefresh"]["preferences"]
     assert default["minHealthyPercentage"] == 90
 

@@ -56,6 +56,27 @@ CASES = [
         "is for type: rds",
         name="rds-only",
     ),
+    # RDS's master user rule: a letter first, not a reserved word (CreateDBInstance).
+    Case(
+        "accounting-rds-names",
+        accounting(database={"type": "rds", "user": "_slurm"}),
+        f"{A}.database.user",
+        "starts with a letter",
+    ),
+    Case(
+        "accounting-rds-names",
+        accounting(database={"type": "rds", "user": "rdsadmin"}),
+        f"{A}.database.user",
+        "'rdsadmin' is a reserved word",
+        name="rdsadmin",
+    ),
+    Case(
+        "accounting-rds-names",
+        accounting(database={"type": "rds", "name": "select"}),
+        f"{A}.database.name",
+        "'select' is a reserved word of MariaDB",
+        name="db-name",
+    ),
     Case(
         "accounting-rds-network",
         accounting(database={"type": "rds", "user": "slurm_accounting_db"}),

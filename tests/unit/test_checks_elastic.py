@@ -11,6 +11,7 @@ from slurmstack.findings import Level
 from slurmstack.spec import ClusterSpec
 
 W = Level.WARNING
+CR = "cr-0123456789abcdef0"
 
 CASES = [
     Case(
@@ -34,6 +35,16 @@ CASES = [
         "pools[0].max_count",
         "paid whether its nodes run or not",
         level=W,
+    ),
+    # EC2 Fleet, which launches elastic nodes, cannot target a reservation by id.
+    Case(
+        "elastic-capacity-reservation",
+        both(
+            set_in("pools.0.capacity", {"type": "capacity_reservation", "reservation_id": CR}),
+            set_in("pools.0.max_count", 8),
+        ),
+        "pools[0].max_count",
+        "EC2 Fleet, which cannot target a Capacity Reservation by id",
     ),
     # A Capacity Block holds every node an elastic pool may start: it bounds max_count.
     Case(
@@ -77,3 +88,12 @@ def test_max_count_and_idle_minutes_defaults_and_ranges() -> None:
     for key, value in (("max_count", -1), ("max_count", 5001), ("scale_down_idle_minutes", 0)):
         with pytest.raises(ValidationError, match=key):
             ClusterSpec.model_validate(definition(set_in(f"pools.1.{key}", value)))
+
+
+def test_a_capacity_reservation_pool_at_its_count_is_no_finding() -> None:
+    """Its always-on nodes are the group's, which launches into the reservation by id."""
+    odcr = {"type": "capacity_reservation", "reservation_id": CR}
+    assert (
+        findings(definition(both(set_in("pools.0.capacity", odcr), set_in("pools.0.max_count", 4))))
+        == []
+    )

@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from checks_support import Case, check_case, definition, findings, set_in
 
+from slurmstack import image_pins
 from slurmstack.catalog import Architecture, load_catalog
 from slurmstack.checks.images import _baked_architectures
 from slurmstack.validate import validate_object
 
 CASES = [
+    Case(
+        "image-parent-unused",
+        set_in("image", {"parents": {"neuron-x86-64": "ami-0123456789abcdef0"}}),
+        "image.parents.neuron-x86-64",
+        "the cluster bakes no neuron-x86-64 image (it bakes: cpu-x86-64, nvidia-x86-64)",
+    ),
+    # The definition is valid; slurmstack's own pins are not (UNPINNED below): an unrecorded
+    # commit is refused before anything is made.
+    Case(
+        "image-downloads-pinned",
+        set_in("image", {"version": 2}),
+        "image",
+        "efs_utils.git.commit: None is not a 40-digit git commit",
+    ),
     Case(
         "image-build-instance-type",
         set_in("image", {"build_instance_type": "c7i.2xlarg"}),
@@ -19,8 +36,17 @@ CASES = [
 ]
 
 
+# Cases whose trigger is in slurmstack's image pins, not the definition.
+UNPINNED = {"image-downloads-pinned": ("efs_utils", "git", "commit")}
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_rule(case: Case) -> None:
+def test_rule(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+    if case.id in UNPINNED:
+        section, key, field = UNPINNED[case.id]
+        pins = copy.deepcopy(image_pins.image_pins())
+        pins[section][key][field] = None
+        monkeypatch.setattr(image_pins, "image_pins", lambda: pins)
     check_case(case)
 
 

@@ -143,11 +143,23 @@ CASES = [
         "default Deep Learning AMI is x86_64",
         also=frozenset({"head-architecture-mismatch"}),
     ),
+    # 100-119 GiB passed the old 100 GiB floor and could not launch the 120 GiB image.
     Case(
-        "root-volume-dlami",
-        set_in("pools.0.root_volume", {"size_gib": 60}),
+        "root-volume-image-snapshot",
+        set_in("pools.0.root_volume", {"size_gib": 110}),
         "pools[0].root_volume.size_gib",
-        "smaller than the 100 GiB",
+        "110 GiB is smaller than the 120 GiB root snapshot of the nvidia image",
+    ),
+    Case(
+        "root-volume-image-snapshot",
+        both(
+            set_in("pools.0", {"name": "trn", "instance_type": "trn1.32xlarge", "count": 2}),
+            set_in("slurm.default_partition", "trn"),
+        ),
+        "pools[0].root_volume.size_gib",
+        "200 GiB is smaller than the 512 GiB root snapshot of the neuron image",
+        also=frozenset({"nccl-env-no-gpu"}),
+        name="neuron",
     ),
     Case(
         "root-volume-iops-ratio",

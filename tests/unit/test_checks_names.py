@@ -8,6 +8,12 @@ from checks_support import Case, both, check_case, set_in
 CASES = [
     Case("cluster-name-s3-prefix", set_in("name", "xn--train"), "name", "'xn--'"),
     Case("cluster-name-s3-prefix", set_in("name", "sthree-lab"), "name", "S3", name="sthree"),
+    # SSM refuses document names starting aws, amazon or amzn (its CreateDocument reference).
+    Case("cluster-name-ssm-prefix", set_in("name", "aws-train"), "name", "'aws'"),
+    Case("cluster-name-ssm-prefix", set_in("name", "amazonia"), "name", "'amazon'", name="amazon"),
+    Case(
+        "cluster-name-ssm-prefix", set_in("name", "amzn1"), "name", "Systems Manager", name="amzn"
+    ),
     Case("pool-name-duplicate", set_in("pools.1.name", "train"), "pools[1].name", "pools[0]"),
     Case("pool-name-reserved", set_in("pools.1.name", "default"), "pools[1].name", "DEFAULT"),
     Case("pool-name-reserved", set_in("pools.1.name", "all"), "pools[1].name", "ALL", name="all"),
@@ -60,3 +66,10 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_rule(case: Case) -> None:
     check_case(case)
+
+
+def test_names_that_only_resemble_a_reserved_prefix_pass() -> None:
+    from checks_support import definition, findings
+
+    for name in ("awesome", "am", "lab-aws", "amaz"):
+        assert not findings(definition(set_in("name", name))), name

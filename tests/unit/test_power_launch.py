@@ -52,16 +52,22 @@ def test_spot_at_most_its_max_price() -> None:
     assert "OnDemandOptions" not in request
 
 
-def test_capacity_reservation_is_used_first() -> None:
-    request = launch(
+def test_an_elastic_capacity_reservation_pool_is_refused_before_any_launch() -> None:
+    """EC2 Fleet cannot launch into a Capacity Reservation targeted by id
+    (checks.elastic.elastic_capacity_reservation): such a pool never reaches the fleet."""
+    from slurmstack.validate import validate_object
+
+    definition = small_cluster(
+        count=0,
+        max_count=4,
         capacity={"type": "capacity_reservation", "reservation_id": "cr-0fedcba9876543210"},
         placement_group="pg-existing",
     )
-    assert request["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "on-demand"
-    options = request["OnDemandOptions"]["CapacityReservationOptions"]
-    assert options == {"UsageStrategy": "use-capacity-reservations-first"}
-    # The reservation's own placement group, the one the definition names.
-    assert request[CONFIG][0]["Overrides"][0]["Placement"] == {"GroupName": "pg-existing"}
+    result = validate_object(definition)
+    assert not result.ok
+    assert [f.rule for f in result.findings if f.level.value == "error"] == [
+        "elastic-capacity-reservation"
+    ]
 
 
 def test_capacity_block_is_bought_as_one() -> None:

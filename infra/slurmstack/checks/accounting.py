@@ -3,6 +3,7 @@ each other (and the pools' GPUs) by name."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from slurmstack.accounting import (
@@ -114,6 +115,51 @@ def accounting_rds_network(spec: ClusterSpec, catalog: Catalog) -> Iterator[Find
             "network.vpc_cidr or a smaller compute subnet (a longer "
             "network.compute_subnet_prefix)",
         )
+
+
+# RDS's rule for the master user name (RDS API Reference, CreateDBInstance, MasterUsername:
+# "1 to 16 letters, numbers, or underscores. First character must be a letter. Can't be a
+# reserved word for the chosen database engine") and for the database name (DBName, MariaDB:
+# begins with a letter, then letters, digits or underscores, not a reserved word). The words
+# are MariaDB's reserved words a name could plausibly be (MariaDB Knowledge Base, "Reserved
+# Words"), and rdsadmin, the user RDS itself runs as on RDS for MariaDB.
+RDS_NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+MARIADB_RESERVED_WORDS = frozenset(
+    """accessible add all alter analyze and as asc before between both by call cascade case
+    change char check collate column condition constraint continue convert create cross
+    current_user cursor database databases default delayed delete desc describe distinct drop
+    each else exists exit explain false fetch for force foreign from grant group having if
+    ignore in index inner insert interval into is join key keys kill leading leave left like
+    limit lines load lock loop match mod natural not null on option or order out outer
+    primary procedure purge range read reads references regexp release rename repeat replace
+    require restrict return revoke right rlike schema schemas select set show signal table
+    then to trailing trigger true undo union unique unlock update usage use using values when
+    where while with write""".split()  # noqa: SIM905
+) | {"rdsadmin"}
+
+
+# why: RDS refuses the instance (InvalidParameterValue) only at deploy time, after the VPC,
+# FSx and the rest are made.
+@rule
+def accounting_rds_names(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    acct = _accounting(spec)
+    db = acct.database
+    if not acct.enabled or db.type is not DatabaseType.RDS:
+        return
+    for field, value, what in (("user", db.user, "master user"), ("name", db.name, "database")):
+        path = f"{PATH}.database.{field}"
+        if not RDS_NAME_PATTERN.match(value):
+            yield error(
+                path,
+                f"RDS takes a {what} name that starts with a letter and holds only letters, "
+                f"digits and underscores ({value!r} does not)",
+            )
+        elif value.lower() in MARIADB_RESERVED_WORDS:
+            yield error(
+                path,
+                f"{value!r} is a reserved word of MariaDB (or RDS's own user), which RDS "
+                f"refuses as a {what} name; choose another, e.g. 'slurm'",
+            )
 
 
 def _duplicates(names: list[str]) -> Iterator[tuple[int, str]]:

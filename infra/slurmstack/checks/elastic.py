@@ -16,7 +16,6 @@ from slurmstack.spec import CapacityType, ClusterSpec
 # The tags an elastic instance carries besides every pool instance's: which pool launched it,
 # and the Slurm node it runs.
 ELASTIC_TAG_KEYS = (ELASTIC_TAG, NODE_NAME_TAG)
-RESERVED = frozenset({CapacityType.CAPACITY_BLOCK, CapacityType.CAPACITY_RESERVATION})
 
 
 # why: max_count is the pool's most nodes; below count, Slurm would be given fewer nodes than
@@ -50,16 +49,37 @@ def elastic_tag_count(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
         )
 
 
-# why: a Capacity Block is paid for its whole term and an On-Demand Capacity Reservation by
-# the hour whether instances run in it or not, so stopping idle nodes saves nothing; plan
-# counts the reserved part in the idle cost.
+# why: a Capacity Block is paid for its whole term whether instances run in it or not, so
+# stopping idle nodes saves nothing; plan counts the reserved part in the idle cost. (An
+# elastic On-Demand Capacity Reservation pool is refused: elastic_capacity_reservation.)
 @rule
 def elastic_reserved_capacity(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     for index, pool in enumerate(spec.pools):
-        if pool.elastic_nodes and pool.capacity.type in RESERVED:
+        if pool.elastic_nodes and pool.capacity.type is CapacityType.CAPACITY_BLOCK:
             yield warning(
                 f"pools[{index}].max_count",
                 f"pool {pool.name!r} is elastic on {pool.capacity.type.value}, which is paid "
                 "whether its nodes run or not: stopping idle nodes saves nothing; set count "
                 "to max_count unless the reservation starts later than the cluster",
+            )
+
+
+# Elastic nodes are launched by an EC2 Fleet of type instant (slurmstack.node.power.launch),
+# and EC2 Fleet uses On-Demand Capacity Reservations only through its
+# use-capacity-reservations-first strategy, which draws on open reservations (EC2 User Guide,
+# "Use Capacity Reservations in EC2 Fleet"); it does not launch into a reservation targeted
+# by id as the pool's launch template asks. The pool's Auto Scaling group does.
+# why: every elastic launch of such a pool would fail, or run outside the reservation.
+@rule
+def elastic_capacity_reservation(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    for index, pool in enumerate(spec.pools):
+        if pool.elastic_nodes and pool.capacity.type is CapacityType.CAPACITY_RESERVATION:
+            yield error(
+                f"pools[{index}].max_count",
+                f"pool {pool.name!r} is elastic on a capacity_reservation, but its elastic "
+                "nodes are launched by EC2 Fleet, which cannot target a Capacity Reservation "
+                "by id (EC2 User Guide, 'Use Capacity Reservations in EC2 Fleet': open "
+                "reservations only); set max_count to count (the pool's Auto Scaling group "
+                "launches into the reservation by id), or make the reservation open and use "
+                "capacity: {type: on_demand}, whose launches use an open reservation first",
             )

@@ -9,15 +9,11 @@ from slurmstack.catalog import Architecture, Catalog, InstanceFacts
 from slurmstack.checks import rule
 from slurmstack.checks.common import error, gib, head_facts, pools_with_facts, warning
 from slurmstack.findings import Finding
+from slurmstack.image_pins import image_pins
 from slurmstack.spec import ClusterSpec, RootVolume
 
 # EC2 instance type names are "<family>.<size>" (p5.48xlarge, p6-b200.48xlarge, m7i.large).
 INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
-
-# The Deep Learning Base AMI asks for a 100 GB root volume (the EC2 console's recommended size
-# for the Base DLAMI, aws/deep-learning-containers#2425), and EC2 refuses a root volume smaller
-# than the AMI's snapshot ("Volume of size N GB is smaller than snapshot").
-DLAMI_MIN_ROOT_GIB = 100
 
 # gp3 ratios (Amazon EBS User Guide, "General Purpose SSD volumes",
 # https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html#gp3-ebs-volume-type):
@@ -235,18 +231,38 @@ def default_ami_architecture(spec: ClusterSpec, catalog: Catalog) -> Iterator[Fi
             )
 
 
-# why: see DLAMI_MIN_ROOT_GIB; a too small root volume fails every launch of the pool.
+def _image_kind(facts: InstanceFacts) -> str:
+    """The kind of image slurmstack bakes for a node of this type (the plan's kind_of)."""
+    if facts.accelerator is None:
+        return "cpu"
+    return "neuron" if facts.accelerator.kind == "neuron" else "nvidia"
+
+
+# why: EC2 refuses a root volume smaller than the AMI's root snapshot ("Volume of size N GB is
+# smaller than snapshot"), so every launch of the pool (or the head) would fail; the baked
+# images' snapshots are their build volumes (image_pins.json, root_volume_gib).
 @rule
-def root_volume_dlami(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
-    for pf in pools_with_facts(spec, catalog):
-        size = pf.pool.root_volume.size_gib
-        own = pf.pool.ami or spec.image.ami
-        if own is None and pf.facts.accelerator is not None and size < DLAMI_MIN_ROOT_GIB:
+def root_volume_image_snapshot(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    snapshots = image_pins()["root_volume_gib"]
+    head = spec.head_node
+    roles: list[tuple[str, str | None, RootVolume, InstanceFacts | None]] = [
+        ("head_node", head.ami, head.root_volume, head_facts(spec, catalog))
+    ]
+    roles += [
+        (pf.path, pf.pool.ami, pf.pool.root_volume, pf.facts)
+        for pf in pools_with_facts(spec, catalog)
+    ]
+    for path, ami, volume, facts in roles:
+        if facts is None or (ami or spec.image.ami) is not None:
+            continue  # unknown type (its own finding), or an AMI of its own: its size is unknown
+        kind = _image_kind(facts)
+        need = int(snapshots[kind])
+        if volume.size_gib < need:
             yield error(
-                f"{pf.path}.root_volume.size_gib",
-                f"root volume of {size} GiB is smaller than the {DLAMI_MIN_ROOT_GIB} GiB the "
-                "Deep Learning AMI needs; set size_gib to at least "
-                f"{DLAMI_MIN_ROOT_GIB} (or pin a smaller ami)",
+                f"{path}.root_volume.size_gib",
+                f"root volume of {volume.size_gib} GiB is smaller than the {need} GiB root "
+                f"snapshot of the {kind} image slurmstack bakes, and EC2 refuses such a launch; "
+                f"set size_gib to at least {need} (or bring an ami of your own)",
             )
 
 

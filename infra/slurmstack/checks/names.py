@@ -14,6 +14,11 @@ from slurmstack.spec import ClusterSpec
 # The cluster bucket is named after the cluster ({cluster}-...), and S3 refuses bucket names
 # that start with these prefixes (Amazon S3 User Guide, "General purpose bucket naming rules").
 S3_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+# The cluster's SSM documents are named after the cluster too, and SSM refuses document names
+# that start with these (AWS Systems Manager API Reference, CreateDocument, Name: "You can't
+# use the following strings as document name prefixes. These are reserved by AWS for use as
+# document name prefixes: aws, amazon, amzn"; case-insensitive).
+SSM_RESERVED_PREFIXES = ("aws", "amazon", "amzn")
 
 # Pool names become Slurm partition, node set and feature names, and the value of the
 # slurmstack:role tag on the pool's resources. Names Slurm reads as keywords, or that
@@ -37,6 +42,20 @@ def cluster_name_s3_prefix(spec: ClusterSpec, catalog: Catalog) -> Iterator[Find
                 f"cluster name {spec.name!r} starts with {prefix!r}, which S3 reserves; the "
                 "cluster bucket is named after the cluster, so choose a name without that prefix",
             )
+
+
+# why: SSM refuses the cluster's documents only at deploy time, after other resources exist.
+@rule
+def cluster_name_ssm_prefix(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    for prefix in SSM_RESERVED_PREFIXES:
+        if spec.name.lower().startswith(prefix):
+            yield error(
+                "name",
+                f"cluster name {spec.name!r} starts with {prefix!r}, which AWS Systems Manager "
+                "reserves for its own document names (aws, amazon, amzn); the cluster's SSM "
+                "documents are named after the cluster, so choose a name without that prefix",
+            )
+            return
 
 
 # why: two pools with one name would share a partition, a node set and every AWS resource name.

@@ -134,6 +134,7 @@ class _RecordingMonitor(MockMonitor):
             additional_secret_outputs=tuple(request.additionalSecretOutputs),
             depends_on=tuple(sorted(u for u in request.dependencies if u not in through_inputs)),
             dependencies=tuple(sorted(request.dependencies)),
+            create_timeout=request.customTimeouts.create,
         )
         record = RecordedResource(
             type=request.type,

@@ -27,6 +27,7 @@ class Options:
     # children) and in total (also through its inputs).
     depends_on: tuple[str, ...] = ()
     dependencies: tuple[str, ...] = ()
+    create_timeout: str = ""  # custom_timeouts' create ("" when not set), e.g. "175m"
 
 
 @dataclass(frozen=True)

@@ -296,7 +296,7 @@ def _imagebuilder(kind: str) -> StandIn:
         version = str(ctx.inputs.get("version", "1.0.0"))
         build = "/1" if kind == "component" else ""
         arn = ctx.arn("imagebuilder", f"{kind}/{name}/{version}{build}")
-        if kind == "infrastructure-configuration":
+        if kind in ("infrastructure-configuration", "distribution-configuration"):
             arn = ctx.arn("imagebuilder", f"{kind}/{name}")
         return arn, {"arn": arn, "dateCreated": "2026-01-01T00:00:00Z"}
 
@@ -326,6 +326,12 @@ def _random_bytes(ctx: Context) -> tuple[str, dict[str, Any]]:
     data = stand_in_bytes(length, "random-bytes", ctx.name)
     b64 = base64.b64encode(data).decode()
     return "none", {"base64": b64, "hex": data.hex()}
+
+
+def _random_id(ctx: Context) -> tuple[str, dict[str, Any]]:
+    data = stand_in_bytes(int(ctx.inputs.get("byteLength", 8)), "random-id", ctx.name)
+    b64 = base64.urlsafe_b64encode(data).decode().rstrip("=")
+    return b64, {"hex": data.hex(), "b64Url": b64, "dec": str(int.from_bytes(data, "big"))}
 
 
 def _rds_instance(ctx: Context) -> tuple[str, dict[str, Any]]:
@@ -399,11 +405,15 @@ STAND_INS: dict[str, StandIn] = {
     "aws:ssm/association:Association": _association,
     "random:index/randomBytes:RandomBytes": _random_bytes,
     "random:index/randomPassword:RandomPassword": _random_password,
+    "random:index/randomId:RandomId": _random_id,
     "aws:rds/instance:Instance": _rds_instance,
     "aws:imagebuilder/component:Component": _imagebuilder("component"),
     "aws:imagebuilder/imageRecipe:ImageRecipe": _imagebuilder("image-recipe"),
     "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration": _imagebuilder(
         "infrastructure-configuration"
+    ),
+    "aws:imagebuilder/distributionConfiguration:DistributionConfiguration": _imagebuilder(
+        "distribution-configuration"
     ),
     "aws:imagebuilder/image:Image": _image,
 }

@@ -16,6 +16,7 @@ The names below are the plan's public surface (``from slurmstack.plan import ...
 """
 
 from slurmstack.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
+from slurmstack.image_pins import image_pins
 from slurmstack.plan.accounting import (
     ENFORCE,
     INNODB_BUFFER_POOL_MAX_MIB,
@@ -42,7 +43,6 @@ from slurmstack.plan.images import (
     head_packages,
     image_contract,
     image_of,
-    image_pins,
     image_plans,
     own_ami,
     role_image_contract,

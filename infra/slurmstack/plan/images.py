@@ -15,11 +15,7 @@ slurmstack.render.image; the stack's Image Builder resources are slurmstack.stac
 from __future__ import annotations
 
 import enum
-import json
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
-from typing import Any
 
 from slurmstack.catalog import Architecture, InstanceFacts
 from slurmstack.contract import (
@@ -33,11 +29,10 @@ from slurmstack.contract import (
     IMAGE_WORKER_ITEMS,
     MountKind,
 )
+from slurmstack.image_pins import image_pins
 from slurmstack.plan.accounting import accounting_plan
 from slurmstack.plan.cluster import ClusterPlan
 from slurmstack.plan.storage import MountPlan
-
-PINS_FILE = Path(__file__).resolve().parents[1] / "image_pins.json"
 
 # The build instance: any type of the image's architecture will do (nothing is compiled for
 # the instance, the Lustre modules are for the parent's kernel); a compute-optimised size
@@ -50,21 +45,12 @@ DEFAULT_BUILD_INSTANCE = {Architecture.X86_64: "c7i.2xlarge", Architecture.ARM64
 # gives an image build 60 minutes by default (Terraform AWS provider, aws_imagebuilder_image,
 # "Timeouts"), the stack allows slurmstack.stack.image.IMAGE_BUILD_TIMEOUT.
 BAKE_MINUTES = (30, 60)
-# Root volume of the build instance, so the AMI's snapshot: the DLAMIs need at least 100 GiB
-# (CUDA, frameworks); nodes grow it to their own root_volume size at launch.
-BUILD_VOLUME_GIB = {"nvidia": 120, "neuron": 120, "cpu": 30}
 
 
 class ImageKind(enum.StrEnum):
     NVIDIA = "nvidia"
     NEURON = "neuron"
     CPU = "cpu"
-
-
-@cache
-def image_pins() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(PINS_FILE.read_text())
-    return data
 
 
 def kind_of(facts: InstanceFacts) -> ImageKind:
@@ -84,11 +70,18 @@ class ImagePlan:
     packages: tuple[str, ...]  # apt packages installed (build tools excluded)
     build_instance_type: str
     version: int  # the definition's image.version: a new one takes a new parent
+    parent_ami: str | None = None  # image.parents: a pinned parent, instead of the parameter's
+
+    @property
+    def parent(self) -> str:
+        """The recipe's parent: the pinned AMI, or ``ssm:<parameter>`` (resolved by Image
+        Builder when it builds, then kept)."""
+        return self.parent_ami or f"ssm:{self.parent_parameter}"
 
     @property
     def key(self) -> str:
         """Short, stable name: e.g. ``nvidia-x86-64``."""
-        return f"{self.kind.value}-{self.architecture.value.replace('_', '-')}"
+        return _key(self.kind, self.architecture)
 
     @property
     def serves_head(self) -> bool:
@@ -100,7 +93,11 @@ class ImagePlan:
 
     @property
     def volume_gib(self) -> int:
-        return BUILD_VOLUME_GIB[self.kind.value]
+        """The build instance's root volume, so the AMI's root snapshot: every node that
+        boots the image needs a root volume at least this large (image_pins.json,
+        root_volume_gib; checks.instances.root_volume_image_snapshot)."""
+        size: int = image_pins()["root_volume_gib"][self.kind.value]
+        return size
 
     def baked(self) -> tuple[tuple[str, str], ...]:
         """(piece, version) of everything the image carries, as plan shows it."""
@@ -155,7 +152,8 @@ def _packages(kind: ImageKind, serves_head: bool) -> tuple[str, ...]:
     an accelerated image), so adding, resizing or removing a pool never changes an image.
     CPU images carry both daemons: the head and CPU pools share them."""
     table = image_pins()["packages"]
-    wanted = list(table["common"]) + list(table["worker"])
+    # enroot's runtime dependencies: it is built from source, not installed as a .deb.
+    wanted = [*table["common"], *image_pins()["enroot"]["runtime_packages"], *table["worker"]]
     if kind is ImageKind.CPU:
         # CPU pools run MPI over EFA with Ubuntu's Open MPI (the Deep Learning AMIs carry the
         # EFA installer's in /opt/amazon/openmpi).
@@ -199,9 +197,14 @@ def image_plans(plan: ClusterPlan) -> tuple[ImagePlan, ...]:
                 packages=_packages(kind, HEAD_ROLE in roles),
                 build_instance_type=image.build_instance_type or DEFAULT_BUILD_INSTANCE[arch],
                 version=image.version,
+                parent_ami=image.parents.get(_key(kind, arch)),  # type: ignore[call-overload]
             )
         )
     return tuple(out)
+
+
+def _key(kind: ImageKind, arch: Architecture) -> str:
+    return f"{kind.value}-{arch.value.replace('_', '-')}"
 
 
 def image_of(plan: ClusterPlan, role: str) -> ImagePlan | None:

@@ -37,21 +37,39 @@ def _quote(value: str) -> str:
     return "'" + value.replace("'", "'\\''") + "'"
 
 
+def build_packages() -> tuple[str, ...]:
+    """What the bake compiles with (pyxis, nccl-tests, efs-utils, enroot); the bake removes
+    those it installed itself once it is done (templates/image/build.sh, remove_build_tools)."""
+    p = image_pins()
+    wanted = [*p["packages"]["build"], *p["efs_utils"]["build_packages"]]
+    wanted += p["enroot"]["build_packages"]
+    return tuple(dict.fromkeys(wanted))
+
+
+def _git_settings(prefix: str, git: dict[str, str]) -> list[tuple[str, str]]:
+    """A source pinned by git commit (slurmstack.image_pins): where, which tag, which commit
+    (empty when unrecorded: the bake refuses it, and validate reports it first)."""
+    return [
+        (f"{prefix}_REPOSITORY", git["repository"]),
+        (f"{prefix}_TAG", git["tag"]),
+        (f"{prefix}_COMMIT", git.get("commit") or ""),
+    ]
+
+
 def build_env(image: ImagePlan) -> str:
     """The build script's settings for ``image`` (a shell file it sources): everything it
     installs and every download with its checksum, from image_pins.json, where the agent goes,
     and the contract its test phase checks. Nothing here names a pool: pools come and go,
     images stay."""
     p = image_pins()
-    arch = image.architecture.value
     nccl, nvidia = p["nccl_tests"], image.kind is ImageKind.NVIDIA
-    debs = p["enroot"]["debs"][arch]
+    efs, enroot = p["efs_utils"], p["enroot"]
     values: list[tuple[str, str]] = [
         ("IMAGE_KEY", image.key),
         ("IMAGE_KIND", image.kind.value),
         ("IMAGE_VERSION", str(image.version)),
         ("APT_PACKAGES", " ".join(image.packages)),
-        ("BUILD_PACKAGES", " ".join(p["packages"]["build"])),
+        ("BUILD_PACKAGES", " ".join(build_packages())),
         ("HELD_PACKAGES", " ".join(p["packages"]["held"])),
         ("SLURM_VERSION", p["slurm"]["version"]),
         ("SLURM_PACKAGE_VERSION", p["slurm"]["package_version"]),
@@ -59,12 +77,10 @@ def build_env(image: ImagePlan) -> str:
         ("LUSTRE_REPOSITORY", p["lustre"]["repository"]),
         ("LUSTRE_KEY_URL", p["lustre"]["key_url"]),
         ("EFS_UTILS", "source"),
-        ("EFS_UTILS_VERSION", p["efs_utils"]["version"]),
-        ("EFS_UTILS_URL", p["efs_utils"]["url"]),
-        ("EFS_UTILS_SHA256", p["efs_utils"]["sha256"] or ""),
-        ("ENROOT_VERSION", p["enroot"]["version"]),
-        ("ENROOT_DEBS", " ".join(d["url"] for d in debs)),
-        ("ENROOT_SHA256S", " ".join(d["sha256"] or "unrecorded" for d in debs)),
+        ("EFS_UTILS_VERSION", efs["version"]),
+        *_git_settings("EFS_UTILS", efs["git"]),
+        ("ENROOT_VERSION", enroot["version"]),
+        *_git_settings("ENROOT", enroot["git"]),
         ("PYXIS_VERSION", p["pyxis"]["version"]),
         ("PYXIS_URL", p["pyxis"]["url"]),
         ("PYXIS_SHA256", p["pyxis"]["sha256"] or ""),

@@ -39,8 +39,12 @@ def images_section(plan: ClusterPlan) -> dict[str, Any]:
                 "image": image.key,
                 "kind": image.kind.value,
                 "architecture": image.architecture.value,
-                "parent": f"ssm:{image.parent_parameter}",
-                "parent_pinned": "resolved by Image Builder when the image is built, then kept",
+                "parent": image.parent,
+                "parent_pinned": (
+                    "pinned by image.parents"
+                    if image.parent_ami
+                    else "resolved by Image Builder when the image is built, then kept"
+                ),
                 "version": image.version,
                 "nodes": list(image.roles),
                 "baked": [{"piece": piece, "version": v} for piece, v in image.baked()],

@@ -157,6 +157,14 @@ class AccountingRds(pulumi.ComponentResource):
             opts=child,
         )
         keep = plan.spec.storage.protect
+        final_snapshot = None
+        if keep:
+            # Made once with the instance and kept in the stack's state: a cluster destroyed
+            # and created again under the same name (a new stack, or a new instance) names its
+            # final snapshot anew, where "<name>-final" would collide with the first one's and
+            # RDS would refuse the second delete (DBSnapshotAlreadyExists).
+            suffix = random_.RandomId(f"{name}-final-snapshot", byte_length=4, opts=child)
+            final_snapshot = suffix.hex.apply(lambda hex_: f"{name}-final-{hex_}")
         self.instance = rds.Instance(
             name,
             identifier=name,
@@ -181,7 +189,7 @@ class AccountingRds(pulumi.ComponentResource):
             # final snapshot is taken when it is deleted on purpose.
             deletion_protection=keep,
             skip_final_snapshot=not keep,
-            final_snapshot_identifier=f"{name}-final" if keep else None,
+            final_snapshot_identifier=final_snapshot,
             tags=tags(plan, Role.ACCOUNTING, name),
             opts=pulumi.ResourceOptions(parent=self, protect=keep, depends_on=[from_head]),
         )

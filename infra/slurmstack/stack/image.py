@@ -21,6 +21,7 @@ import json
 from collections.abc import Sequence
 
 import pulumi
+import pulumi_aws.cloudwatch as cloudwatch
 import pulumi_aws.ec2 as ec2
 import pulumi_aws.iam as iam
 import pulumi_aws.imagebuilder as imagebuilder
@@ -36,10 +37,28 @@ from slurmstack.stack import policies
 from slurmstack.stack.common import EVERYWHERE_V4, ROOT_DEVICE, Role, resource_name, tags
 
 IMAGE_ROLE = Role.IMAGE
-# Image Builder's build takes most of an hour (slurmstack.plan.images.BAKE_MINUTES); the provider's
-# default (60 min) leaves no room for a slow parent or a retried step.
-IMAGE_BUILD_TIMEOUT = "120m"
 IMAGE_TESTS_TIMEOUT_MINUTES = 60
+# What Image Builder does besides the component's steps: launch and boot the build instance,
+# take the AMI's snapshot (5 to 15 min for 30 to 512 GiB), launch and boot the test instance.
+BUILD_INSTANCE_MINUTES = 10
+SNAPSHOT_MINUTES = 30
+# Image Builder keeps the build logs in CloudWatch Logs (EC2 Image Builder User Guide, "Monitor
+# Image Builder logs with Amazon CloudWatch Logs": /aws/imagebuilder/<image name>); the
+# stack makes each image's group, so it has a retention and goes with the stack.
+BUILD_LOG_RETENTION_DAYS = 30
+
+
+def image_build_timeout_minutes() -> int:
+    """How long `pulumi up` waits for one image: every step at its own timeout (the build
+    phase's, the validate phase's test, the test stage's), the snapshot and two instance boots.
+    Less, and Pulumi gives up on an Image that Image Builder is still building (the provider's
+    default is 60 min: Terraform AWS provider, aws_imagebuilder_image, "Timeouts")."""
+    steps = (build.BUILD_TIMEOUT_SECONDS + build.TEST_TIMEOUT_SECONDS) // 60
+    return steps + IMAGE_TESTS_TIMEOUT_MINUTES + SNAPSHOT_MINUTES + 2 * BUILD_INSTANCE_MINUTES
+
+
+def build_log_group(plan: ClusterPlan, image: ImagePlan) -> str:
+    return f"{policies.IMAGE_LOG_GROUP_PREFIX}{image_name(plan, image)}"
 
 
 def image_name(plan: ClusterPlan, image: ImagePlan) -> str:
@@ -49,7 +68,7 @@ def image_name(plan: ClusterPlan, image: ImagePlan) -> str:
 def content_tag(plan: ClusterPlan, image: ImagePlan, bundle: build.BuildBundle) -> str:
     """12 hex digits naming what a recipe builds: the parent, the generation and the build
     inputs (script and settings; the agent's key is fixed, see BuildBundle.key)."""
-    parts = [image.parent_parameter, str(image.version), *(k for _n, k in bundle.keys)]
+    parts = [image.parent, str(image.version), *(k for _n, k in bundle.keys)]
     parts.append(str(image.volume_gib))
     return build.sha256("\n".join(parts).encode())[:12]
 
@@ -99,7 +118,10 @@ class NodeImages(pulumi.ComponentResource):
             tags=tags(plan, Role.IMAGE, f"{name}-agent"),
             opts=self._child,
         )
-        self.security_group = self._egress_only_group(vpc_id)
+        self.security_group, egress = self._egress_only_group(vpc_id)
+        # The build instance downloads from its first step: the rule must exist before any
+        # Image starts (the infrastructure configuration names the group, not the rule).
+        network_ready = [*network_ready, egress]
         infrastructure: dict[Architecture, imagebuilder.InfrastructureConfiguration] = {}
         for image in wanted:
             if image.architecture not in infrastructure:
@@ -158,7 +180,9 @@ class NodeImages(pulumi.ComponentResource):
             name, name=name, role=self.role.name, tags=role_tags, opts=self._child
         )
 
-    def _egress_only_group(self, vpc_id: pulumi.Input[str]) -> ec2.SecurityGroup:
+    def _egress_only_group(
+        self, vpc_id: pulumi.Input[str]
+    ) -> tuple[ec2.SecurityGroup, vpc.SecurityGroupEgressRule]:
         """The build instances reach package repositories and GitHub through the NAT gateway;
         nothing reaches them (Image Builder talks to them through the SSM agent)."""
         plan = self._plan
@@ -170,7 +194,7 @@ class NodeImages(pulumi.ComponentResource):
             tags=tags(plan, Role.SECURITY, name),
             opts=self._child,
         )
-        vpc.SecurityGroupEgressRule(
+        egress = vpc.SecurityGroupEgressRule(
             f"{name}-egress-all",
             security_group_id=group.id,
             ip_protocol="-1",
@@ -179,7 +203,7 @@ class NodeImages(pulumi.ComponentResource):
             tags=tags(plan, Role.SECURITY, f"{name}-egress-all"),
             opts=self._child,
         )
-        return group
+        return group, egress
 
     def _infrastructure(
         self,
@@ -198,8 +222,10 @@ class NodeImages(pulumi.ComponentResource):
             instance_profile_name=profile.name,
             subnet_id=subnet_id,
             security_group_ids=[self.security_group.id],
-            # A failed build's instance goes away (its logs stay in SSM Run Command's history).
-            terminate_instance_on_failure=True,
+            # A failed build's instance goes away (its logs stay in CloudWatch Logs, see
+            # build_log_group), unless the definition keeps it to look into
+            # (image.keep_build_instance).
+            terminate_instance_on_failure=not plan.spec.image.keep_build_instance,
             instance_metadata_options={"http_tokens": "required", "http_put_response_hop_limit": 1},
             resource_tags=tags(plan, Role.IMAGE, name),
             tags=tags(plan, Role.IMAGE, name),
@@ -250,8 +276,9 @@ class NodeImages(pulumi.ComponentResource):
             versioned,
             name=versioned,
             version="1.0.0",
-            # Resolved by Image Builder at build time; the built AMI is what stays.
-            parent_image=f"ssm:{image.parent_parameter}",
+            # A pinned AMI (image.parents), or the public parameter, resolved by Image Builder
+            # at build time; the built AMI is what stays.
+            parent_image=image.parent,
             components=[{"component_arn": component.arn}],
             block_device_mappings=[
                 {
@@ -268,10 +295,38 @@ class NodeImages(pulumi.ComponentResource):
             tags=tags(plan, Role.IMAGE, versioned),
             opts=self._child,
         )
+        log_group = cloudwatch.LogGroup(
+            base,
+            name=build_log_group(plan, image),
+            retention_in_days=BUILD_LOG_RETENTION_DAYS,
+            tags=tags(plan, Role.IMAGE, base),
+            opts=self._child,
+        )
+        # The AMI carries the cluster's tags and the image's key (Image Builder tags the AMI
+        # with these, not with the Image's own tags), so the cluster's old AMIs can be found
+        # and pruned by tag (docs/images.md).
+        distribution = imagebuilder.DistributionConfiguration(
+            base,
+            name=base,
+            description=f"slurmstack {plan.name}: the {image.key} AMI, tagged as the cluster's",
+            distributions=[
+                {
+                    "region": plan.region,
+                    "ami_distribution_configuration": {
+                        "name": f"{base}-{{{{ imagebuilder:buildDate }}}}",
+                        "ami_tags": tags(plan, Role.IMAGE, base, **{IMAGE_TAG: image.key}),
+                    },
+                }
+            ],
+            tags=tags(plan, Role.IMAGE, base),
+            opts=self._child,
+        )
         return imagebuilder.Image(
             base,
             image_recipe_arn=recipe.arn,
             infrastructure_configuration_arn=infrastructure.arn,
+            distribution_configuration_arn=distribution.arn,
+            logging_configuration={"log_group_name": log_group.name},
             image_tests_configuration={
                 "image_tests_enabled": True,
                 "timeout_minutes": IMAGE_TESTS_TIMEOUT_MINUTES,
@@ -281,7 +336,7 @@ class NodeImages(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=list(network_ready),
-                custom_timeouts=pulumi.CustomTimeouts(create=IMAGE_BUILD_TIMEOUT),
+                custom_timeouts=pulumi.CustomTimeouts(create=f"{image_build_timeout_minutes()}m"),
             ),
         )
 

@@ -34,6 +34,7 @@ serve only someone who is already root on a node. Jobs reach datasets and checkp
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from slurmstack.contract import (
@@ -45,10 +46,11 @@ from slurmstack.contract import (
     NODE_NAME_TAG,
     POOL_TAG,
     ROLE_TAG,
+    MountKind,
     log_prefix,
     partition,
 )
-from slurmstack.plan import ClusterPlan, PoolPlan, accounting_plan
+from slurmstack.plan import ClusterPlan, MountPlan, PoolPlan, accounting_plan
 from slurmstack.stack.common import Role, resource_name, ssm_parameter_arn
 
 VERSION = "2012-10-17"
@@ -224,6 +226,36 @@ def _common_statements(
             "Resource": [bucket_arn, f"{bucket_arn}/*"],
         },
         *_ecr_pull_statements(plan, account),
+    ]
+
+
+def efs_fallback_statements(
+    plan: ClusterPlan, account: str, mounts: Sequence[MountPlan]
+) -> list[dict[str, Any]]:
+    """A node that mounts EFS: efs-utils resolves the file system's DNS name, which needs the
+    VPC's DNS hostnames; in a VPC of your own without them it falls back to the mount target's
+    IP address, found with these two read-only calls (efs-utils README, "Using botocore to
+    retrieve mount target ip address when dns name cannot be resolved": allow
+    elasticfilesystem:DescribeMountTargets and ec2:DescribeAvailabilityZones). botocore is in
+    the image (python3-boto3); the fallback is on by default in efs-utils.conf."""
+    if not any(m.kind is MountKind.EFS for m in mounts):
+        return []
+    file_systems = f"arn:{partition(plan.region)}:elasticfilesystem:{plan.region}:{account}"
+    return [
+        {
+            "Sid": "EfsMountTargetFallback",
+            "Effect": "Allow",
+            "Action": ["elasticfilesystem:DescribeMountTargets"],
+            "Resource": [f"{file_systems}:file-system/*"],
+            "Condition": {"StringEquals": {f"aws:ResourceTag/{CLUSTER_TAG}": plan.name}},
+        },
+        {
+            # Read-only, and takes no resource.
+            "Sid": "EfsZoneOfMountTarget",
+            "Effect": "Allow",
+            "Action": ["ec2:DescribeAvailabilityZones"],
+            "Resource": ["*"],
+        },
     ]
 
 
@@ -425,6 +457,7 @@ def head_policy(
             "Resource": ["*"],
         },
         *power_statements(plan, account),
+        *efs_fallback_statements(plan, account, plan.mounts),
         {
             # Whether a terminating node's logs arrived (HeadObject).
             "Sid": "ReadNodeLogs",
@@ -469,6 +502,7 @@ def pool_policy(
             },
         }
     )
+    statements += efs_fallback_statements(plan, account, pool.mounts)
     if pool.elastic:
         statements.append(
             {
@@ -508,6 +542,10 @@ def image_component_arn(plan: ClusterPlan, account: str) -> str:
     return f"arn:{partition(plan.region)}:imagebuilder:{plan.region}:{account}:component/{prefix}-*"
 
 
+# Where each image's build logs go (slurmstack.stack.image.build_log_group).
+IMAGE_LOG_GROUP_PREFIX = "/aws/imagebuilder/"
+
+
 def image_build_policy(plan: ClusterPlan, *, account: str, bucket_arn: str) -> dict[str, Any]:
     """The inline policy of the instances Image Builder builds and tests the node images on:
     what AWSTOE and the SSM agent on them need (Image Builder drives the build through Run
@@ -531,6 +569,18 @@ def image_build_policy(plan: ClusterPlan, *, account: str, bucket_arn: str) -> d
                 "Resource": [f"{bucket_arn}/{IMAGE_PREFIX}*"],
             },
             *_ssm_agent_statements(plan),
+            {
+                # Image Builder streams the build's logs to CloudWatch Logs from the build
+                # instance, with its role: into the cluster's images' groups, which the stack
+                # made (so no CreateLogGroup).
+                "Sid": "BuildLogs",
+                "Effect": "Allow",
+                "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+                "Resource": [
+                    f"arn:{partition(plan.region)}:logs:{plan.region}:{account}:log-group:"
+                    f"{IMAGE_LOG_GROUP_PREFIX}{resource_name(plan.name, Role.IMAGE)}-*"
+                ],
+            },
             {
                 "Sid": "BucketIsWrittenByTheStackOnly",
                 "Effect": "Deny",

@@ -31,11 +31,23 @@ def pool_name(plan: ClusterPlan, pool: PoolPlan) -> str:
     return pool_group_name(plan.name, pool.name)
 
 
+# A refresh pauses at these shares of the pool replaced (the last must be 100: EC2 Auto Scaling
+# API Reference, RefreshPreferences, CheckpointPercentages), each pause one warm-up long, so a
+# new image that fails on a quarter of the pool is seen before it reaches the rest.
+REFRESH_CHECKPOINTS = (25, 50, 100)
+
+
 def instance_refresh(plan: ClusterPlan) -> autoscaling.GroupInstanceRefreshArgs:
     """How a new launch template version (a new image, new user data) reaches running nodes:
     the group's instance refresh replaces them in batches, keeping min_healthy_percentage of
     the pool in service, each new node given instance_warmup_seconds to boot and join before
-    the next batch. Nodes already on the new version are skipped.
+    the next batch, pausing at each checkpoint. Nodes already on the new version are skipped.
+
+    It rolls back by itself when it fails (auto_rollback: EC2 Auto Scaling User Guide, "Undo
+    changes with a rollback"): new nodes that fail their boot check mark themselves Unhealthy
+    (slurmstack.node.bootstrap), the group replaces them, and a refresh whose replacements keep
+    failing stops and restores the previous launch template version, which the group names
+    explicitly (auto rollback needs an explicit version, not $Latest or $Default).
 
     Each replaced node leaves through the group's termination path, so the group's
     termination lifecycle hook (drain_hook) drains it in Slurm first."""
@@ -48,6 +60,9 @@ def instance_refresh(plan: ClusterPlan) -> autoscaling.GroupInstanceRefreshArgs:
             max_healthy_percentage=100,
             instance_warmup=str(rollout.instance_warmup_seconds),
             skip_matching=True,
+            auto_rollback=True,
+            checkpoint_percentages=list(REFRESH_CHECKPOINTS),
+            checkpoint_delay=str(rollout.instance_warmup_seconds),
         ),
     )
 

@@ -1,0 +1,123 @@
+"""Every download a node image bakes carries a pin the bake can check (slurmstack.image_pins):
+the shipped pins do; an unpinned one is a finding of `validate` and a refusal of the program's
+preflight, before any resource is made, never a failure on the build instance."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import pytest
+from checks_support import definition, findings
+
+from helpers_stack import plan_of
+from slurmstack import image_pins
+from slurmstack.render import image as build
+from slurmstack.stack.preflight import preflight
+
+
+def test_every_download_of_the_shipped_pins_is_pinned() -> None:
+    assert image_pins.pin_problems() == []
+    pins = image_pins.image_pins()
+    # The two that shipped with a null sha256: now built from a git commit of their tag.
+    for name in ("enroot", "efs_utils"):
+        git = pins[name]["git"]
+        assert re.fullmatch(r"[0-9a-f]{40}", git["commit"]), name
+        assert git["tag"] == f"v{pins[name]['version']}"
+        assert git["repository"].startswith("https://github.com/")
+        assert "sha256" not in pins[name] and "debs" not in pins[name]
+
+
+def unpinned(mutate: Any) -> dict[str, Any]:
+    pins = copy.deepcopy(image_pins.image_pins())
+    mutate(pins)
+    return pins
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (
+            lambda p: p["efs_utils"]["git"].update(commit=None),
+            "efs_utils.git.commit: None is not a 40-digit git commit",
+        ),
+        (
+            lambda p: p["enroot"]["git"].update(commit="c7dc4a6"),
+            "enroot.git.commit: 'c7dc4a6' is not a 40-digit git commit",
+        ),
+        (
+            lambda p: p["pyxis"].update(sha256=None),
+            "pyxis.sha256: None is not a sha256 for https://github.com/NVIDIA/pyxis/",
+        ),
+        (
+            lambda p: p["nccl_tests"].pop("sha256"),
+            "nccl_tests.sha256: None is not a sha256",
+        ),
+        (
+            lambda p: p["enroot"]["git"].update(repository="http://example.invalid/enroot"),
+            "enroot.git.repository: 'http://example.invalid/enroot' is not an https://",
+        ),
+    ],
+)
+def test_an_unpinned_download_is_named(mutate: Any, expected: str) -> None:
+    problems = image_pins.pin_problems(unpinned(mutate))
+    assert len(problems) == 1 and problems[0].startswith(expected), problems
+
+
+def test_a_new_download_without_a_pin_is_caught_wherever_it_is() -> None:
+    """The walk covers every object: a download added later (a new section, a list entry) is
+    held to the same rule without a change here."""
+    pins = unpinned(
+        lambda p: p.setdefault("extra", {"debs": [{"url": "https://example.invalid/x.deb"}]})
+    )
+    assert image_pins.pin_problems(pins) == [
+        "extra.debs[0].sha256: None is not a sha256 for https://example.invalid/x.deb; record "
+        "the file's sha256 (from a signed index or your own download), or build from a git "
+        "commit instead"
+    ]
+
+
+@pytest.fixture
+def null_efs_pin(monkeypatch: pytest.MonkeyPatch) -> None:
+    pins = unpinned(lambda p: p["efs_utils"]["git"].update(commit=None))
+    monkeypatch.setattr(image_pins, "image_pins", lambda: pins)
+
+
+@pytest.mark.usefixtures("null_efs_pin")
+def test_validate_reports_an_unpinned_download() -> None:
+    (finding,) = [f for f in findings(definition()) if f.rule == "image-downloads-pinned"]
+    assert finding.path == "image" and finding.level.value == "error"
+    assert "efs_utils.git.commit: None is not a 40-digit git commit" in finding.message
+    # Nothing baked (every node brings its own AMI): nothing to refuse.
+    own = definition()
+    own["image"] = {"ami": "ami-0123456789abcdef0"}
+    assert not [f for f in findings(own) if f.rule == "image-downloads-pinned"]
+
+
+def test_the_program_preflight_refuses_an_unpinned_download(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plan = plan_of(definition())
+    assert preflight(plan, None) == []
+    pins = unpinned(lambda p: p["efs_utils"]["git"].update(commit=None))
+    monkeypatch.setattr(image_pins, "image_pins", lambda: pins)
+    (problem,) = preflight(plan, None)
+    assert problem.startswith("image: unpinned download in image_pins.json: efs_utils.git.commit")
+
+
+def test_the_build_settings_carry_each_git_pin() -> None:
+    from slurmstack.plan import image_plans
+
+    settings = build.build_env(image_plans(plan_of(definition()))[0])
+    pins = image_pins.image_pins()
+    for prefix, name in (("ENROOT", "enroot"), ("EFS_UTILS", "efs_utils")):
+        git = pins[name]["git"]
+        assert f"{prefix}_REPOSITORY='{git['repository']}'" in settings
+        assert f"{prefix}_TAG='{git['tag']}'" in settings
+        assert f"{prefix}_COMMIT='{git['commit']}'" in settings
+    # What efs-utils' INSTALL.md asks to build with, and enroot's 'From source', are installed.
+    tools = set(re.search(r"^BUILD_PACKAGES='([^']*)'$", settings, re.M)[1].split())  # type: ignore[index]
+    assert set(pins["efs_utils"]["build_packages"]) <= tools
+    assert {"gettext", "perl", "golang-go", "cmake", "cargo", "rustc", "g++"} <= tools
+    assert {"libtool", "automake", "libmd-dev"} <= tools
