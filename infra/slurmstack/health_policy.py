@@ -1,7 +1,7 @@
 """The default reason -> action table of the head node's controller, and the XIDs that drain
 a node: data both the checks (which causes a definition may override) and the plan (which
-renders the policy into node.json) read. The README's "When nodes fail" table is generated
-from it (slurmstack.docs)."""
+renders the policy into node.json) read. docs/reference/repair-table.md is written
+from it (tools/docs.py)."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ class Cause:
     """One row of the reason -> action table."""
 
     cause: str
-    what: str  # what was found, for the README
+    what: str  # what was found, for the docs
     remedy: R
     why: str
 
@@ -113,7 +113,7 @@ def _check(check: Check, what: str, remedy: R, why: str) -> Cause:
 
 
 # The default table. A reason the table does not know (an operator's own, another tool's) is
-# left alone, as is any node the power-saving programs look after (README, "When nodes fail").
+# left alone, as is any node the power-saving programs look after (docs/when-nodes-fail.md).
 CAUSES: tuple[Cause, ...] = (
     _check(Check.GPU_COUNT, "fewer GPUs than the instance type has", R.REPLACE, "hardware"),
     _check(

@@ -43,7 +43,7 @@ def health_action_cause(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding
                 path,
                 f"{cause!r} is not a cause of the repair table{hint}; causes are the checks "
                 "(e.g. gpu-count, efa-port), gpu-xid:<number> of a critical XID and "
-                f"slurm:<Slurm's reason> (README, 'When nodes fail'){xid_hint}",
+                f"slurm:<Slurm's reason> (docs/when-nodes-fail.md){xid_hint}",
             )
 
 

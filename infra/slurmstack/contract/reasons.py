@@ -28,7 +28,7 @@ __all__ = [
 # Every reason slurmstack gives a node has one form, `slurmstack:<check>: <detail>`, built by
 # reason() and read by parse_reason() only: the node's health check drains with it, the head's
 # controller, power programs and acceptance write theirs the same way, and the controller reads
-# them all (README, "When nodes fail").
+# them all (docs/when-nodes-fail.md).
 REASON_PREFIX = "slurmstack:"
 # Slurm keeps a reason as given; one cut-off, whoever drains, keeps `sinfo -R` readable.
 REASON_MAX_CHARACTERS = 240
