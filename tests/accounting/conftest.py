@@ -257,9 +257,11 @@ class AccountingHead:
         path = contract.BOOTSTRAP_ENV_PATH
         (env,) = [f for f in cloud_init["write_files"] if f["path"] == path]
         self.write(path, env["content"])
-        config = contract.read_accounting_config(files[contract.ACCOUNTING_CONFIG_PATH])
+        config = contract.load_document(
+            contract.AccountingConfig, files[contract.ACCOUNTING_CONFIG_PATH]
+        )
         config = replace(config, slurmdbd_port=self.dbd_port)
-        self.write(contract.ACCOUNTING_CONFIG_PATH, contract.accounting_config_json(config))
+        self.write(contract.ACCOUNTING_CONFIG_PATH, contract.dump_document(config))
 
     def write(self, node_path: str, text: str) -> None:
         path = self.node_path(node_path)

@@ -11,7 +11,14 @@ from jinja2 import UndefinedError
 
 from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack import render
-from slurmstack.contract import IMDS_IPV4, NODE_CONFIG_PATH, matches_key, read_bundle
+from slurmstack.contract import (
+    IMDS_IPV4,
+    NODE_CONFIG_PATH,
+    NodeConfig,
+    load_document,
+    matches_key,
+    read_bundle,
+)
 from slurmstack.plan import build_plan
 from slurmstack.render import (
     AGENT_DIR,
@@ -206,7 +213,7 @@ def test_head_node_carries_the_controller(example: str) -> None:
     """The controller's service and timer travel to the head node only, through the config
     store (not the user data), and its node.json names the pools it looks after (their groups
     and how their capacity is bought) and its repair policy."""
-    from slurmstack.contract import CONTROLLER_INTERVAL_SECONDS, read_node_config
+    from slurmstack.contract import CONTROLLER_INTERVAL_SECONDS
 
     plan = example_plan(example)
     head = render.role_files(plan, "head")
@@ -219,7 +226,7 @@ def test_head_node_carries_the_controller(example: str) -> None:
     manifest = config_store(plan).manifest
     assert {render.CONTROLLER_SERVICE_PATH, render.CONTROLLER_TIMER_PATH} <= set(manifest["head"])
     assert "slurmstack-controller" not in user_data(plan, "head")
-    config = read_node_config(head[NODE_CONFIG_PATH])
+    config = load_document(NodeConfig, head[NODE_CONFIG_PATH])
     assert [(p.name, p.node_name_prefix, p.feature, p.group) for p in config.pools] == [
         (p.name, f"{p.name}-", p.feature, f"{plan.name}-pool-{p.name}") for p in plan.pools
     ]

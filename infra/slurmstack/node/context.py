@@ -29,9 +29,9 @@ from ..contract import (
     DeployParameter,
     NodeConfig,
     NodeEnv,
+    load_document,
     parameter_name,
     read_bootstrap_env,
-    read_node_config,
     read_node_env,
 )
 
@@ -185,7 +185,7 @@ class Context:
             raise AgentError(
                 f"{NODE_CONFIG_PATH} is missing: run `slurmstack-node sync-config` first"
             )
-        return read_node_config(path.read_text())
+        return load_document(NodeConfig, path.read_text())
 
     def node_env(self) -> NodeEnv:
         path = self.path(NODE_ENV_PATH)
