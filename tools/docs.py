@@ -1,6 +1,6 @@
 """Write the generated pages of the documentation, each whole, and the checked-in JSON Schema:
 the configuration reference from the models (field descriptions are written once, in spec.py),
-the repair table from the policy's data (slurmstack.health_policy), the node agent's subcommands
+the repair table from the policy's data (slurmstack.rules.health_policy), the node agent's subcommands
 from its table (slurmstack.node.commands), the virtual cluster's stand-ins from STAND_INS, and
 the example's diagram. Prose pages link to these; no page mixes the two.
 
@@ -123,8 +123,8 @@ def configuration_page() -> str:
 
 def repair_table_page() -> str:
     """The controller's reason -> action table with the definition's defaults."""
-    from slurmstack.health_policy import CAUSES
     from slurmstack.plan.health import plan_health
+    from slurmstack.rules.health_policy import CAUSES
     from slurmstack.spec import HealthSpec
 
     remedies = {r.cause: r.remedy for r in plan_health(HealthSpec()).repair.rules}

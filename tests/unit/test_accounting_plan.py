@@ -11,7 +11,6 @@ import pytest
 import yaml
 
 from helpers_examples import EXAMPLE_IDS, REPO, example_plan
-from slurmstack import accounting as rules
 from slurmstack import contract as c
 from slurmstack.checks.slurm import is_accounting_key
 from slurmstack.contract import HEAD_ROLE
@@ -32,6 +31,7 @@ from slurmstack.render import (
     slurm_conf_keys,
     user_data,
 )
+from slurmstack.rules import accounting as rules
 from slurmstack.validate import validate_object
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from helpers_examples import example_plan
 from slurmstack.contract import OPERATOR_ACTION, Check, Remedy, cause_of, reason
-from slurmstack.health_policy import CAUSES, CRITICAL_XIDS, FIXED_CAUSES, OVERRIDABLE_CAUSES
 from slurmstack.plan.health import plan_health
+from slurmstack.rules.health_policy import CAUSES, CRITICAL_XIDS, FIXED_CAUSES, OVERRIDABLE_CAUSES
 from slurmstack.spec import HealthSpec
 
 

@@ -6,17 +6,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from slurmstack.accounting import (
-    RDS_MAX_USER_LENGTH,
-    RDS_SUBNET_PREFIX,
-    known_tres,
-    spec_rds_subnets,
-)
 from slurmstack.catalog import Catalog
 from slurmstack.checks import rule
 from slurmstack.checks.common import error, pools_with_facts, suggestion, warning
 from slurmstack.contract import DEFAULT_QOS, ROOT_ACCOUNT, DatabaseType
 from slurmstack.findings import Finding
+from slurmstack.rules.accounting import (
+    RDS_MAX_USER_LENGTH,
+    RDS_SUBNET_PREFIX,
+    known_tres,
+    spec_rds_subnets,
+)
 from slurmstack.spec import AccountingSpec, ClusterSpec
 
 PATH = "slurm.accounting"

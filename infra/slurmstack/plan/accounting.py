@@ -15,7 +15,6 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from slurmstack.accounting import spec_rds_subnets, tracked_gres
 from slurmstack.catalog import Catalog
 from slurmstack.contract import (
     DEFAULT_QOS,
@@ -25,6 +24,7 @@ from slurmstack.contract import (
 )
 from slurmstack.plan.cluster import ClusterPlan
 from slurmstack.plan.pools import PoolPlan
+from slurmstack.rules.accounting import spec_rds_subnets, tracked_gres
 from slurmstack.spec import AccountingSpec, AccountSpec, QosSpec
 
 # RDS for MariaDB: the engine line whose client protocol Debian's and Ubuntu's slurmdbd speak,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import ipaddress
 
 from slurmstack.catalog import Catalog
+from slurmstack.rules.subnets import carve
 from slurmstack.spec import ClusterSpec
-from slurmstack.subnets import carve
 
 # Plain TRES a limit may name besides the pools' GRES (mem in MiB).
 BASE_TRES = ("cpu", "mem", "node", "billing")
@@ -62,7 +62,7 @@ def rds_subnets(
 def spec_rds_subnets(
     spec: ClusterSpec, catalog: Catalog
 ) -> tuple[tuple[ipaddress.IPv4Network, str], ...]:
-    """rds_subnets of the definition's new VPC (slurmstack.subnets carves it)."""
+    """rds_subnets of the definition's new VPC (slurmstack.rules.subnets carves it)."""
     vpc, public, compute = carve(spec)
     region = catalog.regions.get(spec.region)
     zones = list(region.zones) if region is not None else []
