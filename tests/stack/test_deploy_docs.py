@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from helpers_stack import EXAMPLE_IDS, REPO, example, run_ok
+from support.stack import EXAMPLE_IDS, REPO, example, run_ok
 
 pytestmark = pytest.mark.stack
 

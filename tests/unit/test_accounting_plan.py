@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers_examples import EXAMPLE_IDS, REPO, example_plan
 from slurmstack import contract as c
 from slurmstack.checks.slurm import is_accounting_key
 from slurmstack.contract import HEAD_ROLE
@@ -33,6 +32,7 @@ from slurmstack.render import (
 )
 from slurmstack.rules import accounting as rules
 from slurmstack.validate import validate_object
+from support.examples import EXAMPLE_IDS, REPO, example_plan
 
 
 def plan_with(accounting: dict[str, Any], **top: Any):  # type: ignore[no-untyped-def]

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack.contract import (
     ACCEPT_PATH,
     ACCEPTANCE_PATH,
@@ -25,6 +24,7 @@ from slurmstack.contract import (
 )
 from slurmstack.render import role_files
 from slurmstack.render.jobs import head_jobs_files, library
+from support.examples import EXAMPLE_IDS, example_plan
 
 pytestmark = pytest.mark.workload
 
