@@ -18,8 +18,6 @@ The names below are the plan's public surface (``from slurmstack.plan import ...
 from slurmstack.image_pins import image_pins
 from slurmstack.plan.accounting import (
     ENFORCE,
-    INNODB_BUFFER_POOL_MAX_MIB,
-    INNODB_BUFFER_POOL_MIN_MIB,
     INNODB_LOCK_WAIT_TIMEOUT,
     INNODB_LOG_FILE_MIB,
     MAX_ALLOWED_PACKET_MIB,
@@ -28,7 +26,6 @@ from slurmstack.plan.accounting import (
     AccountingPlan,
     DatabasePlan,
     accounting_plan,
-    buffer_pool_mib,
     plan_rds_subnets,
     pool_price,
 )
@@ -63,6 +60,11 @@ from slurmstack.plan.slurm import (
     SUSPEND_TIMEOUT_SECONDS,
 )
 from slurmstack.plan.storage import LustrePlan, MountPlan
+from slurmstack.rules.accounting import (
+    INNODB_BUFFER_POOL_MAX_MIB,
+    INNODB_BUFFER_POOL_MIN_MIB,
+    buffer_pool_mib,
+)
 from slurmstack.rules.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
 from slurmstack.rules.subnets import carve as subnets
 
