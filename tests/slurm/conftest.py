@@ -28,7 +28,6 @@ from typing import IO
 
 import pytest
 
-from helpers_examples import example_plan as example_plan_of_record
 from slurm.slurm_root import (
     command_env,
     has_plugin,
@@ -40,6 +39,7 @@ from slurm.slurm_root import (
 from slurmstack import slurm_releases
 from slurmstack.checks.slurm import is_accounting_key
 from slurmstack.plan import ClusterPlan, build_plan
+from support.examples import example_plan as example_plan_of_record
 
 BINARIES = ("munged", "slurmctld", "slurmd", "scontrol", "srun", "sinfo", "unshare")
 SLURM_USER = "slurm"  # the rendered SlurmUser

@@ -9,8 +9,8 @@ import shlex
 import pytest
 
 from slurm.conftest import Cluster, example_plan, make_devices, run, wait_for, write_config
-from slurmstack.contract import SLURMCTLD_PORT, node_name, node_name_prefix
-from slurmstack.render import SLURMD_UNIT_PATH, TASK_PROLOG_PATH, head_files, pool_files
+from slurmstack.contract import SLURMCTLD_PORT, TASK_PROLOG_PATH, node_name, node_name_prefix
+from slurmstack.render import SLURMD_UNIT_PATH, head_files, pool_files
 
 pytestmark = pytest.mark.slurm
 

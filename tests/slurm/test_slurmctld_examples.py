@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import EXAMPLE_IDS
 from slurm.conftest import example_plan, make_devices, run, write_config
 from slurm.slurm_root import has_plugin, slurm_root
 from slurmstack import slurm_releases
 from slurmstack.contract import node_name, node_name_prefix
 from slurmstack.render import head_files, pool_files
+from support.examples import EXAMPLE_IDS
 
 pytestmark = pytest.mark.slurm
 

@@ -25,13 +25,13 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import example_plan as example_plan_of_record
 from slurm.conftest import Cluster, make_devices, wait_for, write_config
 from slurm.slurm_root import missing_commands, wrapper_dir
 from slurm.test_dynamic_node import slurmd_command
-from slurmstack.contract import node_name, node_name_prefix
+from slurmstack.contract import TASK_PROLOG_PATH, node_name, node_name_prefix
 from slurmstack.plan import build_plan, oldest_slurm_version
-from slurmstack.render import SLURMD_UNIT_PATH, TASK_PROLOG_PATH, head_files, pool_files
+from slurmstack.render import SLURMD_UNIT_PATH, head_files, pool_files
+from support.examples import example_plan as example_plan_of_record
 
 pytestmark = pytest.mark.slurm
 

@@ -15,7 +15,11 @@ import jsonschema
 import pytest
 import yaml
 
-from helpers_stack import (
+from slurmstack import slurm_releases
+from slurmstack.offline import OfflineRun
+from slurmstack.plan import images
+from slurmstack.render import image as build
+from support.stack import (
     EXAMPLE_IDS,
     REPO,
     T_ASG,
@@ -29,10 +33,6 @@ from helpers_stack import (
     plan_of,
     run_ok,
 )
-from slurmstack import slurm_releases
-from slurmstack.offline import OfflineRun
-from slurmstack.plan import images
-from slurmstack.render import image as build
 
 pytestmark = pytest.mark.stack
 

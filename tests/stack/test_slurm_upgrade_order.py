@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from helpers_stack import T_ASG, T_INSTANCE, T_LT, T_PARAM, run_ok, small_cluster
 from slurmstack.change.diff import Action
 from slurmstack.change.effects import Effect
 from slurmstack.change.plan import ChangePlan, change_plan
 from slurmstack.change.snapshot import from_run
+from support.stack import T_ASG, T_INSTANCE, T_LT, T_PARAM, run_ok, small_cluster
 
 pytestmark = pytest.mark.stack
 

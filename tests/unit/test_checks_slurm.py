@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from checks_support import Case, check_case, definition, findings, set_in
 
 from slurmstack.checks.slurm import MANAGED_SLURM_KEYS, dropped_after, key_state, known_keys
 from slurmstack.checks.slurm_keys import KEY_HISTORY
 from slurmstack.findings import Level
 from slurmstack.slurm_releases import line_of, version_of_record
+from support.checks import Case, check_case, definition, findings, set_in
 
 W = Level.WARNING
 

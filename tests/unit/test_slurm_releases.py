@@ -9,7 +9,6 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from helpers_examples import example_plan
 from slurmstack import slurm_releases as releases
 from slurmstack.checks.slurm import slurm_upgrade_findings
 from slurmstack.cli import app
@@ -18,6 +17,7 @@ from slurmstack.render.image import build_env
 from slurmstack.report.slurm import upgrade_section
 from slurmstack.slurm_releases import controller_accepts
 from slurmstack.spec import ClusterSpec
+from support.examples import example_plan
 
 
 def test_one_version_of_record_everywhere() -> None:

@@ -13,7 +13,7 @@ from slurmstack.contract import (
     DRAIN_HOOK_HEARTBEAT_SECONDS,
     DRAIN_HOOK_NAME,
     POOL_TAG,
-    pool_group_name,
+    resource_name,
 )
 from slurmstack.plan import ClusterPlan, InterfaceType, PoolPlan
 from slurmstack.spec import CapacityType
@@ -28,12 +28,6 @@ HEALTH_CHECK_GRACE_SECONDS = 900
 def pool_slurm_version(plan: ClusterPlan, pool: PoolPlan) -> str:
     spec = next(p for p in plan.spec.pools if p.name == pool.name)
     return spec.slurm_version or plan.spec.slurm.version
-
-
-def pool_name(plan: ClusterPlan, pool: PoolPlan) -> str:
-    """Name of the pool's launch template, placement group and Auto Scaling group (the
-    contract's: the head's controller finds the group by it)."""
-    return pool_group_name(plan.name, pool.name)
 
 
 # A refresh pauses at these shares of the pool replaced (the last must be 100: EC2 Auto Scaling
@@ -229,7 +223,7 @@ class WorkerPool(pulumi.ComponentResource):
         first job), both waited for before the group launches anything. ``controller``: the
         head's instance, which the launch template waits for (a Slurm upgrade replaces the
         head before any pool's instance refresh starts: slurmstack.stack.head_node.head_ami)."""
-        name = pool_name(plan, pool)
+        name = resource_name(plan.name, Role.POOL, pool.name)
         super().__init__("slurmstack:stack:WorkerPool", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         pool_tags = tags(
