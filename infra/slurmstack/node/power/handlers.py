@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ...contract import Command
 from ..context import Context, log
-from . import environment, resume, suspend, sweep
+from . import environment, launch_check, resume, suspend, sweep
 
 Handler = Callable[[Context, argparse.Namespace], int]
 
@@ -42,6 +42,16 @@ def power_sweep(ctx: Context, args: argparse.Namespace) -> int:
     if result["returned"] or result["terminated"]:
         log(f"{Command.POWER_SWEEP.value}: {json.dumps(result, sort_keys=True)}")
     print(json.dumps(result, sort_keys=True))
+    return 0
+
+
+def no_arguments(_parser: argparse.ArgumentParser) -> None:
+    return None
+
+
+def check_launches(ctx: Context, _args: argparse.Namespace) -> int:
+    """Never fails the boot: a refused pool is an event, its nodes DOWN with the reason."""
+    print(json.dumps(launch_check.launch_check(ctx), sort_keys=True))
     return 0
 
 
@@ -77,5 +87,13 @@ POWER_ROWS: tuple[tuple[Command, str, Handler, Callable[[argparse.ArgumentParser
         "instances no elastic node owns; run every minute by slurmstack-power.timer",
         power_sweep,
         sweep_arguments,
+    ),
+    (
+        Command.LAUNCH_CHECK,
+        "(head, at boot) dry-run the EC2 Fleet launch of one node per elastic pool, tags "
+        "included: a pool the head may not launch is an event (events.log) and its nodes go "
+        "DOWN with EC2's refusal as their reason",
+        check_launches,
+        no_arguments,
     ),
 )
