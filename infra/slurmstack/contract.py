@@ -379,6 +379,9 @@ class Command(enum.StrEnum):
     JOB_DIRS = "job-dirs"
     ECR_TOKEN = "ecr-token"
     ECR_LOGIN = "ecr-login"
+    # Rollouts and permissions (slurmstack.node.join_hook, slurmstack.node.power.launch_check).
+    JOINED = "joined"
+    LAUNCH_CHECK = "launch-check"
 
 
 def agent_command(command: Command, *args: str) -> str:
@@ -946,6 +949,15 @@ DRAIN_HOOK_NAME = "slurmstack-drain"
 # The hook's heartbeat timeout: the controller records a heartbeat on every pass while it
 # waits, so the action outlives passes without AWS's default hour running out between them.
 DRAIN_HOOK_HEARTBEAT_SECONDS = 600
+# The pools' groups hold a launching instance in this lifecycle hook (Pending:Wait) until its
+# node has joined Slurm: its last boot step (`slurmstack-node joined`) completes the action with
+# CONTINUE once slurmctld has it registered and responding, and only then is the instance
+# InService, so an instance refresh counts its warm-up from a node that runs jobs. A boot that
+# fails completes it with ABANDON (the group terminates the instance and launches another); a
+# boot that never ends is abandoned when the heartbeat timeout runs out (AWS's default hour,
+# which covers a first boot with DCGM's diagnostic: DEEP_DIAGNOSTIC_SECONDS).
+JOIN_HOOK_NAME = "slurmstack-join"
+JOIN_HOOK_HEARTBEAT_SECONDS = 3600
 
 # Slurm's HealthCheckProgram: run by slurmd with no arguments and no PATH, only
 # SLURMD_NODENAME in its environment, killed after 60 s (slurmd.c, run_script_health_check).
@@ -962,6 +974,9 @@ KERNEL_LOG_PATH = "/dev/kmsg"
 LOG_DIR = "/var/log/slurmstack"
 HEALTH_LOG_PATH = f"{LOG_DIR}/health.log"  # every check's findings, on the node
 CONTROLLER_LOG_PATH = f"{LOG_DIR}/controller.log"  # every decision and action, on the head
+# What an operator must hear about (a pool the head may not launch, ...): JSON lines
+# (slurmstack.node.events).
+EVENTS_LOG_PATH = f"{LOG_DIR}/events.log"
 # The controller's memory (replacements per pool, the breakers, reboots it issued): on the
 # head's state volume, so a replaced head keeps it.
 CONTROLLER_STATE_PATH = f"{STATE_VOLUME_MOUNT}/slurmstack/controller.json"
@@ -978,6 +993,7 @@ SHIPPED_LOGS = (
     BOOTSTRAP_FAILED,
     HEALTH_LOG_PATH,
     SLURMD_LOG_PATH,
+    EVENTS_LOG_PATH,
 )
 LOGS_SHIPPED_MARKER = "shipped.json"  # written last: the head waits for it
 

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.stack
 # The IAM prefix of each pulumi-aws module the program uses.
 IAM_PREFIX = {
     "autoscaling": "autoscaling",
+    "cloudwatch": "logs",
     "ebs": "ec2",
     "ec2": "ec2",
     "vpc": "ec2",

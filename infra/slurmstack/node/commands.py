@@ -15,6 +15,7 @@ from . import (
     associations,
     config_sync,
     controller,
+    join_hook,
     lnet,
     logs,
     mounts,
@@ -202,6 +203,7 @@ COMMANDS: tuple[Subcommand, ...] = (
         "bucket; a terminating instance copies its logs",
         _health_check,
     ),
+    Subcommand(*join_hook.ROW),
     Subcommand(
         Command.SHIP_LOGS,
         "(worker) copy this node's boot, health and slurmd logs to the cluster bucket, under "

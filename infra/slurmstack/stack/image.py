@@ -26,6 +26,7 @@ import pulumi_aws.ec2 as ec2
 import pulumi_aws.iam as iam
 import pulumi_aws.imagebuilder as imagebuilder
 import pulumi_aws.s3 as s3
+import pulumi_aws.ssm as ssm
 import pulumi_aws.vpc as vpc
 from pulumi_aws import get_caller_identity_output
 
@@ -79,6 +80,7 @@ class NodeImages(pulumi.ComponentResource):
     role: iam.Role | None
     security_group: ec2.SecurityGroup | None
     built: dict[str, imagebuilder.Image]
+    parents: dict[str, pulumi.Input[str]]  # what each image is built on, as the recipe says
 
     def __init__(
         self,
@@ -97,6 +99,7 @@ class NodeImages(pulumi.ComponentResource):
         self._plan = plan
         self._child = pulumi.ResourceOptions(parent=self)
         self.built = {}
+        self.parents = {}
         self.role = None
         self.security_group = None
         wanted = image_plans(plan)
@@ -272,13 +275,14 @@ class NodeImages(pulumi.ComponentResource):
             tags=tags(plan, Role.IMAGE, versioned),
             opts=pulumi.ResourceOptions(parent=self, depends_on=objects),
         )
+        self.parents[image.key] = _parent_of(image, self)
         recipe = imagebuilder.ImageRecipe(
             versioned,
             name=versioned,
             version="1.0.0",
-            # A pinned AMI (image.parents), or the public parameter, resolved by Image Builder
-            # at build time; the built AMI is what stays.
-            parent_image=image.parent,
+            # A pinned AMI or parameter version (image.parents), or the public parameter,
+            # resolved by Image Builder at build time; the built AMI is what stays.
+            parent_image=self.parents[image.key],
             components=[{"component_arn": component.arn}],
             block_device_mappings=[
                 {
@@ -339,6 +343,19 @@ class NodeImages(pulumi.ComponentResource):
                 custom_timeouts=pulumi.CustomTimeouts(create=f"{image_build_timeout_minutes()}m"),
             ),
         )
+
+
+def _parent_of(image: ImagePlan, parent: pulumi.Resource) -> pulumi.Input[str]:
+    """The recipe's parent_image. A pinned parameter version is read here, at deploy time
+    (GetParameter ``<parameter>:<version>``: the Systems Manager User Guide documents the
+    selector for API calls, not Image Builder's ``ssm:`` parents), so the recipe names the AMI
+    itself; a version Parameter Store no longer keeps fails the deploy before any image starts."""
+    if image.parent_version is None:
+        return image.parent
+    found = ssm.get_parameter_output(
+        name=image.parent_selector, opts=pulumi.InvokeOutputOptions(parent=parent)
+    )
+    return found.value
 
 
 def _b64(data: bytes) -> str:

@@ -501,6 +501,34 @@ def pool_policy(
             },
         }
     )
+    statements += [
+        {
+            # Joining (slurmstack.node.join_hook): the node's instance waits in its group's
+            # launch hook until its node is in Slurm, then completes the action (CONTINUE, or
+            # ABANDON after a failed boot); the same group, by name and tags, as above.
+            "Sid": "CompleteOwnLaunch",
+            "Effect": "Allow",
+            "Action": [
+                "autoscaling:CompleteLifecycleAction",
+                "autoscaling:RecordLifecycleActionHeartbeat",
+            ],
+            "Resource": [asg_arn(plan, account, resource_name(plan.name, Role.POOL, pool.name))],
+            "Condition": {
+                "StringEquals": {
+                    f"aws:ResourceTag/{CLUSTER_TAG}": plan.name,
+                    f"aws:ResourceTag/{POOL_TAG}": pool.name,
+                }
+            },
+        },
+        {
+            # Whether the instance waits in that hook. Read-only; Auto Scaling's Describe calls
+            # take no resource (Service Authorization Reference, "Amazon EC2 Auto Scaling").
+            "Sid": "FindOwnLaunch",
+            "Effect": "Allow",
+            "Action": ["autoscaling:DescribeAutoScalingInstances"],
+            "Resource": ["*"],
+        },
+    ]
     statements += efs_fallback_statements(plan, account, pool.mounts)
     if pool.elastic:
         statements.append(
@@ -603,6 +631,21 @@ def administrator_user_ids(account: str, deployer_user_id: str) -> list[str]:
     return sorted({account, deployer})
 
 
+def version_deleters(plan: ClusterPlan, account: str, deployer_user_id: str) -> dict[str, Any]:
+    """Who may delete object versions, as the Deny's condition: it is denied to whoever is none
+    of them (a statement's conditions are ANDed). The account root and the latest deployer by
+    ``aws:userid``; the definition's storage.bucket.administrators by ``aws:PrincipalArn`` (a
+    role's ARN, whatever the session), so another administrator or a CI role can empty the
+    bucket whoever deployed last."""
+    condition: dict[str, Any] = {
+        "StringNotLike": {"aws:userid": administrator_user_ids(account, deployer_user_id)}
+    }
+    administrators = plan.spec.storage.bucket.administrators
+    if administrators:
+        condition["ArnNotLike"] = {"aws:PrincipalArn": sorted(administrators)}
+    return condition
+
+
 def bucket_policy(
     plan: ClusterPlan, *, account: str, bucket_arn: str, deployer_user_id: str
 ) -> dict[str, Any]:
@@ -643,11 +686,7 @@ def bucket_policy(
                 "Principal": "*",
                 "Action": ["s3:DeleteObjectVersion"],
                 "Resource": [f"{bucket_arn}/*"],
-                "Condition": {
-                    "StringNotLike": {
-                        "aws:userid": administrator_user_ids(account, deployer_user_id)
-                    }
-                },
+                "Condition": version_deleters(plan, account, deployer_user_id),
             },
         ],
     }
