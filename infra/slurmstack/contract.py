@@ -382,6 +382,7 @@ class Command(enum.StrEnum):
     # Rollouts and permissions (slurmstack.node.join_hook, slurmstack.node.power.launch_check).
     JOINED = "joined"
     LAUNCH_CHECK = "launch-check"
+    PRUNE_IMAGES = "prune-images"
 
 
 def agent_command(command: Command, *args: str) -> str:

@@ -126,6 +126,8 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
             "aws:ssm/association:Association": 1,
             T_LT: len(plan.pools),
             T_ASG: len(plan.pools),
+            # Each pool's join hook (launches wait until the node is in Slurm).
+            "aws:autoscaling/lifecycleHook:LifecycleHook": len(plan.pools),
         }
     )
     if spec.storage.bucket.versioning:
@@ -179,6 +181,9 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
         # Per image: its build log group and the distribution that tags its AMI.
         c["aws:imagebuilder/distributionConfiguration:DistributionConfiguration"] = len(kinds)
         c["aws:cloudwatch/logGroup:LogGroup"] += len(kinds)
+        # The AMI's root snapshot gets the AMI's tags, one ec2.Tag each: the definition's
+        # tags, the cluster, the role, the name and the image key.
+        c["aws:ec2/tag:Tag"] = len(kinds) * (len(set(spec.tags) - {"Name"}) + 4)
     return c
 
 

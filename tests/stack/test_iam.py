@@ -268,6 +268,11 @@ def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
                 assert (
                     resource in own
                     or (resource == efs and cluster_tagged(statement, plan.name))
+                    or (  # prune-images: the cluster's own AMIs and snapshots
+                        role == iam.head
+                        and resource.startswith(f"arn:aws:ec2:{region}:")
+                        and cluster_tagged(statement, plan.name)
+                    )
                     or (role == iam.head and resource in head_only)
                     or (role == iam.head and power_scoped(plan, statement, resource))
                     or (
@@ -617,6 +622,30 @@ def test_listed_administrators_delete_versions_whoever_deployed_last() -> None:
         assert decide([listed], version, obj, context) == "deny", context
     assert decide([unlisted], version, obj, ci_session) == "deny"
     assert decide([unlisted], version, obj, last) != "deny"
+
+
+def test_the_head_prunes_only_the_clusters_images_and_snapshots(iam: ClusterIam) -> None:
+    """prune-images: DeregisterImage and DeleteSnapshot on resources tagged as this cluster's
+    (the stack tags the AMI and its root snapshot), nothing else; no pool node may."""
+    head = iam.role_policies[iam.head]
+    region, name = iam.plan.region, iam.plan.name
+    own = {f"aws:ResourceTag/{CLUSTER_TAG}": name}
+    other = {f"aws:ResourceTag/{CLUSTER_TAG}": f"{name}-x"}
+    for action, arn in (
+        ("ec2:DeregisterImage", f"arn:aws:ec2:{region}::image/ami-0123456789abcdef0"),
+        (
+            "ec2:DeleteSnapshot",
+            f"arn:aws:ec2:{region}::snapshot/snap-0123456789abcdef0",
+        ),
+    ):
+        assert decide([head], action, arn, own) == "allow", action
+        assert decide([head], action, arn, other) == "implicit-deny", action
+        assert decide([head], action, arn, {}) == "implicit-deny", action
+        for pool in iam.plan.pools:
+            policy = iam.role_policies[iam.pool_role(pool.name)]
+            assert decide([policy], action, arn, own) == "implicit-deny", (pool.name, action)
+    for read in ("ec2:DescribeImages", "ec2:DescribeLaunchTemplateVersions"):
+        assert decide([head], read, "*") == "allow"
 
 
 def test_a_node_writes_its_own_logs_only(iam: ClusterIam) -> None:

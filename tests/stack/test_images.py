@@ -365,6 +365,32 @@ def test_the_ami_carries_the_clusters_tags_and_the_image_key() -> None:
         assert "{{ imagebuilder:buildDate }}" in target["amiDistributionConfiguration"]["name"]
 
 
+def test_the_amis_snapshot_carries_the_same_tags() -> None:
+    """Image Builder tags the AMI only: the stack tags its root snapshot, found by the AMI's
+    id once the image is built, with every tag the AMI carries (one ec2.Tag each)."""
+    from slurmstack.offline.standins import hex_id
+
+    definition = example("cpu-hpc")
+    result = run_ok(definition)
+    distributions = {d.outputs["arn"]: d for d in result.of_type(T_DISTRIBUTION)}
+    tagged = result.of_type("aws:ec2/tag:Tag")
+    asked = [a for t, a in result.invokes if t == "aws:ec2/getAmi:getAmi"]
+    for image in result.of_type(T_IMAGE):
+        (target,) = distributions[image.inputs["distributionConfigurationArn"]].inputs[
+            "distributions"
+        ]
+        ami_tags = target["amiDistributionConfiguration"]["amiTags"]
+        ami = image.outputs["outputResources"][0]["amis"][0]["image"]
+        assert {"filters": [{"name": "image-id", "values": [ami]}], "owners": ["self"]} in asked
+        snapshot = hex_id("snap", ami)
+        on_snapshot = {
+            t.inputs["key"]: t.inputs["value"] for t in tagged if t.inputs["resourceId"] == snapshot
+        }
+        assert on_snapshot == ami_tags
+        assert on_snapshot["slurmstack:cluster"] == plan_of(definition).name
+        assert "slurmstack:image" in on_snapshot
+
+
 def test_a_pinned_parent_is_the_recipes_and_plan_says_so() -> None:
     """image.parents pins an image's parent AMI (an earlier one, say, whose kernel has an FSx
     Lustre client); the other images keep their public parameter; plan shows which."""

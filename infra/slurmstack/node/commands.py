@@ -15,6 +15,7 @@ from . import (
     associations,
     config_sync,
     controller,
+    images_prune,
     join_hook,
     lnet,
     logs,
@@ -204,6 +205,7 @@ COMMANDS: tuple[Subcommand, ...] = (
         _health_check,
     ),
     Subcommand(*join_hook.ROW),
+    Subcommand(*images_prune.ROW),
     Subcommand(
         Command.SHIP_LOGS,
         "(worker) copy this node's boot, health and slurmd logs to the cluster bucket, under "

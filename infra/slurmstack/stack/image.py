@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pulumi
 import pulumi_aws.cloudwatch as cloudwatch
@@ -138,9 +139,7 @@ class NodeImages(pulumi.ComponentResource):
 
     def ami_of(self, key: str) -> pulumi.Output[str]:
         """The AMI an image's build made (kept in state: later `pulumi up`s reuse it)."""
-        return self.built[key].output_resources.apply(
-            lambda resources: str(resources[0].amis[0].image)  # type: ignore[index]
-        )
+        return _built_ami(self.built[key])
 
     def ami(self, role: str) -> pulumi.Input[str]:
         """The AMI ``role`` ("head" or a pool) boots: its own, or the baked image's."""
@@ -318,14 +317,14 @@ class NodeImages(pulumi.ComponentResource):
                     "region": plan.region,
                     "ami_distribution_configuration": {
                         "name": f"{base}-{{{{ imagebuilder:buildDate }}}}",
-                        "ami_tags": tags(plan, Role.IMAGE, base, **{IMAGE_TAG: image.key}),
+                        "ami_tags": snapshot_tags(plan, image),
                     },
                 }
             ],
             tags=tags(plan, Role.IMAGE, base),
             opts=self._child,
         )
-        return imagebuilder.Image(
+        built = imagebuilder.Image(
             base,
             image_recipe_arn=recipe.arn,
             infrastructure_configuration_arn=infrastructure.arn,
@@ -343,6 +342,55 @@ class NodeImages(pulumi.ComponentResource):
                 custom_timeouts=pulumi.CustomTimeouts(create=f"{image_build_timeout_minutes()}m"),
             ),
         )
+        self._tag_snapshot(image, built)
+        return built
+
+    def _tag_snapshot(self, image: ImagePlan, built: imagebuilder.Image) -> None:
+        """The AMI's root snapshot carries the AMI's tags. Image Builder tags the AMI only
+        (its distribution settings have no snapshot tags), so the stack tags the snapshot once
+        the image exists: the cluster's snapshots are found, costed and pruned by tag (the
+        head's prune-images may delete only snapshots tagged as the cluster's)."""
+        plan = self._plan
+        base = image_name(plan, image)
+        found = ec2.get_ami_output(
+            owners=["self"],
+            filters=_built_ami(built).apply(lambda ami: [{"name": "image-id", "values": [ami]}]),
+            opts=pulumi.InvokeOutputOptions(parent=self, depends_on=[built]),
+        )
+        snapshot = found.block_device_mappings.apply(_root_snapshot)
+        for key, value in sorted(snapshot_tags(plan, image).items()):
+            ec2.Tag(
+                f"{base}-snapshot-{_slug(key)}",
+                resource_id=snapshot,
+                key=key,
+                value=value,
+                opts=self._child,
+            )
+
+
+def _built_ami(built: imagebuilder.Image) -> pulumi.Output[str]:
+    return built.output_resources.apply(
+        lambda resources: str(resources[0].amis[0].image)  # type: ignore[index]
+    )
+
+
+def snapshot_tags(plan: ClusterPlan, image: ImagePlan) -> dict[str, str]:
+    """What the AMI and its root snapshot carry: the cluster's tags and the image's key."""
+    base = image_name(plan, image)
+    return tags(plan, Role.IMAGE, base, **{IMAGE_TAG: image.key})
+
+
+def _root_snapshot(mappings: Sequence[Any]) -> str:
+    """The snapshot of the AMI's root volume (the recipe's one EBS mapping)."""
+    for mapping in mappings:
+        snapshot = (mapping.ebs or {}).get("snapshot_id")
+        if mapping.device_name == ROOT_DEVICE and snapshot:
+            return str(snapshot)
+    raise ValueError(f"the image's AMI has no snapshot at {ROOT_DEVICE}")
+
+
+def _slug(key: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in key).strip("-").lower()
 
 
 def _parent_of(image: ImagePlan, parent: pulumi.Resource) -> pulumi.Input[str]:

@@ -259,8 +259,9 @@ def efs_fallback_statements(
 
 
 def _ec2_arn(plan: ClusterPlan, account: str, resource: str) -> str:
-    # An image's ARN names no account (Service Authorization Reference, "Amazon EC2": image).
-    owner = "" if resource.startswith("image/") else account
+    # An image's and a snapshot's ARNs name no account (Service Authorization Reference,
+    # "Amazon EC2": image, snapshot).
+    owner = "" if resource.startswith(("image/", "snapshot/")) else account
     return f"arn:{partition(plan.region)}:ec2:{plan.region}:{owner}:{resource}"
 
 
@@ -407,6 +408,33 @@ def accounting_secret_arn(plan: ClusterPlan, account: str, created_arn: str | No
     )
 
 
+def prune_statements(plan: ClusterPlan, account: str) -> list[dict[str, Any]]:
+    """The head's prune-images (slurmstack.node.images_prune): deregister the cluster's AMIs
+    and delete their snapshots, both only when tagged as the cluster's (the stack tags an AMI
+    and its root snapshot so); find them, the launch templates' versions and the snapshots
+    (EC2's Describe calls take no resource)."""
+    tagged = {"StringEquals": {f"aws:ResourceTag/{CLUSTER_TAG}": plan.name}}
+    return [
+        {
+            "Sid": "PruneClusterImages",
+            "Effect": "Allow",
+            "Action": ["ec2:DeregisterImage", "ec2:DeleteSnapshot"],
+            "Resource": [_ec2_arn(plan, account, "image/*"), _ec2_arn(plan, account, "snapshot/*")],
+            "Condition": tagged,
+        },
+        {
+            "Sid": "FindClusterImages",
+            "Effect": "Allow",
+            "Action": [
+                "ec2:DescribeImages",
+                "ec2:DescribeLaunchTemplates",
+                "ec2:DescribeLaunchTemplateVersions",
+            ],
+            "Resource": ["*"],
+        },
+    ]
+
+
 def head_policy(
     plan: ClusterPlan,
     *,
@@ -457,6 +485,7 @@ def head_policy(
         },
         *power_statements(plan, account),
         *efs_fallback_statements(plan, account, plan.mounts),
+        *prune_statements(plan, account),
         {
             # Whether a terminating node's logs arrived (HeadObject).
             "Sid": "ReadNodeLogs",
