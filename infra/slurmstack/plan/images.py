@@ -152,7 +152,13 @@ class ImagePlan:
                 )
             )
         if self.kind is ImageKind.CPU:
-            out.append(("Open MPI", "Ubuntu 24.04's"))
+            out.append(
+                (
+                    "EFA installer",
+                    f"{p['efa_installer']['version']} (libfabric, rdma-core, Open MPI in "
+                    "/opt/amazon, as on the Deep Learning AMIs)",
+                )
+            )
         return tuple(out)
 
 
@@ -184,9 +190,10 @@ def _packages(kind: ImageKind, serves_head: bool) -> tuple[str, ...]:
     # enroot's runtime dependencies: it is built from source, not installed as a .deb.
     wanted = [*table["common"], *image_pins()["enroot"]["runtime_packages"], *table["worker"]]
     if kind is ImageKind.CPU:
-        # CPU pools run MPI over EFA with Ubuntu's Open MPI (the Deep Learning AMIs carry the
-        # EFA installer's in /opt/amazon/openmpi).
-        wanted += _head_packages() + table["efa_cpu"] + table["mpi_cpu"]
+        # CPU pools run MPI over EFA with the EFA installer's libfabric and Open MPI, as the
+        # Deep Learning AMIs do (the installer is not an apt package: build.sh installs it);
+        # gcc for its mpicc.
+        wanted += _head_packages() + table["mpi_cpu"]
     elif serves_head:
         wanted += _head_packages()
     return tuple(dict.fromkeys(wanted))
