@@ -17,6 +17,7 @@ from helpers_stack import (
     T_DRA,
     T_EFS,
     T_EGRESS,
+    T_HOOK,
     T_INGRESS,
     T_INSTANCE,
     T_LT,
@@ -63,6 +64,7 @@ UNTAGGABLE = {
     T_RANDOM,
     T_PASSWORD,
     T_ASG,  # tagged through its `tags` list of {key, value, propagate_at_launch}
+    T_HOOK,  # a lifecycle hook takes no tags
 }
 
 
@@ -126,8 +128,8 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
             "aws:ssm/association:Association": 1,
             T_LT: len(plan.pools),
             T_ASG: len(plan.pools),
-            # Each pool's join hook (launches wait until the node is in Slurm).
-            "aws:autoscaling/lifecycleHook:LifecycleHook": len(plan.pools),
+            # Each pool's drain hook and join hook (launches wait until the node is in Slurm).
+            T_HOOK: 2 * len(plan.pools),
         }
     )
     if spec.storage.bucket.versioning:
@@ -191,8 +193,9 @@ def test_resource_types_and_counts(example_run: Example) -> None:
     _, plan, result = example_run
     from slurmstack import render
 
-    # Every distinct rendered file, plus the manifest that lists them.
-    objects = len(render.config_store(plan).objects) + 1
+    # Every distinct rendered file, plus the manifest that lists them and the record of the
+    # deployment (slurmstack.stack.deployed).
+    objects = len(render.config_store(plan).objects) + 2
     assert result.count_by_type() == expected_counts(plan, objects)
 
 

@@ -15,6 +15,11 @@ missing, which the checks report first).
 The names below are the plan's public surface (``from slurmstack.plan import ...``).
 """
 
+from slurmstack.accounting import (
+    INNODB_BUFFER_POOL_MAX_MIB,
+    INNODB_BUFFER_POOL_MIN_MIB,
+    buffer_pool_mib,
+)
 from slurmstack.contract import (
     CONTROLLER_INTERVAL_SECONDS,
     HEAD_ROLE,
@@ -32,8 +37,6 @@ from slurmstack.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, 
 from slurmstack.image_pins import image_pins
 from slurmstack.plan.accounting import (
     ENFORCE,
-    INNODB_BUFFER_POOL_MAX_MIB,
-    INNODB_BUFFER_POOL_MIN_MIB,
     INNODB_LOCK_WAIT_TIMEOUT,
     INNODB_LOG_FILE_MIB,
     MAX_ALLOWED_PACKET_MIB,
@@ -42,7 +45,6 @@ from slurmstack.plan.accounting import (
     AccountingPlan,
     DatabasePlan,
     accounting_plan,
-    buffer_pool_mib,
     plan_rds_subnets,
     pool_price,
 )
