@@ -65,6 +65,7 @@ UNTAGGABLE = {
     T_PASSWORD,
     T_ASG,  # tagged through its `tags` list of {key, value, propagate_at_launch}
     T_HOOK,  # a lifecycle hook takes no tags
+    "aws:ec2/tag:Tag",  # is one tag of another resource (an AMI's root snapshot)
 }
 
 
