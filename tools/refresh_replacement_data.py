@@ -31,6 +31,7 @@ import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "infra" / "slurmstack" / "change" / "replacement.json"
@@ -266,8 +267,11 @@ def _names(type_: str, paths: list[str], known: set[str], problems: list[str]) -
 
 
 def refreshed(
-    data: dict, tf_files: dict[str, Path], checkouts: dict[str, Path], resources_go: str
-) -> tuple[dict, list[str]]:  # type: ignore[type-arg]
+    data: dict[str, Any],
+    tf_files: dict[str, Path],
+    checkouts: dict[str, Path],
+    resources_go: str,
+) -> tuple[dict[str, Any], list[str]]:
     problems = []
     for type_, entry in data["types"].items():
         terraform = entry["terraform"]
@@ -307,7 +311,8 @@ def refreshed(
 
 def locked(package: str) -> str:
     lock = tomllib.loads((REPO / "uv.lock").read_text())
-    return next(p["version"] for p in lock["package"] if p["name"] == package)
+    version: str = next(p["version"] for p in lock["package"] if p["name"] == package)
+    return version
 
 
 def main(argv: list[str]) -> int:

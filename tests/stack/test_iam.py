@@ -16,12 +16,12 @@ import parliament
 import pytest
 import yaml
 
-from helpers_stack import EXAMPLE_IDS, T_ASG, T_BUCKET, T_INSTANCE, T_LT, example, plan_of, run_ok
 from slurmstack.contract import CLUSTER_TAG, POOL_TAG, ROLE_TAG
 from slurmstack.offline.standins import ACCOUNT_ID, call_stand_in
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack import policies
 from stack.iam_eval import decide
+from support.stack import EXAMPLE_IDS, T_ASG, T_BUCKET, T_INSTANCE, T_LT, example, plan_of, run_ok
 
 pytestmark = pytest.mark.stack
 
@@ -368,7 +368,7 @@ def test_a_pool_node_marks_only_its_own_pools_instances(iam: ClusterIam) -> None
 
 
 def test_a_pool_node_completes_only_its_own_pools_launch(iam: ClusterIam) -> None:
-    """The join hook (slurmstack.node.join_hook): a node keeps alive and completes the launch
+    """The join hook (slurmstack.node.boot.join_hook): a node keeps alive and completes the launch
     action of its own pool's group only, and may ask whether it waits there."""
     for action in (
         "autoscaling:CompleteLifecycleAction",
@@ -588,8 +588,8 @@ def test_listed_administrators_delete_versions_whoever_deployed_last() -> None:
     wildcard may delete object versions though someone else ran the latest `pulumi up`; an
     unlisted role still may not, nor may a node. Without the list, only the root and the
     latest deployer may (the CI role is refused)."""
-    from helpers_stack import plan_of, small_cluster
     from slurmstack.stack.policies import bucket_policy
+    from support.stack import small_cluster
 
     ci = f"arn:aws:iam::{ACCOUNT_ID}:role/ci-deployer"
     sso = f"arn:aws:iam::{ACCOUNT_ID}:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_Admin_*"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers_stack import (
+from slurmstack.offline import OfflineRun
+from support.stack import (
     T_ASG,
     T_HOOK,
     T_LT,
@@ -16,7 +17,6 @@ from helpers_stack import (
     run_ok,
     small_cluster,
 )
-from slurmstack.offline import OfflineRun
 
 T_IMAGE = "aws:imagebuilder/image:Image"
 

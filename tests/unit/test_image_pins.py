@@ -9,12 +9,12 @@ import re
 from typing import Any
 
 import pytest
-from checks_support import definition, findings
 
-from helpers_stack import plan_of
 from slurmstack import image_pins
 from slurmstack.render import image as build
 from slurmstack.stack.preflight import preflight
+from support.checks import definition, findings
+from support.stack import plan_of
 
 
 def test_every_download_of_the_shipped_pins_is_pinned() -> None:
@@ -128,8 +128,8 @@ def test_cpu_images_take_the_efa_installers_fabric_not_ubuntus() -> None:
     Open MPI in /opt/amazon, pinned by sha256 (ParallelCluster's recorded checksum), not
     Ubuntu's libfabric1 and Open MPI (which conflict with it); the MPI job uses that MPI; GPU
     images keep the Deep Learning AMI's own installer."""
-    from helpers_examples import example_plan
     from slurmstack.plan import ImageKind, image_plans
+    from support.examples import example_plan
 
     pins = image_pins.image_pins()["efa_installer"]
     assert re.fullmatch(r"[0-9a-f]{64}", pins["sha256"])

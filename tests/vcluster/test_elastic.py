@@ -28,9 +28,10 @@ from slurmstack.contract import (
     ELASTIC_TAG,
     EVENTS_LOG_PATH,
     NODE_NAME_TAG,
+    POOL_ROLE,
     POWER_LOG_PATH,
     POWER_SERVICE,
-    pool_resource_name,
+    resource_name,
 )
 from vcluster.conftest import require_host
 from vcluster.harness import VirtualCluster, wait_until
@@ -110,8 +111,8 @@ def test_the_heads_boot_dry_ran_a_launch_of_each_elastic_pool(
     dry = cluster.aws.faults.dry_runs
     template = "LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName"
     assert sorted(r[template] for r in dry) == [
-        pool_resource_name("ve", "cpu"),
-        pool_resource_name("ve", "gpu"),
+        resource_name("ve", POOL_ROLE, "cpu"),
+        resource_name("ve", POOL_ROLE, "gpu"),
     ]
     for request in dry:
         tags = {
@@ -153,9 +154,11 @@ def test_a_job_starts_an_elastic_node_from_the_pools_launch_template(
     config = "LaunchTemplateConfigs.1."
     assert request["Type"] == "instant"
     assert request[config + "LaunchTemplateSpecification.LaunchTemplateName"] == (
-        pool_resource_name("ve", "gpu")
+        resource_name("ve", POOL_ROLE, "gpu")
     )
-    assert request[config + "Overrides.1.Placement.GroupName"] == pool_resource_name("ve", "gpu")
+    assert request[config + "Overrides.1.Placement.GroupName"] == resource_name(
+        "ve", POOL_ROLE, "gpu"
+    )
     assert request[config + "Overrides.1.SubnetId"] == cluster.deployment.compute_subnet
     assert request["TargetCapacitySpecification.DefaultTargetCapacityType"] == "on-demand"
     # The instance carries the pool's tags, the elastic tag and its node's name; it booted

@@ -23,14 +23,15 @@ from slurmstack.contract import (
     COMMAND_DIRS,
     HEAD_ROLE,
     JOIN_HOOK_NAME,
+    POOL_ROLE,
     BootstrapEnv,
     ImageItem,
     is_agent_file,
     matches_key,
-    pool_group_name,
     read_bootstrap_env,
     read_bundle,
     read_manifest,
+    resource_name,
 )
 
 INSTANCE_ID_FILE = "/var/lib/cloud/data/instance-id"  # written by cloud-init
@@ -140,7 +141,7 @@ def write_marker(path: str, text: str, root: str) -> None:
 
 
 def abandon_launch(groups: Any, group: str, instance: str) -> None:
-    """An instance still waiting in its group's launch hook (slurmstack.node.join_hook) never
+    """An instance still waiting in its group's launch hook (slurmstack.node.boot.join_hook) never
     goes InService: ABANDON makes the group terminate it and launch another (an instance
     refresh counts it as a failed replacement). One already in service, or an elastic node (in
     no group), has no such action: AWS refuses the call, which is fine."""
@@ -172,7 +173,7 @@ def report_failure(
             instance = handle.read().strip()
         session = session or aws_session()
         groups = session.client("autoscaling", region_name=env.region)
-        abandon_launch(groups, pool_group_name(env.cluster, env.role), instance)
+        abandon_launch(groups, resource_name(env.cluster, POOL_ROLE, env.role), instance)
         groups.set_instance_health(
             InstanceId=instance, HealthStatus="Unhealthy", ShouldRespectGracePeriod=False
         )

@@ -48,9 +48,11 @@ from slurmstack.contract import (
     ROLE_TAG,
     MountKind,
     log_prefix,
+    partition,
+    resource_name,
 )
 from slurmstack.plan import ClusterPlan, MountPlan, PoolPlan, accounting_plan
-from slurmstack.stack.common import Role, partition, resource_name, ssm_parameter_arn
+from slurmstack.stack.common import Role, ssm_parameter_arn
 
 VERSION = "2012-10-17"
 
@@ -107,13 +109,6 @@ BUCKET_ADMIN_ACTIONS = (
     "s3:PutBucketPolicy",
     "s3:DeleteBucketPolicy",
 )
-
-
-def role_name(plan: ClusterPlan, pool: PoolPlan | None) -> str:
-    """``{cluster}-head``, or ``{cluster}-pool-{pool}`` like the pool's other resources."""
-    if pool is None:
-        return resource_name(plan.name, Role.HEAD)
-    return resource_name(plan.name, Role.POOL, pool.name)
 
 
 def asg_arn(plan: ClusterPlan, account: str, group_name: str) -> str:
@@ -375,7 +370,9 @@ def power_statements(plan: ClusterPlan, account: str) -> list[dict[str, Any]]:
             "Sid": "PassElasticPoolRoles",
             "Effect": "Allow",
             "Action": ["iam:PassRole"],
-            "Resource": [f"{iam}:role/{role_name(plan, p)}" for p in pools],
+            "Resource": [
+                f"{iam}:role/{resource_name(plan.name, Role.POOL, p.name)}" for p in pools
+            ],
             "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
         },
         {
@@ -409,7 +406,7 @@ def accounting_secret_arn(plan: ClusterPlan, account: str, created_arn: str | No
 
 
 def prune_statements(plan: ClusterPlan, account: str) -> list[dict[str, Any]]:
-    """The head's prune-images (slurmstack.node.images_prune): deregister the cluster's AMIs
+    """The head's prune-images (slurmstack.node.controller.images_prune): deregister the cluster's AMIs
     and delete their snapshots, both only when tagged as the cluster's (the stack tags an AMI
     and its root snapshot so); find them, the launch templates' versions and the snapshots
     (EC2's Describe calls take no resource)."""
@@ -532,7 +529,7 @@ def pool_policy(
     )
     statements += [
         {
-            # Joining (slurmstack.node.join_hook): the node's instance waits in its group's
+            # Joining (slurmstack.node.boot.join_hook): the node's instance waits in its group's
             # launch hook until its node is in Slurm, then completes the action (CONTINUE, or
             # ABANDON after a failed boot); the same group, by name and tags, as above.
             "Sid": "CompleteOwnLaunch",

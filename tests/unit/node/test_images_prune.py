@@ -1,4 +1,4 @@
-"""prune-images (slurmstack.node.images_prune) against moto: the cluster's AMIs (tagged as the
+"""prune-images (slurmstack.node.controller.images_prune) against moto: the cluster's AMIs (tagged as the
 stack tags them, their root snapshots too) in four bakes of one image key, a pool's launch
 template at its third and fourth version, a head instance still on the first AMI, another
 cluster's AMI and an untagged one. Only the AMI nothing needs goes, with its snapshot."""
@@ -14,11 +14,11 @@ import pytest
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ec2.models import ec2_backends
 
-from node.support import PLAN, REGION, make_node
 from slurmstack.contract import CLUSTER_TAG, IMAGE_TAG, NODE_CONFIG_PATH
 from slurmstack.node.commands import COMMANDS
-from slurmstack.node.images_prune import prune_images
+from slurmstack.node.controller.images_prune import prune_images
 from slurmstack.render import role_files
+from support.node import PLAN, REGION, make_node
 
 CLUSTER = PLAN.name
 

@@ -1,4 +1,4 @@
-"""joined (slurmstack.node.join_hook) and the bootstrap's ABANDON against moto: an instance of
+"""joined (slurmstack.node.boot.join_hook) and the bootstrap's ABANDON against moto: an instance of
 the pool's group waits in the launch hook (Pending:Wait) until its node is registered in Slurm,
 then goes in service; a failed boot abandons its launch.
 
@@ -23,11 +23,11 @@ from moto.autoscaling.responses import AutoScalingResponse
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.responses import EmptyResult
 
-from node.support import REGION, asg_with_instance, make_node
 from slurmstack.contract import JOIN_HOOK_NAME, NodeEnv
 from slurmstack.node import bootstrap
+from slurmstack.node.boot.join_hook import joined
 from slurmstack.node.context import AgentError
-from slurmstack.node.join_hook import joined
+from support.node import REGION, asg_with_instance, make_node
 
 GROUP = "llm-train-pool-train"
 NAME = "train-1811"

@@ -17,7 +17,6 @@ import pytest
 from moto import mock_aws
 from moto.core import set_initial_no_auth_action_count
 
-from helpers_stack import plan_of, small_cluster
 from slurmstack.contract import (
     BOOTSTRAP_ENV_PATH,
     CLUSTER_TAG,
@@ -34,6 +33,7 @@ from slurmstack.node.events import read_events
 from slurmstack.node.power.launch_check import launch_check
 from slurmstack.render import role_files
 from slurmstack.render.cloud_init import bootstrap_env
+from support.stack import plan_of, small_cluster
 
 REGION = "us-east-1"
 SUBNET = "subnet-0123456789abcdef0"

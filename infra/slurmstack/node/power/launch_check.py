@@ -22,7 +22,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ...contract import DeployParameter, ElasticPool
+from ...contract import Check, DeployParameter, ElasticPool
+from ...contract import reason as make_reason
 from ..context import AgentError, Context
 from ..events import record_event
 from . import launch, nodes
@@ -80,7 +81,7 @@ def launch_check(ctx: Context) -> dict[str, Any]:
         detail = f"the head may not launch this pool: {answer}; {GRANT}"
         record_event(ctx, EVENT, pool.name, False, detail, nodes=pool.node_names)
         result["refused"][pool.name] = answer
-        reason = nodes.launch_reason(f"dry run refused: {answer}")
+        reason = make_reason(Check.LAUNCH, f"dry run refused: {answer}")
         try:
             nodes.take_down(ctx, nodes.expand(ctx, pool.node_names), reason)
         except Exception as exc:  # slurmctld not answering: the event above still says it
