@@ -287,6 +287,12 @@ MUTATIONS: list[Mutation] = [
         _set("storage.bucket.noncurrent_version_days", 60),
         LIVE,
     ),
+    Mutation(
+        "storage.bucket.administrators",
+        _set("storage.bucket.administrators", ["arn:aws:iam::123456789012:role/ci-destroy"]),
+        LIVE,
+        why="the bucket policy's version-deletion exemption, updated in place",
+    ),
     Mutation("storage.protect", _set("storage.protect", False), LIVE),
     Mutation(
         "slurm.version",
@@ -478,6 +484,12 @@ MUTATIONS: list[Mutation] = [
         _set("image.parents", {"nvidia-x86-64": "ami-0123456789abcdef0"}),
         ROLLING,
         why="a pinned parent is a new image for the pools built on it",
+    ),
+    Mutation(
+        "image.parents.parameter_version",
+        _set("image.parents", {"nvidia-x86-64": {"parameter_version": 42}}),
+        ROLLING,
+        why="the parameter version's AMI is the recipe's parent: a new image",
     ),
     Mutation("image.keep_build_instance", _set("image.keep_build_instance", True), NONE),
     Mutation("image.build_instance_type", _set("image.build_instance_type", "c7i.4xlarge"), NONE),
