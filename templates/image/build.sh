@@ -143,22 +143,35 @@ is_elf() {
   LC_ALL=C IFS= read -r -n 4 -d '' magic <"$1" 2>/dev/null || true
   [ "$magic" = $'\x7fELF' ]
 }
+# The packages that hold the shared libraries named on stdin (one path a line). A library no
+# package holds is one the bake built (Slurm's libslurmfull.so): skipped, and the loop's status
+# stays 0 whichever line comes last (`[ -n ] && echo` as the last command would make the whole
+# pipeline fail under pipefail, and the bake exit without a word).
+library_packages() {
+  local lib owner
+  while IFS= read -r lib; do
+    owner=$(dpkg-query -S "$lib" 2>/dev/null || dpkg-query -S "$(realpath "$lib")" 2>/dev/null ||
+      dpkg-query -S "${lib#/usr}" 2>/dev/null || true)
+    if [ -n "$owner" ]; then
+      echo "${owner%%:*}" | tr ',' '\n' | sed 's/ //g'
+    fi
+  done | sort -u
+}
 keep_runtime_libraries() {
-  local file lib owner kept=() packages
+  local file lib kept=() packages build_tools
   : >"$BUILT_FILES.new"
   while IFS= read -r file; do
-    is_elf "$file" && echo "$file" >>"$BUILT_FILES.new"
+    if is_elf "$file"; then echo "$file" >>"$BUILT_FILES.new"; fi
   done < <(comm -23 <(unowned_files) "$PARENT_FILES")
   mv "$BUILT_FILES.new" "$BUILT_FILES"
   packages=$(while IFS= read -r file; do
-    ldd "$file" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 }'
-  done <"$BUILT_FILES" | sort -u | while IFS= read -r lib; do
-    owner=$(dpkg-query -S "$lib" 2>/dev/null || dpkg-query -S "$(realpath "$lib")" 2>/dev/null ||
-      dpkg-query -S "${lib#/usr}" 2>/dev/null || true)
-    [ -n "$owner" ] && echo "${owner%%:*}" | tr ',' '\n' | sed 's/ //g'
-  done | sort -u)
+    ldd "$file" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' || true
+  done <"$BUILT_FILES" | sort -u | library_packages)
+  # Read once, matched from a here-string: `build_only | grep -qx` could lose its match to
+  # SIGPIPE under pipefail (line 70's note).
+  build_tools=$(build_only)
   for lib in $packages; do
-    if build_only | grep -qx "${lib%%:*}"; then
+    if grep -qx "${lib%%:*}" <<<"$build_tools"; then
       fail "build tools: a binary the bake built loads a library of build package ${lib%%:*}; make it a package of the image (image_pins.json, packages)"
     fi
     if [ "$(apt-mark showauto "$lib" 2>/dev/null)" = "$lib" ]; then
@@ -745,7 +758,7 @@ build_tools_removed() {
   [ ! -e "$SOURCES" ] || { echo "$SOURCES is still there"; return 1; }
   [ -f "$BUILD_TOOLS_REMOVED" ] || { echo "the bake never removed its build tools"; return 1; }
   missing=$(while IFS= read -r file; do
-    ldd "$file" 2>/dev/null | grep 'not found' | sed "s#^#$file: #"
+    ldd "$file" 2>/dev/null | grep 'not found' | sed "s#^#$file: #" || true
   done <"$BUILT_FILES")
   [ -z "$missing" ] || { echo "unresolved: $missing"; return 1; }
   echo "$(build_only | wc -l) build packages: gone${kept:+ but ${kept[*]} (needed by the image)}; $(wc -l <"$BUILT_FILES") built files load all their libraries"
