@@ -16,11 +16,13 @@ __all__ = [
     "ALERT_EVENT_SOURCE",
     "ALERT_RELAY_PORT",
     "DCGM_EXPORTER_PORT",
+    "EPILOG_PROGRAM",
     "GPU_JOB_DIR",
     "GRAFANA_PORT",
     "METRICS_DIR",
     "MONITORING_CONFIG_PATH",
     "NODE_EXPORTER_PORT",
+    "PROLOG_PROGRAM",
     "PROMETHEUS_DATA_DIR",
     "PROMETHEUS_DIR",
     "PROMETHEUS_PORT",
@@ -58,6 +60,9 @@ PROMETHEUS_DATA_DIR = f"{STATE_VOLUME_MOUNT}/prometheus"
 # that hold it; the prolog writes it, the epilog empties it, the exporter labels the GPU's
 # series hpc_job="<id>".
 GPU_JOB_DIR = "/run/slurmstack/gpu-jobs"
+# Slurm's Prolog and Epilog on the workers: launchers of `gpu-job-start` and `gpu-job-end`.
+PROLOG_PROGRAM = "/usr/local/sbin/slurmstack-prolog"
+EPILOG_PROGRAM = "/usr/local/sbin/slurmstack-epilog"
 # Slurm's own OpenMetrics endpoints on slurmctld's port (Slurm 25.11 and later,
 # MetricsType=metrics/openmetrics; doc/html/metrics.shtml). Older Slurm has none: the head's
 # agent writes the same names itself (slurmstack.node.observe.slurm_metrics).
