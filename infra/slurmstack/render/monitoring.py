@@ -1,0 +1,282 @@
+"""The monitoring files (docs/observing.md). Every node: node_exporter (its textfile collector
+serving the agent's metrics) and the agent's metrics timer; a GPU pool's nodes dcgm-exporter
+with the GPU-to-job files and the Prolog and Epilog that keep them. The head: Prometheus
+(targets from the agent's file_sd files, the alert rules, retention from the definition, its
+samples on the state volume), Alertmanager (to the alert relay), the relay, Grafana (provisioned
+with the datasource and the dashboards) and monitoring.json for the agent."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from slurmstack.contract import (
+    ALERT_RELAY_PORT,
+    ALERTMANAGER_PORT,
+    DCGM_EXPORTER_PORT,
+    EPILOG_PROGRAM,
+    GPU_JOB_DIR,
+    GRAFANA_PORT,
+    METRICS_DIR,
+    MONITORING_CONFIG_PATH,
+    NODE_EXPORTER_PORT,
+    PROLOG_PROGRAM,
+    PROMETHEUS_DATA_DIR,
+    PROMETHEUS_DIR,
+    PROMETHEUS_PORT,
+    SCRAPE_TARGETS_DIR,
+    SLURMCTLD_METRICS_PATHS,
+    SLURMCTLD_PORT,
+    Command,
+    agent_command,
+    dump_document,
+    unit_path,
+)
+from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.plan.observability import ObservabilityPlan, observability_plan
+from slurmstack.render.alerts import rule_groups
+from slurmstack.render.dashboards import DATASOURCE, dashboards
+from slurmstack.render.templates import render_template
+
+# The exporters and servers as the image installs them (templates/image/build.sh, pinned in
+# image_pins.json: "monitoring").
+NODE_EXPORTER = "/usr/local/bin/node_exporter"
+DCGM_EXPORTER = "/usr/local/bin/dcgm-exporter"
+PROMETHEUS = "/usr/local/bin/prometheus"
+ALERTMANAGER = "/usr/local/bin/alertmanager"
+GRAFANA_HOME = "/usr/local/share/grafana"
+GRAFANA_DIR = "/etc/slurmstack/grafana"
+ALERTMANAGER_CONFIG = "/etc/slurmstack/alertmanager.yml"
+PROMETHEUS_CONFIG = f"{PROMETHEUS_DIR}/prometheus.yml"
+RULES = f"{PROMETHEUS_DIR}/rules.yml"
+# Units (the agent's metrics timer runs on every node).
+NODE_EXPORTER_UNIT = "slurmstack-node-exporter.service"
+DCGM_EXPORTER_UNIT = "slurmstack-dcgm-exporter.service"
+PROMETHEUS_UNIT = "slurmstack-prometheus.service"
+ALERTMANAGER_UNIT = "slurmstack-alertmanager.service"
+GRAFANA_UNIT = "slurmstack-grafana.service"
+RELAY_UNIT = "slurmstack-alert-relay.service"
+METRICS_SERVICE = "slurmstack-metrics.service"
+METRICS_TIMER = "slurmstack-metrics.timer"
+HEAD_UNITS = (
+    NODE_EXPORTER_UNIT,
+    PROMETHEUS_UNIT,
+    ALERTMANAGER_UNIT,
+    RELAY_UNIT,
+    GRAFANA_UNIT,
+    METRICS_TIMER,
+)
+# node_exporter's collectors that read what the dashboards do not use, or that a GPU node has
+# thousands of (the per-CPU ones): off, to keep the head's Prometheus small.
+NODE_EXPORTER_OFF = ("arp", "bcache", "bonding", "btrfs", "conntrack", "edac", "entropy",
+                     "fibrechannel", "hwmon", "ipvs", "mdadm", "nfs", "nfsd", "powersupplyclass",
+                     "rapl", "schedstat", "sockstat", "softnet", "tapestats", "thermal_zone",
+                     "timex", "udp_queues", "xfs", "zfs", "infiniband", "cpufreq")  # fmt: skip
+
+
+def _unit(plan: ClusterPlan, description: str, exec_start: str, **options: Any) -> str:
+    values = {"type": "simple", "user": "", "state_directory": "", "after": ()} | options
+    return render_template(
+        "systemd/slurmstack-monitor.service.j2",
+        plan=plan,
+        description=description,
+        exec_start=exec_start,
+        **values,
+    )
+
+
+def node_exporter_unit(plan: ClusterPlan) -> str:
+    flags = [f"--web.listen-address=:{NODE_EXPORTER_PORT}",
+             f"--collector.textfile.directory={METRICS_DIR}",
+             "--collector.filesystem.mount-points-exclude=^/(dev|proc|run|sys|var/lib/docker)($|/)"]  # fmt: skip
+    flags += [f"--no-collector.{name}" for name in NODE_EXPORTER_OFF]
+    return _unit(plan, "node_exporter", " ".join([NODE_EXPORTER, *flags]))
+
+
+def metrics_units(plan: ClusterPlan, observe: ObservabilityPlan, head: bool) -> dict[str, str]:
+    commands = [agent_command(Command.NODE_METRICS)]
+    if head:
+        commands.insert(0, agent_command(Command.HEAD_METRICS))
+    service = _unit(plan, "the agent's metrics", commands[0], type="oneshot")
+    for extra in commands[1:]:
+        service = service.replace(
+            f"ExecStart={commands[0]}\n", f"ExecStart={commands[0]}\nExecStart={extra}\n"
+        )
+    timer = render_template(
+        "systemd/slurmstack-metrics.timer.j2",
+        plan=plan,
+        interval_seconds=observe.scrape_interval_seconds,
+        where="the head node" if head else "every node",
+    )
+    return {unit_path(METRICS_SERVICE): service, unit_path(METRICS_TIMER): timer}
+
+
+def prometheus_config(plan: ClusterPlan, observe: ObservabilityPlan) -> dict[str, Any]:
+    interval = f"{observe.scrape_interval_seconds}s"
+    scrape: list[dict[str, Any]] = [
+        {
+            # The head's own node_exporter: its labels (nodes by state, prices, ...) carry
+            # node and pool themselves, which the scrape keeps.
+            "job_name": "head",
+            "honor_labels": True,
+            "static_configs": [
+                {
+                    "targets": [f"127.0.0.1:{NODE_EXPORTER_PORT}"],
+                    "labels": {"node": "head", "pool": "head"},
+                }
+            ],
+        },
+        {
+            "job_name": "nodes",
+            "file_sd_configs": [
+                {"files": [f"{SCRAPE_TARGETS_DIR}/nodes.json"], "refresh_interval": interval}
+            ],
+        },
+        {
+            "job_name": "gpus",
+            "file_sd_configs": [
+                {"files": [f"{SCRAPE_TARGETS_DIR}/gpus.json"], "refresh_interval": interval}
+            ],
+        },
+    ]
+    if observe.slurm_native_metrics:
+        for path in SLURMCTLD_METRICS_PATHS:
+            scrape.append(
+                {
+                    "job_name": f"slurmctld-{path.rsplit('/', 1)[-1]}",
+                    "metrics_path": path,
+                    "static_configs": [{"targets": [f"127.0.0.1:{SLURMCTLD_PORT}"]}],
+                }
+            )
+    return {
+        "global": {
+            "scrape_interval": interval,
+            "evaluation_interval": interval,
+            "external_labels": {"cluster": plan.name},
+        },
+        "rule_files": [RULES],
+        "alerting": {
+            "alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{ALERTMANAGER_PORT}"]}]}]
+        },
+        "scrape_configs": scrape,
+    }
+
+
+def alertmanager_config() -> dict[str, Any]:
+    return {
+        "route": {
+            "receiver": "slurmstack",
+            "group_by": ["alertname", "node", "pool", "hpc_job"],
+            "group_wait": "10s",
+            "group_interval": "1m",
+            "repeat_interval": "4h",
+        },
+        "receivers": [
+            {
+                "name": "slurmstack",
+                "webhook_configs": [
+                    {"url": f"http://127.0.0.1:{ALERT_RELAY_PORT}/alerts", "send_resolved": True}
+                ],
+            }
+        ],
+    }
+
+
+def grafana_files(plan: ClusterPlan, observe: ObservabilityPlan) -> dict[str, str]:
+    datasource = {
+        "apiVersion": 1,
+        "datasources": [
+            {
+                "name": "Prometheus",
+                "uid": DATASOURCE["uid"],
+                "type": "prometheus",
+                "access": "proxy",
+                "url": f"http://127.0.0.1:{PROMETHEUS_PORT}",
+                "isDefault": True,
+            }
+        ],
+    }
+    provider = {
+        "apiVersion": 1,
+        "providers": [
+            {
+                "name": "slurmstack",
+                "type": "file",
+                "allowUiUpdates": False,
+                "options": {"path": f"{GRAFANA_DIR}/dashboards"},
+            }
+        ],
+    }
+    files = {
+        f"{GRAFANA_DIR}/provisioning/datasources/slurmstack.yaml": yaml.safe_dump(
+            datasource, sort_keys=False
+        ),
+        f"{GRAFANA_DIR}/provisioning/dashboards/slurmstack.yaml": yaml.safe_dump(
+            provider, sort_keys=False
+        ),
+    }
+    for dashboard in dashboards(observe):
+        text = json.dumps(dashboard.document(plan.name), indent=1, sort_keys=True) + "\n"
+        files[f"{GRAFANA_DIR}/dashboards/{dashboard.uid}.json"] = text
+    return files
+
+
+def head_monitoring_files(plan: ClusterPlan) -> dict[str, str]:
+    observe = observability_plan(plan)
+    prometheus = (
+        f"{PROMETHEUS} --config.file={PROMETHEUS_CONFIG} --storage.tsdb.path={PROMETHEUS_DATA_DIR}"
+        f" --storage.tsdb.retention.time={observe.retention_days}d"
+        f" --storage.tsdb.retention.size={observe.retention_gib}GB"
+        f" --web.listen-address=127.0.0.1:{PROMETHEUS_PORT} --web.enable-lifecycle"
+    )
+    alertmanager = (
+        f"{ALERTMANAGER} --config.file={ALERTMANAGER_CONFIG} --storage.path=/var/lib/slurmstack-alertmanager"
+        f" --web.listen-address=127.0.0.1:{ALERTMANAGER_PORT} --cluster.listen-address="
+    )
+    grafana = (
+        f"{GRAFANA_HOME}/bin/grafana server --homepath={GRAFANA_HOME}"
+        f" cfg:paths.provisioning={GRAFANA_DIR}/provisioning cfg:server.http_addr=127.0.0.1"
+        f" cfg:server.http_port={GRAFANA_PORT} cfg:paths.data=/var/lib/slurmstack-grafana"
+    )
+    return {
+        MONITORING_CONFIG_PATH: dump_document(observe.monitoring),
+        PROMETHEUS_CONFIG: yaml.safe_dump(prometheus_config(plan, observe), sort_keys=False),
+        RULES: yaml.safe_dump(rule_groups(observe), sort_keys=False),
+        ALERTMANAGER_CONFIG: yaml.safe_dump(alertmanager_config(), sort_keys=False),
+        unit_path(NODE_EXPORTER_UNIT): node_exporter_unit(plan),
+        unit_path(PROMETHEUS_UNIT): _unit(plan, "Prometheus", prometheus),
+        unit_path(ALERTMANAGER_UNIT): _unit(plan, "Alertmanager", alertmanager),
+        unit_path(RELAY_UNIT): _unit(plan, "alert relay", agent_command(Command.ALERT_RELAY)),
+        unit_path(GRAFANA_UNIT): _unit(plan, "Grafana", grafana),
+        **metrics_units(plan, observe, head=True),
+        **grafana_files(plan, observe),
+    }
+
+
+def pool_monitoring_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
+    observe = observability_plan(plan)
+    files = {
+        unit_path(NODE_EXPORTER_UNIT): node_exporter_unit(plan),
+        **metrics_units(plan, observe, head=False),
+    }
+    if pool.expected_gpus:
+        dcgm = (
+            f"{DCGM_EXPORTER} --address=:{DCGM_EXPORTER_PORT} --hpc-job-mapping-dir={GPU_JOB_DIR}"
+        )
+        files[unit_path(DCGM_EXPORTER_UNIT)] = _unit(plan, "dcgm-exporter", dcgm)
+    for path, key, command in (
+        (PROLOG_PROGRAM, "Prolog", Command.GPU_JOB_START),
+        (EPILOG_PROGRAM, "Epilog", Command.GPU_JOB_END),
+    ):
+        files[path] = render_template(
+            "monitoring/job-program.j2", plan=plan, key=key, command=command
+        )
+    return files
+
+
+def pool_units(pool: PoolPlan) -> tuple[str, ...]:
+    """The units a pool's node enables at boot."""
+    gpu = (DCGM_EXPORTER_UNIT,) if pool.expected_gpus else ()
+    return (NODE_EXPORTER_UNIT, *gpu, METRICS_TIMER)
