@@ -16,12 +16,11 @@ import pytest
 import yaml
 
 from helpers_examples import EXAMPLES, example_plan
-from slurmstack.contract import GPU_JOB_DIR
+from slurmstack.contract import DCGM_EXPORTER_UNIT, GPU_JOB_DIR
 from slurmstack.plan.observability import observability_plan
 from slurmstack.render.dashboards import dashboards
 from slurmstack.render.monitoring import (
     ALERTMANAGER_CONFIG,
-    DCGM_EXPORTER_UNIT,
     PROMETHEUS_CONFIG,
     RULES,
     head_monitoring_files,

@@ -11,27 +11,39 @@ from .paths import STATE_VOLUME_MOUNT
 
 __all__ = [
     "ALERTMANAGER_PORT",
+    "ALERTMANAGER_UNIT",
     "ALERT_EVENT_DETAIL_TYPE",
     "ALERT_EVENT_SCHEMA_VERSION",
     "ALERT_EVENT_SOURCE",
     "ALERT_RELAY_PORT",
+    "ALERT_RELAY_UNIT",
     "DCGM_EXPORTER_PORT",
+    "DCGM_EXPORTER_UNIT",
     "EPILOG_PROGRAM",
     "GPU_JOB_DIR",
     "GRAFANA_PORT",
+    "GRAFANA_UNIT",
     "METRICS_DIR",
+    "METRICS_TIMER",
     "MONITORING_CONFIG_PATH",
+    "MONITORING_UNITS",
     "NODE_EXPORTER_PORT",
+    "NODE_EXPORTER_UNIT",
     "PROLOG_PROGRAM",
     "PROMETHEUS_DATA_DIR",
     "PROMETHEUS_DIR",
     "PROMETHEUS_PORT",
+    "PROMETHEUS_UNIT",
     "SCRAPE_TARGETS_DIR",
     "SLURMCTLD_METRICS_PATHS",
     "SLURM_NATIVE_METRICS_VERSION",
+    "LogSource",
     "Metric",
     "MonitoringConfig",
     "PoolPrices",
+    "alert_topic_name",
+    "log_group_name",
+    "log_group_prefix",
 ]
 
 # Ports on every node (node_exporter's and dcgm-exporter's defaults) and on the head (the
@@ -44,6 +56,27 @@ PROMETHEUS_PORT = 9090
 ALERTMANAGER_PORT = 9093
 GRAFANA_PORT = 3000
 ALERT_RELAY_PORT = 9097
+
+# The monitoring units render writes (render/monitoring.py) and sync-config enables wherever
+# they are installed and merely disabled: on a new node, and on one that got them from a
+# configuration change (a masked unit stays off). The metrics timer runs the agent's
+# node-metrics (and head-metrics on the head) at the scrape interval.
+NODE_EXPORTER_UNIT = "slurmstack-node-exporter.service"
+DCGM_EXPORTER_UNIT = "slurmstack-dcgm-exporter.service"
+PROMETHEUS_UNIT = "slurmstack-prometheus.service"
+ALERTMANAGER_UNIT = "slurmstack-alertmanager.service"
+GRAFANA_UNIT = "slurmstack-grafana.service"
+ALERT_RELAY_UNIT = "slurmstack-alert-relay.service"
+METRICS_TIMER = "slurmstack-metrics.timer"
+MONITORING_UNITS = (
+    NODE_EXPORTER_UNIT,
+    DCGM_EXPORTER_UNIT,
+    PROMETHEUS_UNIT,
+    ALERTMANAGER_UNIT,
+    ALERT_RELAY_UNIT,
+    GRAFANA_UNIT,
+    METRICS_TIMER,
+)
 
 # The agent's metrics: files node_exporter's textfile collector serves (*.prom, written whole
 # and renamed into place, so a scrape never reads half a file).
@@ -79,6 +112,30 @@ SLURMCTLD_METRICS_PATHS = (
 ALERT_EVENT_SOURCE = "slurmstack"
 ALERT_EVENT_DETAIL_TYPE = "slurmstack alert"
 ALERT_EVENT_SCHEMA_VERSION = 1
+
+
+def alert_topic_name(cluster: str) -> str:
+    """The cluster's SNS topic: every alert notification (the relay), the definition's email."""
+    return f"{cluster}-alerts"
+
+
+class LogSource(enum.StrEnum):
+    """The logs the cluster keeps in CloudWatch Logs, one log group each (a node's stream is
+    named by its instance id), kept observability.log_retention_days."""
+
+    SLURMCTLD = "slurmctld"  # the head
+    SLURMDBD = "slurmdbd"  # the head, with accounting
+    SLURMD = "slurmd"  # every worker
+    AGENT = "agent"  # every node: the node agent's programs (controller, power, boot, ...)
+    HEALTH_CHECK = "health-check"  # every worker: Slurm's HealthCheckProgram
+
+
+def log_group_prefix(cluster: str) -> str:
+    return f"/slurmstack/{cluster}/"
+
+
+def log_group_name(cluster: str, source: LogSource) -> str:
+    return f"{log_group_prefix(cluster)}{source.value}"
 
 
 class Metric(enum.StrEnum):

@@ -67,6 +67,7 @@ class Dashboard:
             panels.append(panel.document(index, x, y))
             x += panel.width
         return {
+            "generated_by": "slurmstack",  # Grafana keeps a dashboard's other keys as they are
             "uid": f"slurmstack-{self.uid}",
             "title": f"{cluster}: {self.title}",
             "tags": ["slurmstack", cluster],
