@@ -160,6 +160,32 @@ def plan(
 
 
 @app.command()
+def status(
+    file: DefinitionFile,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
+) -> None:
+    """Read a deployed cluster from AWS: head, pools' nodes, breakers, repairs, alert topic."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from slurmstack.plan import build_plan
+    from slurmstack.status import cluster_status, status_lines
+
+    plan = build_plan(_validated_or_exit(file).spec)
+    try:
+        found = cluster_status(plan, boto3.Session())
+    except (BotoCoreError, ClientError) as error:
+        print(
+            f"{file}: could not read {plan.name} from AWS ({plan.region}): {error}", file=sys.stderr
+        )
+        raise typer.Exit(EXIT_INVALID) from None
+    if as_json:
+        print(json.dumps(found.to_dict(), indent=2))
+        return
+    print("\n".join(status_lines(found)))
+
+
+@app.command()
 def catalog(
     region: Annotated[
         str | None, typer.Option("--region", help="Only the types offered in this Region.")
