@@ -12,12 +12,8 @@ from slurmstack.catalog import load_catalog
 from slurmstack.loader import load_object
 from slurmstack.plan import build_plan
 from slurmstack.plan.observability import observability_plan
-from slurmstack.report.cost import (
-    budget_warning,
-    cost_report,
-    managed_prometheus_monthly_usd,
-    service_prices,
-)
+from slurmstack.report.cost import cost_report, service_prices
+from slurmstack.report.monitoring_cost import budget_warning, managed_prometheus_monthly_usd
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

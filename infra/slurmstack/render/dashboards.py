@@ -11,73 +11,15 @@ prices). A panel that needs a part the cluster lacks (accounting's fair share) i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 from slurmstack.contract import Metric
 from slurmstack.plan.observability import ObservabilityPlan
 from slurmstack.render.alerts import GPU_IDLE, GPU_IDLE_COST, JOB_NODE_UTIL, RUN_RATE
+from slurmstack.render.grafana_model import Dashboard, Panel
 
-DATASOURCE = {"type": "prometheus", "uid": "slurmstack"}
-GRAFANA_SCHEMA_VERSION = 39
-WIDTH = 24  # Grafana's grid is 24 columns wide
 UTIL = "DCGM_FI_DEV_GPU_UTIL"
 # The EFA driver's counters of bytes moved, and of trouble (efa_verbs.c's port statistics).
 BYTES = '"tx_bytes|rx_bytes|rdma_read_bytes|rdma_write_bytes"'
 TROUBLE = '".*(err|drop|retrans|unresponsive|impaired).*"'
-
-
-@dataclass(frozen=True)
-class Panel:
-    title: str
-    queries: tuple[tuple[str, str], ...]  # (PromQL, legend)
-    kind: str = "timeseries"  # or "stat", "table"
-    unit: str = "short"
-    width: int = 12
-
-    def document(self, panel_id: int, x: int, y: int) -> dict[str, Any]:
-        targets = [
-            {"refId": chr(ord("A") + i), "expr": expr, "legendFormat": legend,
-             "datasource": DATASOURCE, **({"instant": True, "format": "table"} if self.kind == "table" else {})}
-            for i, (expr, legend) in enumerate(self.queries)
-        ]  # fmt: skip
-        return {
-            "id": panel_id,
-            "type": self.kind,
-            "title": self.title,
-            "datasource": DATASOURCE,
-            "gridPos": {"x": x, "y": y, "w": self.width, "h": 8},
-            "fieldConfig": {"defaults": {"unit": self.unit}, "overrides": []},
-            "targets": targets,
-        }
-
-
-@dataclass(frozen=True)
-class Dashboard:
-    uid: str
-    title: str
-    panels: tuple[Panel, ...]
-    variables: tuple[str, ...] = field(default=())  # label names offered as template variables
-
-    def document(self, cluster: str) -> dict[str, Any]:
-        panels, x, y = [], 0, 0
-        for index, panel in enumerate(self.panels, start=1):
-            if x + panel.width > WIDTH:
-                x, y = 0, y + 8
-            panels.append(panel.document(index, x, y))
-            x += panel.width
-        return {
-            "generated_by": "slurmstack",  # Grafana keeps a dashboard's other keys as they are
-            "uid": f"slurmstack-{self.uid}",
-            "title": f"{cluster}: {self.title}",
-            "tags": ["slurmstack", cluster],
-            "schemaVersion": GRAFANA_SCHEMA_VERSION,
-            "time": {"from": "now-6h", "to": "now"},
-            "refresh": "1m",
-            "editable": False,
-            "panels": panels,
-            "templating": {"list": []},
-        }
 
 
 def overview(observe: ObservabilityPlan) -> Dashboard:

@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from slurmstack.catalog import load_catalog
-from slurmstack.findings import Finding, Level
 from slurmstack.plan import RESERVED_CAPACITY, ClusterPlan, PoolPlan
-from slurmstack.plan.observability import observability_plan
 from slurmstack.spec import CapacityType, LustreDeployment, RootVolume
 
 PRICES_FILE = Path(__file__).with_name("service_prices.json")
@@ -105,7 +103,8 @@ def hours_per_month() -> int:
     return int(service_prices()["hours_per_month"])
 
 
-def _price(key: str) -> tuple[float, str]:
+def unit_price(key: str) -> tuple[float, str]:
+    """(value, source) of a service price (service_prices.json)."""
     prices = service_prices()
     entry = prices[key]
     return float(entry["value"]), prices["sources"][entry["source"]]
@@ -143,9 +142,9 @@ _CAPACITY_NOTES = {
 
 
 def _gp3_hourly(volume: RootVolume | None, size_gib: int) -> float:
-    gb, _ = _price("gp3_usd_per_gb_month")
-    iops, _ = _price("gp3_usd_per_iops_month_above_3000")
-    tput, _ = _price("gp3_usd_per_mibps_month_above_125")
+    gb, _ = unit_price("gp3_usd_per_gb_month")
+    iops, _ = unit_price("gp3_usd_per_iops_month_above_3000")
+    tput, _ = unit_price("gp3_usd_per_mibps_month_above_125")
     monthly = size_gib * gb
     if volume is not None:
         monthly += max(volume.iops - 3000, 0) * iops + max(volume.throughput_mibps - 125, 0) * tput
@@ -182,7 +181,7 @@ def _pool_lines(pool: PoolPlan, plan: ClusterPlan) -> list[CostLine]:
             else price * pool.elastic_nodes,
         )
     ]
-    _, ebs_source = _price("gp3_usd_per_gb_month")
+    _, ebs_source = unit_price("gp3_usd_per_gb_month")
     # Root volumes end with their instances (delete on termination): elastic ones too.
     per_volume = _gp3_hourly(pool.root_volume, pool.root_volume.size_gib)
     lines.append(
@@ -228,126 +227,6 @@ def _lustre_line(plan: ClusterPlan) -> CostLine | None:
     )
 
 
-# AMP's ingestion tiers (service_prices.json): the first 2 billion samples a month, then the next.
-AMP_FIRST_TIER_SAMPLES = 2_000_000_000
-
-
-def managed_prometheus_monthly_usd(plan: ClusterPlan) -> tuple[float, int]:
-    """(USD a month, samples a month) for sending every sample of the cluster at full size to
-    Amazon Managed Service for Prometheus (observability.managed_prometheus)."""
-    observe = observability_plan(plan)
-    samples = observe.series_at_full_size * hours_per_month() * 3600
-    samples //= observe.scrape_interval_seconds
-    first, _ = _price("amp_usd_per_10m_samples_first_2b")
-    then, _ = _price("amp_usd_per_10m_samples_next_250b")
-    in_first = min(samples, AMP_FIRST_TIER_SAMPLES)
-    usd = in_first / 1e7 * first + (samples - in_first) / 1e7 * then
-    return usd, samples
-
-
-def _monitoring_lines(plan: ClusterPlan) -> list[CostLine]:
-    """Observing the cluster (docs/observing.md): Prometheus, Alertmanager and Grafana on the
-    head cost no instance of their own; Amazon Managed Service for Prometheus, when on, is
-    priced from the samples the cluster sends at full size."""
-    observe = observability_plan(plan)
-    _, budgets_source = _price("budget_usd_per_month")
-    lines = [
-        CostLine(
-            "monitoring: Prometheus, Alertmanager, Grafana",
-            "monitoring",
-            0.0,
-            f"on the head node; samples on its state volume (at most {observe.retention_gib} GiB)",
-            "no price of its own: it runs on the head node (docs/observing.md)",
-        )
-    ]
-    if observe.budget_monthly_usd is not None:
-        lines.append(
-            CostLine(
-                "AWS Budgets budget", "monitoring", 0.0, "1 budget, no actions", budgets_source
-            )
-        )
-    if observe.managed_prometheus:
-        usd, samples = managed_prometheus_monthly_usd(plan)
-        _, source = _price("amp_usd_per_10m_samples_first_2b")
-        lines.append(
-            CostLine(
-                "Amazon Managed Service for Prometheus: ingestion",
-                "monitoring",
-                usd / hours_per_month(),
-                f"{observe.series_at_full_size:,} series every "
-                f"{observe.scrape_interval_seconds} s = {samples / 1e9:.2f} billion samples a month",
-                source,
-            )
-        )
-    return lines
-
-
-def _monitoring_usage(plan: ClusterPlan) -> list[UsagePrice]:
-    observe = observability_plan(plan)
-    prices = service_prices()
-
-    def unit(key: str) -> tuple[float, str]:
-        return float(prices[key]["value"]), prices["sources"][prices[key]["source"]]
-
-    ingest, cw_source = unit("cloudwatch_logs_usd_per_gb_ingested")
-    stored, _ = unit("cloudwatch_logs_usd_per_gb_month")
-    events, _ = unit("eventbridge_usd_per_million_events")
-    email, sns_source = unit("sns_email_usd_per_100k")
-    usage = [
-        UsagePrice(
-            f"CloudWatch Logs (kept {observe.log_retention_days} days)",
-            f"${ingest:.2f}/GB ingested, ${stored:.2f}/GB-month stored",
-            cw_source,
-        ),
-        UsagePrice("alert events (EventBridge, default bus)", f"${events:.2f}/million", cw_source),
-        UsagePrice("alert emails (SNS)", f"${email:.2f}/100,000 (first 1,000 free)", sns_source),
-    ]
-    if observe.managed_prometheus:
-        amp, amp_source = unit("amp_usd_per_gb_month")
-        usage.append(
-            UsagePrice(
-                "Amazon Managed Service for Prometheus storage", f"${amp}/GB-month", amp_source
-            )
-        )
-    if observe.managed_grafana:
-        editor, amg_source = unit("amg_usd_per_editor_month")
-        viewer, _ = unit("amg_usd_per_viewer_month")
-        usage.append(
-            UsagePrice(
-                "Amazon Managed Grafana",
-                f"${editor:g}/editor-month, ${viewer:g}/viewer-month",
-                amg_source,
-            )
-        )
-    return usage
-
-
-def budget_warning(plan: ClusterPlan, cost: CostReport) -> Finding | None:
-    """observability.budget_monthly_usd against plan's monthly estimate: a budget below what
-    the cluster costs idle alerts every month; one below its full size, whenever it runs full."""
-    budget = plan.spec.observability.budget_monthly_usd
-    if budget is None:
-        return None
-    path = "observability.budget_monthly_usd"
-    if budget < cost.idle_monthly_usd:
-        return Finding(
-            path,
-            f"${budget:,.0f} is below what the cluster costs with no job running "
-            f"(${cost.idle_monthly_usd:,.0f} a month): the budget alerts every month; raise it "
-            "or lower pools' count",
-            Level.WARNING,
-        )
-    if budget < cost.monthly_usd:
-        days = budget / (cost.hourly_usd * 24) if cost.hourly_usd else 0.0
-        return Finding(
-            path,
-            f"${budget:,.0f} is below the cluster at full size (${cost.monthly_usd:,.0f} a "
-            f"month): it is spent after {days:.0f} days at full size",
-            Level.WARNING,
-        )
-    return None
-
-
 def cost_report(plan: ClusterPlan) -> CostReport:
     lines: list[CostLine] = []
     head = plan.head
@@ -357,7 +236,7 @@ def cost_report(plan: ClusterPlan) -> CostReport:
             f"head node: {head.instance_type}", "compute", price, "1 × on-demand", source, note
         )
     )
-    _, ebs_source = _price("gp3_usd_per_gb_month")
+    _, ebs_source = unit_price("gp3_usd_per_gb_month")
     lines.append(
         CostLine(
             "head node: root and Slurm state volumes",
@@ -371,8 +250,8 @@ def cost_report(plan: ClusterPlan) -> CostReport:
     for pool in plan.pools:
         lines.extend(_pool_lines(pool, plan))
     if plan.spec.network.vpc_id is None:
-        nat, nat_source = _price("nat_gateway_usd_per_hour")
-        ip, _ = _price("public_ipv4_usd_per_hour")
+        nat, nat_source = unit_price("nat_gateway_usd_per_hour")
+        ip, _ = unit_price("public_ipv4_usd_per_hour")
         lines.append(
             CostLine(
                 "NAT gateway and its public IPv4 address",
@@ -385,13 +264,16 @@ def cost_report(plan: ClusterPlan) -> CostReport:
     lustre = _lustre_line(plan)
     if lustre is not None:
         lines.append(lustre)
-    secret, secret_source = _price("secret_usd_per_month")
+    secret, secret_source = unit_price("secret_usd_per_month")
     lines.append(
         CostLine(
             "munge key secret", "security", secret / hours_per_month(), "1 secret", secret_source
         )
     )
-    lines.extend(_monitoring_lines(plan))
+    # What observing the cluster costs: a module of its own, built on this one's prices.
+    from slurmstack.report.monitoring_cost import monitoring_lines, monitoring_usage
+
+    lines.extend(monitoring_lines(plan))
     prices = service_prices()
     usage = [
         UsagePrice(
@@ -414,5 +296,5 @@ def cost_report(plan: ClusterPlan) -> CostReport:
                 prices["sources"]["efs-pricing"],
             ),
         )
-    usage.extend(_monitoring_usage(plan))
+    usage.extend(monitoring_usage(plan))
     return CostReport(tuple(lines), tuple(usage))

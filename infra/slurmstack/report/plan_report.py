@@ -16,8 +16,9 @@ from slurmstack.findings import Finding, Level
 from slurmstack.offline.record import OfflineRun, RecordedResource
 from slurmstack.plan import ClusterPlan
 from slurmstack.report.capacity import ClusterCapacity, cluster_capacity
-from slurmstack.report.cost import CostReport, budget_warning, cost_report
+from slurmstack.report.cost import CostReport, cost_report
 from slurmstack.report.images import images_section
+from slurmstack.report.monitoring_cost import budget_warning
 from slurmstack.report.readiness import time_to_ready, time_to_ready_range, time_to_stack
 from slurmstack.report.timing import Timeline, TimelineRange
 
