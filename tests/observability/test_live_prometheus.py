@@ -26,7 +26,6 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from helpers_examples import example_plan
 from slurmstack.contract import (
     NODE_EXPORTER_UNIT,
     PROMETHEUS_DATA_DIR,
@@ -48,6 +47,7 @@ from slurmstack.render.monitoring import (
     head_monitoring_files,
 )
 from slurmstack.render.node import node_config
+from support.examples import example_plan
 
 pytestmark = pytest.mark.observability
 

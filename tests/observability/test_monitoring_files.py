@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers_examples import EXAMPLES, example_plan
 from slurmstack.contract import DCGM_EXPORTER_UNIT, GPU_JOB_DIR
 from slurmstack.plan.observability import observability_plan
 from slurmstack.render.dashboards import dashboards
@@ -26,6 +25,7 @@ from slurmstack.render.monitoring import (
     head_monitoring_files,
     pool_monitoring_files,
 )
+from support.examples import EXAMPLES, example_plan
 
 pytestmark = pytest.mark.observability
 STEMS = [p.stem for p in EXAMPLES]

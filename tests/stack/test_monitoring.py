@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from helpers_stack import T_PARAM, T_ROLE_POLICY, example, run_ok, small_cluster, with_changes
 from slurmstack.offline.standins import ACCOUNT_ID
 from stack.iam_eval import decide
+from support.stack import T_PARAM, T_ROLE_POLICY, example, run_ok, small_cluster, with_changes
 
 pytestmark = pytest.mark.stack
 

@@ -10,11 +10,11 @@ import shlex
 
 import pytest
 
-from helpers_examples import example_plan
 from slurmstack.image_pins import image_pins
 from slurmstack.plan import image_plans
 from slurmstack.render import image as build
 from slurmstack.render.monitoring import ALERTMANAGER, NODE_EXPORTER, PROMETHEUS
+from support.examples import example_plan
 
 
 def settings(text: str) -> dict[str, str]:

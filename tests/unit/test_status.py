@@ -16,10 +16,10 @@ import yaml
 from moto import mock_aws
 from typer.testing import CliRunner
 
-from helpers_examples import example_plan
 from slurmstack.cli import app
 from slurmstack.contract import CLUSTER_TAG, ELASTIC_TAG, ROLE_TAG, DeployParameter
 from slurmstack.status import ACTIVITIES, PoolStatus, _activities
+from support.examples import example_plan
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "p5-training.yaml"
 PLAN = example_plan("p5-training")

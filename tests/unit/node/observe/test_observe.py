@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import example_plan
 from slurmstack.contract import (
     ALERT_EVENT_DETAIL_TYPE,
     ALERT_EVENT_SOURCE,
@@ -29,6 +28,7 @@ from slurmstack.node.observe.node_metrics import efa_samples
 from slurmstack.node.slurm import NodeRecord
 from slurmstack.plan.observability import observability_plan
 from slurmstack.render.node import node_config
+from support.examples import example_plan
 
 PLAN = example_plan("p5-training")
 HEAD = node_config(PLAN, None)
