@@ -66,6 +66,10 @@ class Command(enum.StrEnum):
     GPU_JOB_START = "gpu-job-start"
     GPU_JOB_END = "gpu-job-end"
     ALERT_RELAY = "alert-relay"
+    # Rollouts and permissions (slurmstack.node.boot.join_hook, slurmstack.node.power.launch_check).
+    JOINED = "joined"
+    LAUNCH_CHECK = "launch-check"
+    PRUNE_IMAGES = "prune-images"
 
 
 def agent_command(command: Command, *args: str) -> str:

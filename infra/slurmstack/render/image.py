@@ -67,6 +67,7 @@ def build_env(image: ImagePlan) -> str:
     p = image_pins()
     nccl, nvidia = p["nccl_tests"], image.kind is ImageKind.NVIDIA
     efs, enroot, exporter = p["efs_utils"], p["enroot"], p["dcgm_exporter"]
+    efa, cpu = p["efa_installer"], image.kind is ImageKind.CPU
     values: list[tuple[str, str]] = [
         ("IMAGE_KEY", image.key),
         ("IMAGE_KIND", image.kind.value),
@@ -93,6 +94,10 @@ def build_env(image: ImagePlan) -> str:
         ("DCGM_EXPORTER_VERSION", exporter["version"] if nvidia else ""),
         *_git_settings("DCGM_EXPORTER", exporter["git"] if nvidia else _NO_GIT),
         ("DCGM_EXPORTER_GO", exporter["go_toolchain"] if nvidia else ""),
+        # The EFA installer: CPU images (the Deep Learning AMIs carry their own).
+        ("EFA_INSTALLER_VERSION", efa["version"] if cpu else ""),
+        ("EFA_INSTALLER_URL", efa["url"] if cpu else ""),
+        ("EFA_INSTALLER_SHA256", (efa["sha256"] or "") if cpu else ""),
         # nccl-tests: NVIDIA images only (empty version: not on this image).
         ("NCCL_TESTS_VERSION", nccl["version"] if nvidia else ""),
         ("NCCL_TESTS_URL", nccl["url"] if nvidia else ""),
