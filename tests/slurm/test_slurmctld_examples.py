@@ -12,6 +12,7 @@ import pwd
 import re
 import shutil
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,8 @@ import pytest
 from slurm.conftest import example_plan, make_devices, run, write_config
 from slurm.slurm_root import has_plugin, slurm_root
 from slurmstack import slurm_releases
-from slurmstack.contract import node_name, node_name_prefix
+from slurmstack.contract import SLURMCTLD_METRICS_PATHS, node_name, node_name_prefix
+from slurmstack.plan.observability import slurm_native_metrics
 from slurmstack.render import head_files, pool_files
 from support.examples import EXAMPLE_IDS
 
@@ -47,6 +49,13 @@ def ps_user(pid: int) -> str:
     """The user a process runs as (its effective uid)."""
     uid = int(Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[1])
     return pwd.getpwuid(uid).pw_name
+
+
+def openmetrics(port: int, path: str) -> str:
+    """What slurmctld serves at ``path`` on its port (as Prometheus scrapes it: plain HTTP)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
+        assert response.status == 200, path
+        return response.read().decode()
 
 
 def test_version(cluster) -> None:
@@ -116,6 +125,16 @@ def test_slurmctld_runs_rendered_config(cluster, example: str) -> None:
     assert config["SrunPortRange"] == "60001-63000"
     for key, value in plan.slurm_settings:
         assert config[key] == value, key
+    # Slurm's own metrics (plan.observability): from 25.11 on slurmctld answers the head
+    # Prometheus's scrape on its own port; before, slurm.conf has no MetricsType.
+    if slurm_native_metrics(plan.spec):
+        assert config["MetricsType"] == "metrics/openmetrics"
+        for path in SLURMCTLD_METRICS_PATHS:
+            body = openmetrics(cluster.ctld_port, path)
+            assert "# TYPE slurm_" in body, f"{path}: {body[:300]}"
+        assert "slurm_nodes" in openmetrics(cluster.ctld_port, "/metrics/nodes")
+    else:
+        assert config.get("MetricsType", "(null)") == "(null)"
     if plan.elastic_pools:
         assert config["ResumeProgram"] == "/usr/local/bin/slurmstack-resume"
         assert config["SuspendProgram"] == "/usr/local/bin/slurmstack-suspend"

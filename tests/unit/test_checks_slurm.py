@@ -80,9 +80,9 @@ CASES = [
     ),
     Case(
         "slurm-setting-version",
-        set_in("slurm", {"version": "24.11.5", "settings": {"MetricsType": "metrics/openmetrics"}}),
-        "slurm.settings.MetricsType",
-        "MetricsType first appears in Slurm 25.11; the nodes run Slurm 24.11",
+        set_in("slurm", {"version": "24.11.5", "settings": {"CliFilterParameters": "cli_json"}}),
+        "slurm.settings.CliFilterParameters",
+        "CliFilterParameters first appears in Slurm 25.11; the nodes run Slurm 24.11",
         name="newer",
         also=("slurm-version-supported",),
     ),
@@ -189,10 +189,17 @@ def test_managed_keys_are_lowercase_slurm_keys() -> None:
 
 @pytest.mark.parametrize(
     "key",
-    ["MaxBatchRequeue", "PreemptParameters", "MaxJobCount", "MetricsType", "LicenseParameters"],
+    [
+        "MaxBatchRequeue",
+        "PreemptParameters",
+        "MaxJobCount",
+        "CliFilterParameters",
+        "LicenseParameters",
+    ],
 )
 def test_keys_of_the_version_of_record_are_accepted(key: str) -> None:
-    """MetricsType (25.11) and LicenseParameters (26.05) are keys of the nodes' 26.05."""
+    """CliFilterParameters (25.11) and LicenseParameters (26.05) are keys of the nodes' 26.05
+    (MetricsType, also 25.11, is slurmstack's own: plan.observability)."""
     found = findings(definition(settings(**{key: "5"})))
     assert [f for f in found if f.path == f"slurm.settings.{key}"] == []
 

@@ -77,6 +77,8 @@ MANAGED_SLURM_KEYS = frozenset(
         "Prolog",
         "Epilog",
         "PrologFlags",
+        # Slurm's own metrics, which the head's Prometheus scrapes (plan.observability).
+        "MetricsType",
         "SlurmdTimeout",
         "MessageTimeout",
         "UnkillableStepTimeout",

@@ -1,7 +1,7 @@
 """What the plan decides about observing the cluster (docs/observing.md): where Prometheus
 keeps its samples and for how long, the alerts' thresholds, whether slurmctld serves its own
-metrics (the Slurm version of record), the prices the cost panels and the run-rate alert use,
-and the pools' exporters.
+metrics (MetricsType, where every daemon's release has it), the prices the cost panels and the
+run-rate alert use, and the pools' exporters.
 
 Prometheus, Alertmanager and Grafana run on the head node, not on a monitoring node of their
 own: the head is the one node every cluster has, it already holds the state volume that outlives
@@ -21,10 +21,11 @@ from slurmstack.contract import (
     PoolPrices,
     node_name_prefix,
 )
-from slurmstack.image_pins import image_pins
 from slurmstack.plan.accounting import pool_price
 from slurmstack.plan.cluster import ClusterPlan
-from slurmstack.spec import AlertsSpec
+from slurmstack.plan.slurm import oldest_slurm_version
+from slurmstack.slurm_releases import line_of
+from slurmstack.spec import AlertsSpec, ClusterSpec
 
 # Series one node brings: node_exporter with the collectors the head's configuration keeps
 # (about 600 on a GPU instance with 32 EFA devices, measured on the virtual cluster with 1),
@@ -73,11 +74,16 @@ class ObservabilityPlan:
         return int(samples / self.scrape_interval_seconds * BYTES_PER_SAMPLE)
 
 
-def slurm_native_metrics() -> bool:
-    """Whether the image's Slurm (the version of record) serves metrics from slurmctld."""
-    version = str(image_pins()["slurm"]["version"])
-    major, minor = (int(part) for part in version.split(".")[:2])
-    return (major, minor) >= SLURM_NATIVE_METRICS_VERSION
+def slurm_native_metrics(spec: ClusterSpec) -> bool:
+    """Whether slurmctld serves Slurm's own metrics: slurm.conf sets MetricsType (render.slurm)
+    when every daemon's release knows the key (slurm.conf is written for the oldest: a slurmd
+    refuses keys its release does not know, so a pool still on 24.11 mid-upgrade keeps it out)
+    and the definition sets no PrivateData (any PrivateData turns Slurm's metrics off: its
+    Metrics Guide, "Prerequisites"). Otherwise the head's agent writes the same names."""
+    line = line_of(oldest_slurm_version(spec))
+    if tuple(int(part) for part in line.split(".")) < SLURM_NATIVE_METRICS_VERSION:
+        return False
+    return not any(key.lower() == "privatedata" for key in spec.slurm.settings)
 
 
 def series_at_full_size(plan: ClusterPlan) -> int:
@@ -109,7 +115,7 @@ def observability_plan(plan: ClusterPlan) -> ObservabilityPlan:
         )
     head_price = plan.head.facts.price
     accounting = plan.spec.slurm.accounting.enabled
-    native = slurm_native_metrics()
+    native = slurm_native_metrics(plan.spec)
     return ObservabilityPlan(
         retention_days=spec.retention_days,
         retention_gib=spec.retention_gib,

@@ -40,6 +40,7 @@ from slurmstack.plan import (
     accounting_plan,
 )
 from slurmstack.plan.health import REBOOT_TIMEOUT_SECONDS
+from slurmstack.plan.observability import slurm_native_metrics
 from slurmstack.plan.slurm import oldest_slurm_version
 from slurmstack.render.templates import render_template
 from slurmstack.slurm_releases import line_of
@@ -75,6 +76,7 @@ def slurm_conf(plan: ClusterPlan) -> str:
         accounting=accounting_plan(plan),
         health_check_timeout=health_check_timeout(plan),
         exclusive_partition=exclusive_partition(plan),
+        native_metrics=slurm_native_metrics(plan.spec),
     )
 
 
