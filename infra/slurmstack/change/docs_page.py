@@ -76,6 +76,8 @@ def generated_block(data: ReplacementData | None = None) -> str:
             if commit
             else f"{source.get('path')} (not read)"
         )
+        if rules.documented:
+            where += f"; not in that source, as documented: {', '.join(rules.documented)}"
         lines.append(
             f"| `{type_.split(':')[-1]}` | `{rules.terraform}` | {_inputs(replace, conditional)} "
             f"| {EFFECT_LABELS[effect]}: {what} | {where} |"
