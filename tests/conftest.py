@@ -2,6 +2,8 @@ import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "infra"))
+# The repository's tools (tools/docs.py, the generated documentation), which tests import.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tools"))
 
 
 # Where the suite's time goes, printed at the end of every run: seconds per marker (a test

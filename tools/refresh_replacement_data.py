@@ -18,7 +18,7 @@ mirrors) under /var/cache/slurmstack/provider-src, never in this repository:
     uv run --frozen python tools/refresh_replacement_data.py \\
         --terraform-aws $D/terraform-provider-aws --terraform-random $D/terraform-provider-random \\
         --pulumi-aws $D/pulumi-aws --pulumi-random $D/pulumi-random --provenance provenance.json
-    uv run --frozen python -m slurmstack.change.docs_page   # the docs page's generated table
+    uv run --frozen python tools/docs.py   # the reference pages made from the data
 
 For every resource type in the data file it finds the Terraform resource's source file (its
 ``@SDKResource``/``@FrameworkResource`` annotation, or a plugin-framework ``Metadata`` that
@@ -50,6 +50,7 @@ import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "infra" / "slurmstack" / "change" / "replacement.json"
@@ -467,11 +468,11 @@ def _names(type_: str, paths: list[str], known: set[str], problems: list[str]) -
 
 
 def refreshed(
-    data: dict,  # type: ignore[type-arg]
+    data: dict[str, Any],
     tf_files: dict[str, Path],
     checkouts: dict[str, Path],
     resources_go: dict[str, str],
-) -> tuple[dict, list[str]]:  # type: ignore[type-arg]
+) -> tuple[dict[str, Any], list[str]]:
     """Each type's rules re-read from the sources; and the lines it could not map.
 
     ``resources_go`` holds each bridge's provider/resources.go ("aws", "random"); a bridge
@@ -548,7 +549,9 @@ def refreshed(
     return data, problems
 
 
-def carry_documented(entry: dict, previous: dict, missing: list[str]) -> list[str]:  # type: ignore[type-arg]
+def carry_documented(
+    entry: dict[str, Any], previous: dict[str, Any], missing: list[str]
+) -> list[str]:
     """Keep the previous data's rules for inputs the source read does not declare."""
     kept = set()
     for rule in previous["replace"]:
@@ -574,7 +577,8 @@ IMPLICIT_INPUTS: set[str] = set()
 
 def locked(package: str) -> str:
     lock = tomllib.loads((REPO / "uv.lock").read_text())
-    return next(p["version"] for p in lock["package"] if p["name"] == package)
+    version: str = next(p["version"] for p in lock["package"] if p["name"] == package)
+    return version
 
 
 def main(argv: list[str]) -> int:

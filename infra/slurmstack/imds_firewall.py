@@ -26,7 +26,7 @@ Deliberately not allowed (named so nobody adds them without a reason):
 - ``slurm`` (SlurmUser) on workers: nothing it runs there calls AWS.
 - ``munge``: munged never talks to AWS; the key is fetched by root.
 - ``ssm-user``: the Session Manager shell; an operator who needs the node's credentials uses
-  sudo, which the SSM user has (see the README's threat model).
+  sudo, which the SSM user has (see docs/threat-model.md).
 - ``ec2-instance-connect``: sshd's EC2 Instance Connect key lookup; the cluster's shells are
   Session Manager, or SSH with keys when ``network.ssh_cidrs`` asks for it.
 - ``_chrony``: Amazon Time Sync is 169.254.169.123, another address, untouched here.

@@ -1,4 +1,4 @@
-"""The definition's JSON Schema, for editors (yaml-language-server) and the README."""
+"""The definition's JSON Schema, for editors (yaml-language-server) and the docs."""
 
 from __future__ import annotations
 

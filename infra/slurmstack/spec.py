@@ -2,7 +2,7 @@
 
 These models hold structure, types and ranges. Rules that need the instance catalog or
 span several fields live in ``slurmstack.checks``. Every field is described; the JSON
-Schema (``slurmstack schema``) and the README's configuration reference come from here.
+Schema (``slurmstack schema``) and docs/reference/configuration.md come from here.
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ class HeadNodeSpec(Model):
         default=None,
         description=(
             "Your own image for the head node (it must meet the image contract, checked at "
-            "boot; see the README's 'Images'). Default: image.ami, else the image slurmstack "
+            "boot; see docs/node-images.md). Default: image.ami, else the image slurmstack "
             "bakes on Ubuntu 24.04."
         ),
     )
@@ -712,7 +712,7 @@ class ImageSpec(Model):
         default=None,
         description=(
             "Your own image for every node (head_node.ami and pools[].ami win over it). It "
-            "must meet the image contract (README, 'Images'); nothing is baked for it."
+            "must meet the image contract (docs/node-images.md); nothing is baked for it."
         ),
     )
     build_instance_type: str | None = Field(
@@ -798,7 +798,7 @@ def _xid_numbers(value: object) -> object:
 
 class HealthSpec(Model):
     """Health checks and repair: what drains a node and what the head node does about it
-    (README, 'When nodes fail')."""
+    (docs/when-nodes-fail.md)."""
 
     check_interval_seconds: int = Field(
         default=60,
@@ -849,15 +849,15 @@ class HealthSpec(Model):
     actions: dict[str, Remedy] = Field(
         default_factory=dict,
         description=(
-            "Overrides of the reason -> action table (README, 'When nodes fail'): cause -> "
+            "Overrides of the reason -> action table (docs/reference/repair-table.md): cause -> "
             'reboot, replace or leave, e.g. {"gpu-xid:79": reboot, efa-port: replace}.'
         ),
     )
     xids: Annotated[dict[int, XidHandling], BeforeValidator(_xid_numbers)] = Field(
         default_factory=dict,
         description=(
-            "XIDs to add to or change in the table of XIDs that drain a node (README, 'When "
-            "nodes fail'; NVIDIA's Xid catalog): XID -> reboot, replace or leave (it drains "
+            "XIDs to add to or change in the table of XIDs that drain a node "
+            "(docs/gpu-faults.md; NVIDIA's Xid catalog): XID -> reboot, replace or leave (it drains "
             "the node, and the controller does that), or ignore (it no longer drains), e.g. "
             "{167: reboot, 74: ignore}. No new image: nodes read it from their configuration "
             "(pool nodes at their next boot)."

@@ -45,7 +45,6 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from helpers_examples import REPO
 from slurm.conftest import (
     Cluster,
     make_devices,
@@ -58,17 +57,13 @@ from slurm.conftest import (
 )
 from slurm.slurm_root import localize
 from slurmstack import contract
-from slurmstack.node import accounting_db, associations
+from slurmstack.contract import STATE_VOLUME_MOUNT, TASK_PROLOG_PATH
+from slurmstack.node.accounting import apply, database
 from slurmstack.node.context import Context
-from slurmstack.plan import STATE_VOLUME_MOUNT, ClusterPlan, build_plan
-from slurmstack.render import (
-    SLURMD_UNIT_PATH,
-    TASK_PROLOG_PATH,
-    head_files,
-    pool_files,
-    user_data,
-)
+from slurmstack.plan import ClusterPlan, build_plan
+from slurmstack.render import SLURMD_UNIT_PATH, head_files, pool_files, user_data
 from slurmstack.validate import validate_object
+from support.examples import REPO
 
 REGION = "us-east-1"
 ACCOUNTING_BINARIES = ("mariadbd", "mariadb-install-db", "mariadb", "slurmdbd", "sacct", "sacctmgr")
@@ -262,9 +257,11 @@ class AccountingHead:
         path = contract.BOOTSTRAP_ENV_PATH
         (env,) = [f for f in cloud_init["write_files"] if f["path"] == path]
         self.write(path, env["content"])
-        config = contract.read_accounting_config(files[contract.ACCOUNTING_CONFIG_PATH])
+        config = contract.load_document(
+            contract.AccountingConfig, files[contract.ACCOUNTING_CONFIG_PATH]
+        )
         config = replace(config, slurmdbd_port=self.dbd_port)
-        self.write(contract.ACCOUNTING_CONFIG_PATH, contract.accounting_config_json(config))
+        self.write(contract.ACCOUNTING_CONFIG_PATH, contract.dump_document(config))
 
     def write(self, node_path: str, text: str) -> None:
         path = self.node_path(node_path)
@@ -278,9 +275,9 @@ class AccountingHead:
         cloud-init document; returns both agent steps' results."""
         self.install(plan)
         self.cluster.start_munged()
-        db = accounting_db.accounting_db(self.agent(), timeout=90, poll=0.5)
+        db = database.accounting_db(self.agent(), timeout=90, poll=0.5)
         self.cluster.start_slurmctld()
-        applied = associations.accounting_apply(self.agent())
+        applied = apply.accounting_apply(self.agent())
         assert applied["failed"] == {}, applied
         return {"db": db, "apply": applied}
 

@@ -17,9 +17,10 @@ import pytest
 
 from accounting.conftest import ACCOUNTING, PRICE, AccountingHead, definition, plan_of, wait_until
 from slurmstack import contract
-from slurmstack.node import cli, usage
-from slurmstack.node.associations import accounting_apply
-from slurmstack.node.sacctmgr_text import parse_tres
+from slurmstack.node import cli
+from slurmstack.node.accounting import usage
+from slurmstack.node.accounting.apply import accounting_apply
+from slurmstack.node.accounting.sacctmgr import parse_tres
 from slurmstack.render import head_files
 
 pytestmark = pytest.mark.accounting

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from slurmstack.imds_firewall import IMDS_IPV4, IMDS_IPV6, TABLE
+from slurmstack.contract import IMDS_IPV4, IMDS_IPV6
+from slurmstack.imds_firewall import TABLE
 
 TOOLS = ("ip", "nft", "setpriv", "unshare")
 # The unprivileged user's interpreter must be one it may execute (not a virtualenv under /root).

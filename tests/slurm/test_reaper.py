@@ -15,19 +15,15 @@ import subprocess
 
 import pytest
 
-from helpers_examples import example_plan
 from slurm.conftest import Cluster, wait_for, write_config
 from slurm.test_dynamic_node import node_fields, slurmd_command
 from slurmstack import contract
-from slurmstack.node import cli, reaper, slurm_records
+from slurmstack.contract import NODE_CONFIG_PATH, TASK_PROLOG_PATH
+from slurmstack.node import cli, slurm
 from slurmstack.node.context import Context
-from slurmstack.render import (
-    NODE_CONFIG_PATH,
-    SLURMD_UNIT_PATH,
-    TASK_PROLOG_PATH,
-    head_files,
-    pool_files,
-)
+from slurmstack.node.controller import reap
+from slurmstack.render import SLURMD_UNIT_PATH, head_files, pool_files
+from support.examples import example_plan
 
 pytestmark = pytest.mark.slurm
 
@@ -83,13 +79,18 @@ def test_reap_deletes_the_node_slurmctld_found_dead_and_keeps_the_live_one(
 
     node = head_node(cluster, head)
     # The record as the reaper reads it: Slurm's own reason, stamped by SlurmUser.
-    records = {n["NodeName"]: n for n in reaper.slurm_nodes(node)}
-    assert records[dead]["Reason"] == "Not responding"
-    assert records[dead]["ReasonUser"] in reaper.slurm_users(node)
-    assert slurm_records.slurm_time(records[dead]["ReasonTime"]) is not None
+    records = {n.name: n for n in slurm.slurm_nodes(node)}
+    assert records[dead].reason == "Not responding"
+    assert records[dead].reasons == ("Not responding",)
+    assert records[dead].reason_user in slurm.slurm_users(node)
+    assert records[dead].reason_time is not None
+    # The typed record of the Slurm at hand: base state and flags apart, its pool's feature.
+    assert (records[dead].base, records[dead].flags) == ("DOWN", {"DYNAMIC_NORM", "NOT_RESPONDING"})
+    assert pool.feature in records[dead].features and records[dead].address
+    assert records[live].base == "IDLE" and not records[live].out_of_service
 
     # Within the default grace period nothing goes.
-    early = reaper.reap(node, ec2=False)
+    early = reap.reap(node, ec2=False)
     assert early["deleted"] == []
     assert "grace" in early["kept"][dead]
 
@@ -104,7 +105,7 @@ def test_reap_deletes_the_node_slurmctld_found_dead_and_keeps_the_live_one(
     assert cluster.scontrol("show", "node", dead, check=False).returncode != 0
     assert state(cluster, live).startswith("IDLE")
     # Nothing left to do: a second run deletes nothing.
-    assert reaper.reap(node, grace=0, ec2=False)["deleted"] == []
+    assert reap.reap(node, grace=0, ec2=False)["deleted"] == []
 
 
 def test_reap_keeps_a_node_an_operator_drained_before_it_died(cluster: Cluster) -> None:
@@ -128,9 +129,9 @@ def test_reap_keeps_a_node_an_operator_drained_before_it_died(cluster: Cluster) 
     assert {"DRAIN", "NOT_RESPONDING"} <= set(state(cluster, name).split("+"))
 
     node = head_node(cluster, head)
-    (record,) = [n for n in reaper.slurm_nodes(node) if n["NodeName"] == name]
-    assert record["Reason"].startswith("ECC errors on GPU 3")
-    result = reaper.reap(node, grace=0, ec2=False)
+    (record,) = [n for n in slurm.slurm_nodes(node) if n.name == name]
+    assert record.reasons[0] == "ECC errors on GPU 3" and record.out_of_service
+    result = reap.reap(node, grace=0, ec2=False)
     assert result["deleted"] == []
     assert "left for the operator" in result["kept"][name]
     assert cluster.scontrol("show", "node", name, check=False).returncode == 0

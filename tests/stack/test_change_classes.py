@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from change_mutations import BASE, MUTATIONS, Mutation
-from helpers_stack import run_ok
 from slurmstack.change.diff import Action
 from slurmstack.change.effects import Effect
 from slurmstack.change.plan import ChangePlan, change_plan
 from slurmstack.change.replacement import load
 from slurmstack.change.snapshot import Snapshot, from_run
+from support.stack import run_ok
 
 pytestmark = pytest.mark.stack
 

@@ -13,9 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import example_plan
-from slurmstack.contract import AGENT_PATH
-from slurmstack.render import BOOTSTRAP_DONE, BOOTSTRAP_FAILED
+from slurmstack.contract import AGENT_PATH, BOOTSTRAP_DONE, BOOTSTRAP_FAILED
 from slurmstack.stack.config_store import (
     APPLY_TIMEOUT_SECONDS,
     MANIFEST_HASH_PARAMETER,
@@ -25,6 +23,7 @@ from slurmstack.stack.config_store import (
     apply_config_commands,
     apply_config_document,
 )
+from support.examples import example_plan
 
 HASH = "a" * 64
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from checks_support import Case, both, check_case, definition, findings, set_in
 
 from slurmstack.findings import Level
+from support.checks import Case, both, check_case, definition, findings, set_in
 
 A = "slurm.accounting"
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from checks_support import Case, check_case, definition, findings, set_in
 
 from slurmstack.findings import Level
 from slurmstack.validate import validate_object
+from support.checks import Case, check_case, definition, findings, set_in
 
 CASES = [
     Case(
@@ -28,6 +28,13 @@ CASES = [
         "health.actions.Action:Replace",
         "done as asked",
         name="operator",
+    ),
+    Case(
+        "health-action-cause",
+        set_in("health", {"actions": {"launch": "replace"}}),
+        "health.actions.launch",
+        "launch is the power programs' to retry, not the controller's; remove it",
+        name="launch",
     ),
     Case(
         "health-action-cause",
@@ -79,5 +86,10 @@ def test_bad_xids_are_refused_with_the_path_and_the_fix(xids: dict, message: str
 
 
 def test_overrides_of_known_causes_pass() -> None:
-    overrides = {"gpu-xid:79": "reboot", "efa-port": "replace", "slurm:Not responding": "leave"}
+    overrides = {
+        "gpu-xid:79": "reboot",
+        "efa-port": "replace",
+        "slurm:Not responding": "leave",
+        "nccl-allreduce": "replace",
+    }
     assert findings(definition(set_in("health", {"actions": overrides}))) == []

@@ -1,15 +1,63 @@
-"""The README's configuration reference and schema/cluster.schema.json come from the models."""
+"""The documentation: a short README that reaches every page of docs/, links that resolve, the
+generated pages (configuration reference, repair table, the agent's subcommands, the stand-ins,
+the diagram) and schema/cluster.schema.json written whole by tools/docs.py and current."""
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
-from slurmstack import docs
+import docs
+
 from slurmstack.spec import ClusterSpec
 
+README = docs.REPO / "README.md"
+LINK = re.compile(r"\]\(([^)\s]+)\)")
 
-def test_readme_reference_and_schema_file_are_current() -> None:
-    assert docs.main(["--check"]) == 0, "run `uv run python -m slurmstack.docs`"
+
+def test_the_generated_pages_and_the_schema_file_are_current() -> None:
+    assert docs.main(["--check"]) == 0, f"run `{docs.COMMAND}`"
+
+
+def test_the_readme_is_short() -> None:
+    assert len(README.read_text().splitlines()) < 200
+
+
+def _local_links(page: Path) -> list[Path]:
+    """The files a markdown page links to (its anchors and web addresses aside)."""
+    found = []
+    for target in LINK.findall(page.read_text()):
+        if target.startswith(("http://", "https://", "#", "mailto:")):
+            continue
+        found.append((page.parent / target.split("#", 1)[0]).resolve())
+    return found
+
+
+def test_every_link_resolves_and_every_docs_page_is_reachable_from_the_readme() -> None:
+    """A page added to docs/ needs a link from the README or from a page it reaches (the
+    index): the README is the front door."""
+    reached, todo, broken = set(), [README.resolve()], []
+    while todo:
+        page = todo.pop()
+        if page in reached:
+            continue
+        reached.add(page)
+        for target in _local_links(page):
+            if not target.exists():
+                broken.append(f"{page.relative_to(docs.REPO)} -> {target}")
+            elif target.suffix == ".md" and target.is_relative_to(docs.DOCS):
+                todo.append(target)
+    assert broken == []
+    pages = {p.resolve() for p in docs.DOCS.rglob("*.md")}
+    assert sorted(str(p.relative_to(docs.REPO)) for p in pages - reached) == []
+
+
+def test_no_generated_text_lives_between_markers() -> None:
+    """Generated pages are written whole; prose pages and the README hold no generated block."""
+    for page in [README, *docs.DOCS.rglob("*.md")]:
+        text = page.read_text()
+        assert not re.search(r"<!-- [\w-]+:(start|end)", text), page
 
 
 def test_every_definition_field_is_described() -> None:

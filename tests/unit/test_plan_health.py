@@ -3,21 +3,18 @@ README quotes it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from helpers_examples import example_plan
-from slurmstack import docs
 from slurmstack.contract import OPERATOR_ACTION, Check, Remedy, cause_of, reason
-from slurmstack.health_policy import CAUSES, CRITICAL_XIDS, FIXED_CAUSES, OVERRIDABLE_CAUSES
-from slurmstack.plan.health import plan_health, repair_table_markdown
+from slurmstack.plan.health import plan_health
+from slurmstack.rules.health_policy import CAUSES, CRITICAL_XIDS, FIXED_CAUSES, OVERRIDABLE_CAUSES
 from slurmstack.spec import HealthSpec
+from support.examples import example_plan
 
 
 def test_every_check_a_node_reports_has_a_row() -> None:
     causes = {c.cause for c in CAUSES}
     for check in Check:
-        if check in (Check.GPU_XID, Check.OPERATOR):
-            continue  # per XID; an operator's request is its own rows
+        if check is Check.GPU_XID:
+            continue  # one row per XID
         assert check.value in causes, check
     assert {f"gpu-xid:{x.number}" for x in CRITICAL_XIDS} <= causes
     assert len(causes) == len(CAUSES)
@@ -63,10 +60,11 @@ def test_nodes_get_their_checks_in_node_json() -> None:
     assert cpu.disk_full_percent == 95
 
 
-def test_the_readme_quotes_the_table() -> None:
-    table = repair_table_markdown(plan_health(HealthSpec()))
-    readme = Path(docs.README).read_text()
-    assert table in readme, "run `uv run python -m slurmstack.docs`"
+def test_the_docs_quote_the_table() -> None:
+    import docs
+
+    table = docs.repair_table_page()
+    assert (docs.REPO / "docs/reference/repair-table.md").read_text() == table, docs.COMMAND
     for cause in CAUSES:
         assert f"| `{cause.cause}` |" in table
 
@@ -84,9 +82,11 @@ def test_the_definition_adds_changes_and_ignores_xids() -> None:
 
 
 def test_every_xid_row_cites_nvidia_s_resolution() -> None:
-    """The catalog's immediate resolution bucket, per row, in the README's table."""
+    """The catalog's immediate resolution bucket, per row, in the docs' table."""
     buckets = ("RESET_GPU", "RESTART_BM", "RESTART_VM", "WORKFLOW_", "XID_154")
-    table = repair_table_markdown(plan_health(HealthSpec()))
+    import docs
+
+    table = docs.repair_table_page()
     for xid in CRITICAL_XIDS:
         assert xid.nvidia.startswith(buckets), xid
         row = next(line for line in table.splitlines() if f"`gpu-xid:{xid.number}`" in line)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack import render
 from slurmstack.loader import load_file
 from slurmstack.plan import build_plan
+from support.examples import EXAMPLE_IDS, example_plan
 from vcluster.conftest import DEFINITION
 from vcluster.harness import cloudinit, standins
 from vcluster.harness.imds import Instance, MetadataService
@@ -86,14 +86,17 @@ def test_the_stored_slurm_conf_changes_only_the_named_keys() -> None:
         standins.patch_slurm_conf(rendered.replace("SlurmdTimeout=", "# was SlurmdTimeout "))
 
 
-def test_every_stand_in_says_what_it_replaces_and_why_and_the_readme_lists_it() -> None:
+def test_every_stand_in_says_what_it_replaces_and_why_and_the_docs_list_it() -> None:
+    import docs
+
     names = [s.name for s in standins.STAND_INS]
     assert len(names) == len(set(names))
     for stand_in in standins.STAND_INS:
         assert stand_in.replaces and stand_in.why and stand_in.instead, stand_in.name
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## Contributing: the virtual cluster", 1)[1].split("\n## ", 1)[0]
-    assert [n for n in names if f"`{n}`" not in section] == []
+    page = (docs.REPO / "docs/contributing/stand-ins.md").read_text()
+    assert page == docs.stand_ins_page(), docs.COMMAND
+    for stand_in in standins.STAND_INS:
+        assert f"| `{stand_in.name}` | {stand_in.replaces} |" in page
 
 
 def test_systemctl_reads_the_rendered_slurmd_unit_as_systemd_does(

@@ -28,12 +28,12 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from slurmstack.contract import (
-    DRAIN_REASON_PREFIX,
     ECR_PASSWORD_FILE,
     ECR_REGISTRY_FILE,
     ECR_TOKEN_DIR,
     ECR_TOKEN_SERVICE,
     JOBS_DIR,
+    REASON_PREFIX,
 )
 from slurmstack.render.jobs import head_jobs_files
 from vcluster.harness import VirtualCluster, wait_until
@@ -296,9 +296,7 @@ def test_acceptance_gives_a_verdict_per_pool_and_drains_a_slow_node(
     assert gpu["bisect"]["slow"] == [slow] and gpu["bisect"]["waves"] == 2
     (entry,) = gpu["bisect"]["drained"]
     assert not entry["drained"] and entry["command"].startswith(f"scontrol update NodeName={slow}")
-    reason = (
-        f"{DRAIN_REASON_PREFIX}nccl-allreduce: 2.90 GB/s busbw, below 6.25 (pair with {names[0]})"
-    )
+    reason = f"{REASON_PREFIX}nccl-allreduce: 2.90 GB/s busbw, below 6.25 (pair with {names[0]})"
     assert entry["reason"] == reason
     assert "DRAIN" not in vcluster.node_records()[slow]["State"]
     # Root (an operator) runs it: the node is drained with the documented reason.

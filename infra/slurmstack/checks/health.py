@@ -1,5 +1,5 @@
 """Health and repair: the definition's overrides of the reason -> action table name causes the
-table has (slurmstack.health_policy), and its XIDs (health.xids) say each XID once."""
+table has (slurmstack.rules.health_policy), and its XIDs (health.xids) say each XID once."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from slurmstack.checks import rule
 from slurmstack.checks.common import error, suggestion, warning
 from slurmstack.contract import Check
 from slurmstack.findings import Finding
-from slurmstack.health_policy import CRITICAL_XIDS, FIXED_CAUSES, OVERRIDABLE_CAUSES
+from slurmstack.rules.health_policy import CRITICAL_XIDS, FIXED_CAUSES, OVERRIDABLE_CAUSES
 from slurmstack.spec import ClusterSpec, XidHandling
 
 XID_CAUSE = f"{Check.GPU_XID.value}:"
@@ -22,7 +22,11 @@ XID_CAUSE = f"{Check.GPU_XID.value}:"
 def health_action_cause(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     for cause in spec.health.actions:
         path = f"health.actions.{cause}"
-        if cause in FIXED_CAUSES:
+        if cause in FIXED_CAUSES and cause == Check.LAUNCH:
+            yield error(
+                path, f"{cause} is the power programs' to retry, not the controller's; remove it"
+            )
+        elif cause in FIXED_CAUSES:
             yield error(path, f"{cause} is an operator's request and is done as asked; remove it")
         elif _added_xid(cause, spec) is not None:
             continue  # health_xids reports it: the XID is said twice
@@ -39,7 +43,7 @@ def health_action_cause(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding
                 path,
                 f"{cause!r} is not a cause of the repair table{hint}; causes are the checks "
                 "(e.g. gpu-count, efa-port), gpu-xid:<number> of a critical XID and "
-                f"slurm:<Slurm's reason> (README, 'When nodes fail'){xid_hint}",
+                f"slurm:<Slurm's reason> (docs/when-nodes-fail.md){xid_hint}",
             )
 
 

@@ -144,7 +144,7 @@ def nccl_fi_provider(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
 NCCL_SOCKET_NET = "socket"
 FORCE_TCP_HINT = (
     "To try TCP for one job while debugging, set NCCL_NET=Socket in that job's environment "
-    "(README: forcing TCP)"
+    "(docs/deploying.md: forcing TCP)"
 )
 
 

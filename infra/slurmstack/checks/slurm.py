@@ -65,7 +65,7 @@ MANAGED_SLURM_KEYS = frozenset(
         "MessageTimeout",
         "UnkillableStepTimeout",
         "BatchStartTimeout",
-        # health and repair: the node's checks (README, "When nodes fail"), the reboots the
+        # health and repair: the node's checks (docs/when-nodes-fail.md), the reboots the
         # controller asks for and how long they may take, jobs requeued off failed nodes.
         "HealthCheckProgram",
         "HealthCheckInterval",

@@ -14,8 +14,10 @@ import os
 import sys
 from pathlib import Path
 
+from ..contract import HEAD_ROLE
 from .commands import COMMANDS, reference
 from .context import AgentError, Context, log
+from .subcommand import Subcommand
 
 
 def parser() -> argparse.ArgumentParser:
@@ -36,11 +38,32 @@ def main(argv: list[str] | None = None, ctx: Context | None = None) -> int:
     args = parser().parse_args(argv)
     ctx = ctx or Context(root=Path(args.root))
     chosen = next(c for c in COMMANDS if c.name.value == args.command)
+    wrong_place = misplaced(ctx, chosen)
+    if wrong_place:
+        log(f"{args.command}: {wrong_place}")
+        return 2
     try:
         return chosen.run(ctx, args)
     except AgentError as exc:
         log(f"{args.command}: {exc}")
         return 1
+
+
+def misplaced(ctx: Context, command: Subcommand) -> str | None:
+    """Why ``command`` may not run on this node (its ``where`` against the role bootstrap.env
+    names), or None. A node whose role cannot be read (no bootstrap.env, or one a job user may
+    not read) runs it, and the command meets what it lacks itself."""
+    if command.where == "any":
+        return None
+    try:
+        role = ctx.bootstrap_env().role
+    except (AgentError, OSError):
+        return None
+    if command.where == "head" and role != HEAD_ROLE:
+        return f"runs on the head node only; this is a node of pool {role}"
+    if command.where == "worker" and role == HEAD_ROLE:
+        return "runs on a pool's node only; this is the head node"
+    return None
 
 
 if __name__ == "__main__":

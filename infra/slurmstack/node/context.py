@@ -3,9 +3,8 @@ filesystem path goes through it, so tests run on fake device trees), its AWS cli
 command runner, the clock, the metadata service and user lookup; and the node's three files
 of the contract (bootstrap.env, node.json, node.env), read through the contract's readers.
 
-Each concern module (params, config_sync, munge, scratch, mounts, lnet, state_volume, reaper,
-logs, accounting_db, associations, usage) and subpackage (health, controller) is a set of
-functions of a Context; nothing inherits from anything.
+Every step of every room (boot, health, controller, power, accounting, workload) is a function
+of a Context; nothing inherits from anything, and nothing reaches the node any other way.
 """
 
 from __future__ import annotations
@@ -30,9 +29,9 @@ from ..contract import (
     DeployParameter,
     NodeConfig,
     NodeEnv,
+    load_document,
     parameter_name,
     read_bootstrap_env,
-    read_node_config,
     read_node_env,
 )
 
@@ -186,7 +185,7 @@ class Context:
             raise AgentError(
                 f"{NODE_CONFIG_PATH} is missing: run `slurmstack-node sync-config` first"
             )
-        return read_node_config(path.read_text())
+        return load_document(NodeConfig, path.read_text())
 
     def node_env(self) -> NodeEnv:
         path = self.path(NODE_ENV_PATH)

@@ -8,32 +8,13 @@ GresTypes, extra keys), ``images`` (the node images baked, and what each node's 
 hold), ``health`` (the checks nodes run, the head controller's repair policy), ``accounting``
 (slurmdbd, its database, accounts, users, QoS and the usage report's prices); ``cluster`` puts
 them together (``build_plan``). Rules the checks apply too live in modules of their own
-(slurmstack.efa, slurmstack.subnets, slurmstack.fsx, slurmstack.accounting). ``build_plan``
+(slurmstack.rules.efa, slurmstack.rules.subnets, slurmstack.rules.fsx, slurmstack.rules.accounting). ``build_plan``
 expects a definition that passed the checks (it raises ``PlanError`` when a fact it needs is
 missing, which the checks report first).
 
 The names below are the plan's public surface (``from slurmstack.plan import ...``).
 """
 
-from slurmstack.accounting import (
-    INNODB_BUFFER_POOL_MAX_MIB,
-    INNODB_BUFFER_POOL_MIN_MIB,
-    buffer_pool_mib,
-)
-from slurmstack.contract import (
-    CONTROLLER_INTERVAL_SECONDS,
-    HEAD_ROLE,
-    NODE_INDEX_MAX,
-    REAPER_GRACE_SECONDS,
-    SLURMCTLD_PORT,
-    SLURMD_PORT,
-    SRUN_PORT_RANGE,
-    STATE_SAVE_LOCATION,
-    STATE_VOLUME_MOUNT,
-    DeployParameter,
-    MountKind,
-)
-from slurmstack.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
 from slurmstack.image_pins import image_pins
 from slurmstack.plan.accounting import (
     ENFORCE,
@@ -79,12 +60,16 @@ from slurmstack.plan.slurm import (
     SUSPEND_TIMEOUT_SECONDS,
 )
 from slurmstack.plan.storage import LustrePlan, MountPlan
-from slurmstack.subnets import carve as subnets
+from slurmstack.rules.accounting import (
+    INNODB_BUFFER_POOL_MAX_MIB,
+    INNODB_BUFFER_POOL_MIN_MIB,
+    buffer_pool_mib,
+)
+from slurmstack.rules.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
+from slurmstack.rules.subnets import carve as subnets
 
 __all__ = [
-    "CONTROLLER_INTERVAL_SECONDS",
     "ENFORCE",
-    "HEAD_ROLE",
     "INNODB_BUFFER_POOL_MAX_MIB",
     "INNODB_BUFFER_POOL_MIN_MIB",
     "INNODB_LOCK_WAIT_TIMEOUT",
@@ -94,22 +79,14 @@ __all__ = [
     "MAX_NODE_COUNT_STEP",
     "MEMORY_HEADROOM_FRACTION",
     "MEMORY_HEADROOM_MIN_MIB",
-    "NODE_INDEX_MAX",
     "RDS_ENGINE_VERSION",
     "RDS_PARAMETER_FAMILY",
-    "REAPER_GRACE_SECONDS",
     "RESERVED_CAPACITY",
     "RESUME_TIMEOUT_SECONDS",
-    "SLURMCTLD_PORT",
-    "SLURMD_PORT",
-    "SRUN_PORT_RANGE",
-    "STATE_SAVE_LOCATION",
-    "STATE_VOLUME_MOUNT",
     "SUSPEND_TIMEOUT_SECONDS",
     "AccountingPlan",
     "ClusterPlan",
     "DatabasePlan",
-    "DeployParameter",
     "GpuPlan",
     "HeadPlan",
     "HealthPlan",
@@ -117,7 +94,6 @@ __all__ = [
     "ImagePlan",
     "InterfaceType",
     "LustrePlan",
-    "MountKind",
     "MountPlan",
     "NetworkInterfacePlan",
     "PlanError",

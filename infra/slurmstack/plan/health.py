@@ -1,7 +1,7 @@
 """What the plan decides about health and repair: the checks each node runs, and the head
 controller's policy, above all its reason -> action table. Policy is data: the table lives in
-slurmstack.health_policy, the definition's overrides apply here, the result is rendered into
-node.json (slurmstack.render.node), and the README quotes it (slurmstack.docs)."""
+slurmstack.rules.health_policy, the definition's overrides apply here, the result is rendered into
+node.json (slurmstack.render.node), and docs/reference/repair-table.md quotes it (tools/docs.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from slurmstack.contract import Check, Health, RepairPolicy, RepairRule
 from slurmstack.contract import Remedy as R
-from slurmstack.health_policy import CAUSES, CRITICAL_XIDS
+from slurmstack.rules.health_policy import CAUSES, CRITICAL_XIDS
 from slurmstack.spec import HealthSpec, XidHandling
 
 # A cause back within this after the controller rebooted a node for it: the node is replaced.
@@ -91,19 +91,3 @@ def plan_health(spec: HealthSpec) -> HealthPlan:
             logs_wait_minutes=LOGS_WAIT_MINUTES,
         ),
     )
-
-
-def repair_table_markdown(plan: HealthPlan) -> str:
-    """The README's reason -> action table, from the plan's policy."""
-    remedies = {r.cause: r.remedy for r in plan.repair.rules}
-    lines = [
-        "| reason (`slurmstack:<check>: ...`, Slurm's, or an operator's) | what was found "
-        "| action | why |",
-        "| --- | --- | --- | --- |",
-    ]
-    for cause in CAUSES:
-        lines.append(
-            f"| `{cause.cause}` | {cause.what} | **{remedies[cause.cause].value}** | {cause.why} |"
-        )
-    lines.append("| anything else | an operator's own reason, another tool's | **leave** | |")
-    return "\n".join(lines) + "\n"

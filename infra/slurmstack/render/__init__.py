@@ -21,24 +21,6 @@ document only installs the node agent (the contract and ``slurmstack/node`` with
 launcher), which pulls the rest.
 """
 
-from slurmstack.contract import (
-    AGENT_LIB_DIR,
-    AGENT_PACKAGE,
-    AGENT_PATH,
-    BOOTSTRAP_DONE,
-    BOOTSTRAP_FAILED,
-    BOOTSTRAP_PATH,
-    ENROOT_CONF_PATH,
-    FABRIC_PROFILE_PATH,
-    HEAD_ROLE,
-    NCCL_CONF_PATH,
-    NODE_CONFIG_PATH,
-    PYXIS_PLUGIN,
-    SLURM_DIR,
-    SLURMCTLD_DROPIN_PATH,
-    STATE_VOLUME_DEVICE,
-    TASK_PROLOG_PATH,
-)
 from slurmstack.render.accounting import accounting_config, accounting_files
 from slurmstack.render.cloud_init import (
     CLOUD_INIT,
@@ -77,30 +59,14 @@ from slurmstack.render.templates import PACKAGE_DIR, templates_dir
 
 __all__ = [
     "AGENT_DIR",
-    "AGENT_LIB_DIR",
-    "AGENT_PACKAGE",
-    "AGENT_PATH",
-    "BOOTSTRAP_DONE",
-    "BOOTSTRAP_FAILED",
-    "BOOTSTRAP_PATH",
     "BOOTSTRAP_SOURCE",
     "CLOUD_INIT",
     "CONTROLLER_SERVICE_PATH",
     "CONTROLLER_TIMER_PATH",
-    "ENROOT_CONF_PATH",
-    "FABRIC_PROFILE_PATH",
-    "HEAD_ROLE",
     "LNET_EFA_UNIT_PATH",
-    "NCCL_CONF_PATH",
-    "NODE_CONFIG_PATH",
     "NODE_DIR",
     "PACKAGE_DIR",
-    "PYXIS_PLUGIN",
-    "SLURMCTLD_DROPIN_PATH",
     "SLURMD_UNIT_PATH",
-    "SLURM_DIR",
-    "STATE_VOLUME_DEVICE",
-    "TASK_PROLOG_PATH",
     "USER_DATA_LIMIT",
     "ConfigStore",
     "Ports",

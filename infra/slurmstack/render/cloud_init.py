@@ -7,6 +7,7 @@ import ast
 import copy
 import inspect
 from functools import cache
+from pathlib import Path
 
 from slurmstack import contract, imds_firewall
 from slurmstack.contract import (
@@ -133,7 +134,7 @@ def inline_contract(source: str) -> str:
             n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
         }
         for used in sorted(loads):
-            if used in stdlib or used in definitions_of or used in vars(contract):
+            if used in stdlib or used in definitions_of or used in contract.__all__:
                 include(used)
         definitions.append(_without_docstrings(node))
 
@@ -146,17 +147,20 @@ def inline_contract(source: str) -> str:
 
 @cache
 def _contract_names() -> tuple[dict[str, str], dict[str, ast.stmt]]:
-    """(name -> the import statement that binds it, name -> definition) of the contract."""
-    tree = ast.parse(inspect.getsource(contract))
+    """(name -> the import statement that binds it, name -> definition) of the contract's
+    modules (their imports of each other are left out: the names they bind are the contract's)."""
     stdlib: dict[str, str] = {}
     definitions: dict[str, ast.stmt] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            stdlib.update({a.asname or a.name: f"import {a.name}" for a in node.names})
-        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
-            stdlib.update({a.name: f"from {node.module} import {a.name}" for a in node.names})
-        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
-            definitions[node.name] = node
+    for module in sorted(Path(inspect.getfile(contract)).parent.glob("*.py")):
+        for node in ast.parse(module.read_text()).body:
+            if isinstance(node, ast.Import):
+                stdlib.update({a.asname or a.name: f"import {a.name}" for a in node.names})
+            elif (
+                isinstance(node, ast.ImportFrom) and node.module != "__future__" and not node.level
+            ):
+                stdlib.update({a.name: f"from {node.module} import {a.name}" for a in node.names})
+            elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+                definitions[node.name] = node
     return stdlib, definitions
 
 

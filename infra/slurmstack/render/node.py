@@ -28,14 +28,13 @@ from slurmstack.contract import (
     Scratch,
     StateVolume,
     node_name_prefix,
-    pool_group_name,
-    pool_resource_name,
+    resource_name,
     resource_tags,
 )
 from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.render.templates import PACKAGE_DIR, render_template
 
-# The node agent's tree on a node: this package's __init__, the contract and slurmstack/node
+# The node agent's tree on a node: this package's __init__, the contract package and slurmstack/node
 # and its subpackages (all but the bootstrap), below AGENT_LIB_DIR as the package has them.
 AGENT_DIR = f"{AGENT_LIB_DIR}/{AGENT_PACKAGE}"
 NODE_DIR = PACKAGE_DIR / "node"
@@ -85,7 +84,7 @@ def elastic_pool(plan: ClusterPlan, pool: PoolPlan) -> ElasticPool:
     """What the head's power programs need to launch the elastic nodes of ``pool``: the
     pool's launch template (made by the stack under this name) and its instance tags, which
     are the tags its Auto Scaling group gives the always-on nodes, plus ELASTIC_TAG."""
-    name = pool_resource_name(plan.name, pool.name)
+    name = resource_name(plan.name, POOL_ROLE, pool.name)
     placement = pool.placement_group_name or (name if pool.placement_group else None)
     price = pool.capacity.max_spot_price
     instance_tags = resource_tags(
@@ -100,7 +99,7 @@ def elastic_pool(plan: ClusterPlan, pool: PoolPlan) -> ElasticPool:
         capacity=pool.capacity.type.value,
         placement_group=placement,
         max_spot_price=None if price is None else f"{price:g}",
-        tags=tuple(sorted(instance_tags.items())),
+        tags=dict(sorted(instance_tags.items())),
     )
 
 
@@ -109,7 +108,7 @@ def pool_ref(plan: ClusterPlan, pool: PoolPlan) -> PoolRef:
         name=pool.name,
         node_name_prefix=node_name_prefix(pool.name),
         feature=pool.feature,
-        group=pool_group_name(plan.name, pool.name),
+        group=resource_name(plan.name, POOL_ROLE, pool.name),
         capacity_type=pool.capacity.type.value,
         reservation_id=pool.capacity.reservation_id or "",
     )
@@ -119,7 +118,7 @@ def agent_modules() -> tuple[Path, ...]:
     """The node agent's modules, as the nodes receive them: the package's __init__, the
     contract, and every module of slurmstack/node and its subpackages but the bootstrap,
     which travels in the cloud-init document and installs them."""
-    tree = [PACKAGE_DIR / "__init__.py", PACKAGE_DIR / "contract.py"]
+    tree = [PACKAGE_DIR / "__init__.py", *(PACKAGE_DIR / "contract").glob("*.py")]
     tree += [p for p in NODE_DIR.rglob("*.py") if p != BOOTSTRAP_SOURCE]
     return tuple(sorted(tree))
 

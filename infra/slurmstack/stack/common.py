@@ -1,43 +1,16 @@
 """Names, tags, ports and small pure helpers shared by the stack components.
 
 Everything here is pure Python (no Pulumi import) so the offline report and the tests can
-use the same constants. The tags, Slurm's ports, the state volume's device name and the node
-agent's path are the cluster's contract with its nodes (slurmstack.contract); they are named
-here for the components that use them.
+use the same constants. What the cluster shares with its nodes (tags, Slurm's ports, the state
+volume's device name, the node agent's path) is the contract's: import it from
+slurmstack.contract, never from here.
 """
 
 from __future__ import annotations
 
 import enum
 
-from slurmstack.contract import (  # the names users of this module import from it
-    AGENT_PATH as AGENT_PATH,
-)
-from slurmstack.contract import (
-    CLUSTER_TAG as CLUSTER_TAG,
-)
-from slurmstack.contract import POOL_ROLE, resource_tags
-from slurmstack.contract import (
-    POOL_TAG as POOL_TAG,
-)
-from slurmstack.contract import (
-    ROLE_TAG as ROLE_TAG,
-)
-from slurmstack.contract import (
-    SLURMCTLD_PORT as SLURMCTLD_PORT,
-)
-from slurmstack.contract import (
-    SLURMD_PORT as SLURMD_PORT,
-)
-from slurmstack.contract import (
-    SRUN_PORT_RANGE as SRUN_PORT_RANGE,
-)
-from slurmstack.contract import (
-    STATE_VOLUME_DEVICE as STATE_VOLUME_DEVICE,
-)
-from slurmstack.contract import (
-    partition as partition,
-)
+from slurmstack.contract import POOL_ROLE, partition, resource_tags
 from slurmstack.plan import ClusterPlan
 
 
@@ -67,19 +40,7 @@ NFS_PORT = 2049
 # device name would get an extra, empty volume instead of a resized root.
 ROOT_DEVICE = "/dev/sda1"
 
-# The node agent the rendered bootstrap installs on every node (slurmstack.node.cli). The
-# config-apply SSM document runs `slurmstack-node sync-config` on the head node, then
-# `scontrol reconfigure`; by absolute path, as Run Command's PATH is not the login PATH.
-NODE_AGENT = AGENT_PATH
-
 EVERYWHERE_V4 = "0.0.0.0/0"
-
-
-def resource_name(cluster: str, role: Role | str, pool: str | None = None) -> str:
-    """Deterministic name ``{cluster}-{role}[-{pool}]`` (logical and, where AWS takes one,
-    physical name)."""
-    role_part = role.value if isinstance(role, Role) else role
-    return f"{cluster}-{role_part}" + (f"-{pool}" if pool else "")
 
 
 def tags(plan: ClusterPlan, role: Role, name: str | None = None, **extra: str) -> dict[str, str]:

@@ -31,16 +31,18 @@ import pulumi_aws.ssm as ssm
 
 from slurmstack import render
 from slurmstack.contract import (
+    AGENT_PATH,
     BOOTSTRAP_DONE,
     BOOTSTRAP_FAILED,
     CLUSTER_TAG,
     ROLE_TAG,
     Command,
     DeployParameter,
+    resource_name,
 )
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters
-from slurmstack.stack.common import NODE_AGENT, Role, resource_name, tags
+from slurmstack.stack.common import Role, tags
 
 MANIFEST_HASH_PARAMETER = "ManifestHash"
 # Ubuntu's slurm-client; by absolute path, as Run Command's PATH is not the login PATH.
@@ -66,7 +68,8 @@ def object_logical_name(plan: ClusterPlan, key: str) -> str:
 
 def apply_config_commands(
     *,
-    agent: str = NODE_AGENT,
+    # The agent by absolute path: Run Command's PATH is not the login PATH.
+    agent: str = AGENT_PATH,
     scontrol: str = SCONTROL,
     done_marker: str = BOOTSTRAP_DONE,
     failed_marker: str = BOOTSTRAP_FAILED,

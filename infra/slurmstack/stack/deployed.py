@@ -27,9 +27,9 @@ from slurmstack.change.effects import Context
 from slurmstack.change.guard import Refresh, refresh_problems, storage_problems
 from slurmstack.change.plan import change_plan
 from slurmstack.change.snapshot import Snapshot, from_document, from_run
-from slurmstack.contract import DeployParameter
+from slurmstack.contract import DeployParameter, resource_name
 from slurmstack.plan import ClusterPlan
-from slurmstack.stack.common import Role, resource_name, tags
+from slurmstack.stack.common import Role, tags
 
 RECORD_KEY = "slurmstack/deployed/resources.json.gz"
 OFFLINE_KEY = "offline"  # stack config slurmstack:offline, set by the offline engine

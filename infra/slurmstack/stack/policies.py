@@ -48,9 +48,11 @@ from slurmstack.contract import (
     ROLE_TAG,
     MountKind,
     log_prefix,
+    partition,
+    resource_name,
 )
 from slurmstack.plan import ClusterPlan, MountPlan, PoolPlan, accounting_plan
-from slurmstack.stack.common import Role, partition, resource_name, ssm_parameter_arn
+from slurmstack.stack.common import Role, ssm_parameter_arn
 
 VERSION = "2012-10-17"
 
@@ -107,13 +109,6 @@ BUCKET_ADMIN_ACTIONS = (
     "s3:PutBucketPolicy",
     "s3:DeleteBucketPolicy",
 )
-
-
-def role_name(plan: ClusterPlan, pool: PoolPlan | None) -> str:
-    """``{cluster}-head``, or ``{cluster}-pool-{pool}`` like the pool's other resources."""
-    if pool is None:
-        return resource_name(plan.name, Role.HEAD)
-    return resource_name(plan.name, Role.POOL, pool.name)
 
 
 def asg_arn(plan: ClusterPlan, account: str, group_name: str) -> str:
@@ -374,7 +369,9 @@ def power_statements(plan: ClusterPlan, account: str) -> list[dict[str, Any]]:
             "Sid": "PassElasticPoolRoles",
             "Effect": "Allow",
             "Action": ["iam:PassRole"],
-            "Resource": [f"{iam}:role/{role_name(plan, p)}" for p in pools],
+            "Resource": [
+                f"{iam}:role/{resource_name(plan.name, Role.POOL, p.name)}" for p in pools
+            ],
             "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
         },
         {

@@ -1,27 +1,33 @@
-"""docs/changing-a-cluster.md says what the code does: its classes and replacement table are
-generated from the change data, its field table from the changes the tests run."""
+"""docs/changing-a-cluster.md says what the code does: its two generated pages (the classes
+and replacement rules, the field table) are written whole by tools/docs.py from the change data
+and from the changes the tests run, and the prose page links them."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import change_docs
+import docs
 
-from slurmstack.change import docs_page
+from change_mutations import MUTATIONS
+from slurmstack.change.replacement import load
 
-REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "tests"))
-from change_mutations import FIELDS_END, FIELDS_START, field_table  # noqa: E402
-
-
-def test_the_generated_block_is_current() -> None:
-    assert docs_page.main(["--check"]) == 0, "run `uv run python -m slurmstack.change.docs_page`"
+PAGE = docs.DOCS / "changing-a-cluster.md"
 
 
-def test_the_field_table_is_the_one_the_tests_run() -> None:
-    page = docs_page.PAGE.read_text()
-    between = page.split(FIELDS_START, 1)[1].split(FIELDS_END, 1)[0].strip()
-    assert between == field_table(), "run `uv run python tests/change_mutations.py`"
+def test_the_change_pages_are_generated_and_current() -> None:
+    for page in ("docs/reference/change-classes.md", "docs/reference/change-fields.md"):
+        assert page in docs.GENERATED_FILES
+        assert page not in docs.stale(), f"run `{docs.COMMAND}`"
 
 
-def test_the_readme_links_the_page() -> None:
-    assert "docs/changing-a-cluster.md" in (REPO / "README.md").read_text()
+def test_the_classes_page_has_a_row_per_registered_type_and_the_fields_page_per_change() -> None:
+    classes = change_docs.classes_page("")
+    for type_, rules in load().types.items():
+        assert f"| `{type_.split(':')[-1]}` | `{rules.terraform}` |" in classes
+    fields = change_docs.fields_page("")
+    assert all(f"| `{m.field}` |" in fields for m in MUTATIONS)
+
+
+def test_the_prose_page_links_both_and_the_readme_links_it() -> None:
+    text = PAGE.read_text()
+    assert "(reference/change-classes.md)" in text and "(reference/change-fields.md)" in text
+    assert "docs/changing-a-cluster.md" in (docs.REPO / "README.md").read_text()

@@ -1,4 +1,4 @@
-"""accounting-db (slurmstack/node/accounting_db.py) without daemons: against moto's Secrets
+"""accounting-db (slurmstack/node/database.py) without daemons: against moto's Secrets
 Manager with commands recorded (the real MariaDB and slurmdbd run in tests/accounting)."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from node.support import me
 from slurmstack import contract
 from slurmstack.contract import (
     ACCOUNTING_CONFIG_PATH,
@@ -22,11 +21,13 @@ from slurmstack.contract import (
     AccountingConfig,
     AccountingDatabase,
     DatabaseType,
-    accounting_config_json,
+    dump_document,
 )
-from slurmstack.node import accounting_db, associations, cli, usage
-from slurmstack.node.accounting_db import conf_value, database_user_sql, slurmdbd_conf
+from slurmstack.node import cli
+from slurmstack.node.accounting import apply, database, usage
+from slurmstack.node.accounting.database import conf_value, database_user_sql, slurmdbd_conf
 from slurmstack.node.context import AgentError, Context
+from support.node import me
 
 REGION = "us-east-1"
 SECRET = "slurmstack/t/accounting-db-password"
@@ -80,7 +81,7 @@ def head(
     write(tmp_path, contract.BOOTSTRAP_ENV_PATH, contract.bootstrap_env_text(env))
     write(tmp_path, SLURMDBD_CONF_RENDERED_PATH, RENDERED)
     config = AccountingConfig(cluster="t", enabled=True, slurmdbd_port=port, database=database)
-    write(tmp_path, ACCOUNTING_CONFIG_PATH, accounting_config_json(config))
+    write(tmp_path, ACCOUNTING_CONFIG_PATH, dump_document(config))
     recorder = Recorder()
     ctx = Context(root=tmp_path, session=session, run=recorder, owner=me, sleep=lambda _s: None)
     return ctx, recorder
@@ -130,7 +131,7 @@ def test_rds_takes_its_host_from_the_deploy_parameter(
     )
     rds = replace(DATABASE, type=DatabaseType.RDS, host=None)
     ctx, _ = head(tmp_path, aws, rds, listener)
-    accounting_db.accounting_db(ctx, timeout=5, poll=1)
+    database.accounting_db(ctx, timeout=5, poll=1)
     text = (tmp_path / SLURMDBD_CONF_PATH.lstrip("/")).read_text()
     assert text.endswith("StorageHost=t.abc.us-east-1.rds.amazonaws.com\nStoragePass=Abc123\n")
 
@@ -159,7 +160,7 @@ def test_the_local_database_is_made_once_and_its_user_gets_the_password_on_stdin
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
     ctx.run, ctx.feed = run, client
-    first = accounting_db.accounting_db(ctx, timeout=5, poll=1)
+    first = database.accounting_db(ctx, timeout=5, poll=1)
     assert first["initialized"] is True
     install = next(c for c in calls.calls if c[0] == "mariadb-install-db")
     assert install[1:] == [
@@ -176,7 +177,7 @@ def test_the_local_database_is_made_once_and_its_user_gets_the_password_on_stdin
     assert all("Abc123" not in " ".join(cmd) for cmd in calls.calls)
     # A replacement head finds the database: nothing is made, MariaDB is not restarted again.
     calls.calls.clear()
-    second = accounting_db.accounting_db(ctx, timeout=5, poll=1)
+    second = database.accounting_db(ctx, timeout=5, poll=1)
     assert second["initialized"] is False
     assert not any(
         c[0] == "mariadb-install-db" or (c[1] == "restart" and "mariadb" in c[2])
@@ -191,27 +192,27 @@ def test_a_head_image_without_mariadb_is_named(
     local = replace(DATABASE, type=DatabaseType.LOCAL, host="localhost")
     ctx, calls = head(tmp_path, aws, local, listener)
     monkeypatch.setattr(
-        accounting_db.shutil, "which", lambda name: None if "mariadb" in name else "/usr/bin/x"
+        database.shutil, "which", lambda name: None if "mariadb" in name else "/usr/bin/x"
     )
     with pytest.raises(AgentError, match="mariadbd, mariadb, mariadb-install-db not found"):
-        accounting_db.accounting_db(ctx)
+        database.accounting_db(ctx)
     assert calls.calls == []  # nothing started
     # An external database needs none of MariaDB.
-    assert accounting_db.missing_commands(DATABASE) == []
+    assert database.missing_commands(DATABASE) == []
 
 
 def test_with_accounting_off_every_step_says_so_and_does_nothing(tmp_path: Path, aws: Any) -> None:
     ctx, calls = head(tmp_path, aws, DATABASE, 1)
     off = AccountingConfig(cluster="t", enabled=False)
-    write(tmp_path, ACCOUNTING_CONFIG_PATH, accounting_config_json(off))
-    assert accounting_db.accounting_db(ctx) == {"enabled": False}
-    assert associations.accounting_apply(ctx) == {"enabled": False}
+    write(tmp_path, ACCOUNTING_CONFIG_PATH, dump_document(off))
+    assert database.accounting_db(ctx) == {"enabled": False}
+    assert apply.accounting_apply(ctx) == {"enabled": False}
     assert calls.calls == []
     with pytest.raises(AgentError, match="accounting is off"):
         usage.usage(ctx)
     # So it is on a node whose configuration has no accounting.json (an older one).
     (tmp_path / ACCOUNTING_CONFIG_PATH.lstrip("/")).unlink()
-    assert accounting_db.accounting_db(ctx) == {"enabled": False}
+    assert database.accounting_db(ctx) == {"enabled": False}
 
 
 def test_sql_and_conf_quoting() -> None:

@@ -13,8 +13,8 @@ from slurmstack.contract import (
     AccountingUser,
     DatabaseType,
 )
-from slurmstack.node.association_plan import decide
-from slurmstack.node.sacctmgr_text import Observed, parse_associations, parse_qos
+from slurmstack.node.accounting.decide import decide
+from slurmstack.node.accounting.sacctmgr import Observed, parse_associations, parse_qos
 
 DESIRED = AccountingConfig(
     cluster="c",

@@ -1,4 +1,4 @@
-"""accounting-apply (slurmstack/node/associations.py): observe with sacctmgr, decide, act, and
+"""accounting-apply (slurmstack/node/apply.py): observe with sacctmgr, decide, act, and
 keep the record of what slurmstack created on the state volume. sacctmgr is scripted here;
 tests/accounting runs the real one."""
 
@@ -14,9 +14,10 @@ from node.test_association_plan import DESIRED, observed
 from slurmstack.contract import (
     ACCOUNTING_CONFIG_PATH,
     ACCOUNTING_OWNED_PATH,
-    accounting_config_json,
+    dump_document,
 )
-from slurmstack.node import associations, cli
+from slurmstack.node import cli
+from slurmstack.node.accounting import apply
 from slurmstack.node.context import AgentError, Context
 
 
@@ -43,7 +44,7 @@ class Sacctmgr:
 def apply_node(tmp_path: Path, sacctmgr: Sacctmgr) -> Context:
     config = tmp_path / ACCOUNTING_CONFIG_PATH.lstrip("/")
     config.parent.mkdir(parents=True)
-    config.write_text(accounting_config_json(DESIRED))
+    config.write_text(dump_document(DESIRED))
     return Context(root=tmp_path, run=sacctmgr)
 
 
@@ -59,11 +60,11 @@ EMPTY = {
 def test_a_cluster_slurmctld_registered_meanwhile_is_not_an_error(tmp_path: Path) -> None:
     # Not there, the add fails (slurmctld added it first), there now.
     sacctmgr = Sacctmgr({"cluster": ["", "c\n"]}, refuse="add")
-    associations.ensure_cluster(apply_node(tmp_path, sacctmgr), "c")
+    apply.ensure_cluster(apply_node(tmp_path, sacctmgr), "c")
     assert sacctmgr.writes == [["sacctmgr", "-i", "add", "cluster", "c"]]
     gone = Sacctmgr({"cluster": [""]}, refuse="add")
     with pytest.raises(AgentError, match="cannot add cluster c"):
-        associations.ensure_cluster(apply_node(tmp_path / "x", gone), "c")
+        apply.ensure_cluster(apply_node(tmp_path / "x", gone), "c")
 
 
 def test_dry_run_changes_nothing_and_apply_records_ownership(tmp_path: Path) -> None:
@@ -71,18 +72,18 @@ def test_dry_run_changes_nothing_and_apply_records_ownership(tmp_path: Path) -> 
     ctx = apply_node(tmp_path, sacctmgr)
     state = tmp_path / ACCOUNTING_OWNED_PATH.lstrip("/")
     assert str(state).startswith(f"{tmp_path}/var/spool/slurmctld/")  # the state volume
-    planned = associations.accounting_apply(ctx, dry_run=True)
+    planned = apply.accounting_apply(ctx, dry_run=True)
     assert planned["done"][0] == "add qos big" and sacctmgr.writes == []
     assert not state.exists()
-    result = associations.accounting_apply(ctx)
+    result = apply.accounting_apply(ctx)
     assert result["done"] == planned["done"] and result["failed"] == {}
     owned = json.loads(state.read_text())
     # Recorded as theirs; nothing slurmdbd still shows as absent survives in the record the
     # next time (the scripted sacctmgr never changes, so the next apply prunes it all).
     assert owned == {"accounts": ["a", "b"], "members": ["u@a", "u@b"], "qos": ["big"]}
     assert oct(state.stat().st_mode & 0o777) == "0o600"
-    associations.accounting_apply(ctx, dry_run=True)
-    again = associations.owned(ctx, observed("root||||normal||\n"))
+    apply.accounting_apply(ctx, dry_run=True)
+    again = apply.owned(ctx, observed("root||||normal||\n"))
     assert again == {"qos": [], "accounts": [], "members": []}
 
 

@@ -11,7 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from node.support import (
+from slurmstack.contract import (
+    AGENT_LIB_DIR,
+    AGENT_PATH,
+    HEALTH_CHECK_PROGRAM,
+    PYXIS_PLUGIN,
+    ImageItem,
+)
+from slurmstack.node import bootstrap
+from slurmstack.plan import role_image_contract
+from slurmstack.render import AGENT_DIR, PACKAGE_DIR, agent_modules, role_files, roles
+from support.node import (
     PLAN,
     NoAws,
     Runner,
@@ -19,18 +29,6 @@ from node.support import (
     make_node,
     publish_config,
     tamper,
-)
-from slurmstack.contract import HEALTH_CHECK_PROGRAM, PYXIS_PLUGIN, ImageItem
-from slurmstack.node import bootstrap
-from slurmstack.plan import role_image_contract
-from slurmstack.render import (
-    AGENT_DIR,
-    AGENT_LIB_DIR,
-    AGENT_PATH,
-    PACKAGE_DIR,
-    agent_modules,
-    role_files,
-    roles,
 )
 
 
@@ -67,7 +65,7 @@ def test_bootstrap_installs_the_agent_from_the_store(aws, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    "path", [AGENT_PATH, f"{AGENT_DIR}/node/context.py", f"{AGENT_DIR}/contract.py"]
+    "path", [AGENT_PATH, f"{AGENT_DIR}/node/context.py", f"{AGENT_DIR}/contract/__init__.py"]
 )
 def test_bootstrap_refuses_a_tampered_agent(aws, tmp_path: Path, path: str) -> None:
     publish_config(aws, "train")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from node.support import identity, make_node, publish_config
 from slurmstack.contract import CLOUD_INIT_OUTPUT_PATH, SLURMD_LOG_PATH
 from slurmstack.node import cli, logs
 from slurmstack.node.context import AgentError
+from support.node import identity, make_node, publish_config
 
 PREFIX = "logs/train/arn:aws:ec2:us-east-1:123456789012:instance/i-0abc/"
 
@@ -19,7 +19,7 @@ def test_ship_logs_writes_what_exists_under_the_instance_prefix(aws, tmp_path: P
     publish_config(aws, "train")
     metadata = {"dynamic/instance-identity/document": identity("i-0abc")}
     node = make_node(tmp_path, aws, "train", imds=metadata.__getitem__)
-    from slurmstack.node import config_sync
+    from slurmstack.node.boot import config_sync
 
     config_sync.sync_config(node, poll=0)
     for path, text in ((CLOUD_INIT_OUTPUT_PATH, "booted\n"), (SLURMD_LOG_PATH, "x" * 100)):
@@ -50,7 +50,7 @@ def test_a_long_log_keeps_its_tail() -> None:
 def test_the_head_keeps_its_logs(aws, tmp_path: Path) -> None:
     publish_config(aws, "head")
     node = make_node(tmp_path, aws, "head")
-    from slurmstack.node import config_sync
+    from slurmstack.node.boot import config_sync
 
     config_sync.sync_config(node, poll=0)
     with pytest.raises(AgentError, match="head node keeps its logs"):

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from node.support import LINE_2205, NOW, PLAN, SHOW_CONFIG, Runner, make_node, record
-from slurmstack.node import cli, reaper, slurm_records
+from slurmstack.node import cli, slurm
 from slurmstack.node.context import AgentError, Context
+from slurmstack.node.controller import reap
 from slurmstack.render import role_files
+from support.node import LINE_2205, NOW, PLAN, SHOW_CONFIG, Runner, make_node, record
 
 
 class Scontrol(Runner):
@@ -25,7 +26,7 @@ class Scontrol(Runner):
     def __call__(self, cmd: list[str], check: bool = True):
 
         self.calls.append(cmd)
-        if cmd[:3] != list(slurm_records.SCONTROL):
+        if cmd[:3] != list(slurm.SCONTROL):
             return subprocess.CompletedProcess(cmd, 0, "", "")
         args = cmd[3:]
         if args == ["show", "config"]:
@@ -50,7 +51,7 @@ def head(tmp_path: Path, aws, lines: list[str], **kwargs) -> tuple[Context, Scon
     config.write_text(role_files(PLAN, "head")["/etc/slurmstack/node.json"])
     run = Scontrol(lines, **kwargs)
     node = make_node(tmp_path, aws, "head", run=run)
-    node.clock = lambda: slurm_records.slurm_time(NOW)
+    node.clock = lambda: slurm.slurm_time(NOW)
     return node, run
 
 
@@ -130,9 +131,9 @@ CLUSTER_NODES = {
 
 def test_reap_deletes_only_dead_dynamic_nodes_of_the_pools(aws, tmp_path: Path) -> None:
     node, run = head(tmp_path, aws, [line for line, _ in CLUSTER_NODES.values()])
-    result = reaper.reap(node, ec2=False)
+    result = reap.reap(node, ec2=False)
     expected = [
-        slurm_records.parse_node_line(line)["NodeName"] for line, go in CLUSTER_NODES.values() if go
+        slurm.parse_node_line(line)["NodeName"] for line, go in CLUSTER_NODES.values() if go
     ]
     assert run.deleted == expected == ["train-1811", "dev-1811", "train-1817"]
     assert result["deleted"] == expected and result["failed"] == {}
@@ -173,7 +174,7 @@ def test_reap_grace_period_counts_from_the_down_stamp(aws, tmp_path, grace, dele
         record("train-1812", "DOWN+DYNAMIC_NORM+NOT_RESPONDING", at="2024-09-01T12:15:01"),
     ]
     node, run = head(tmp_path, aws, lines)
-    assert reaper.reap(node, grace=grace, ec2=False)["deleted"] == deleted
+    assert reap.reap(node, grace=grace, ec2=False)["deleted"] == deleted
     assert run.deleted == deleted
 
 
@@ -187,7 +188,7 @@ def test_reap_allocated_or_operator_drained_nodes_stay_even_with_no_grace(aws, t
         record("train-6", "IDLE+DRAIN+DYNAMIC_NORM+NOT_RESPONDING", reason="maint", by="root"),
     ]
     node, run = head(tmp_path, aws, keep)
-    result = reaper.reap(node, grace=0, ec2=False)
+    result = reap.reap(node, grace=0, ec2=False)
     assert result["deleted"] == [] and run.deleted == []
     assert result["kept"]["train-2"] == "resources still allocated"
     assert "alice" in result["kept"]["train-4"]
@@ -215,13 +216,13 @@ def test_reap_keeps_an_operator_drain_slurm_23_02_restamped(aws, tmp_path) -> No
             reason="maint : Kill task failed : Not responding",
         ),
     ]
-    fields = slurm_records.parse_node_line(lines[0])
+    fields = slurm.parse_node_line(lines[0])
     assert (fields["Reason"], fields["ReasonUser"]) == (
         "ECC errors on GPU 3 : Not responding",
         "slurm",
     )
     node, run = head(tmp_path, aws, lines)
-    result = reaper.reap(node, grace=0, ec2=False)
+    result = reap.reap(node, grace=0, ec2=False)
     assert result["deleted"] == run.deleted == ["train-2"]
     assert "'ECC errors on GPU 3'" in result["kept"]["train-1"]
     assert "left for the operator" in result["kept"]["train-1"]
@@ -233,13 +234,13 @@ def test_reap_slurm_user_by_uid(aws, tmp_path: Path) -> None:
     node, _run = head(
         tmp_path, aws, [record("train-1", "DOWN+DYNAMIC_NORM+NOT_RESPONDING", by="64030")]
     )
-    assert reaper.slurm_users(node) == {"slurm", "64030"}
-    assert reaper.reap(node, ec2=False)["deleted"] == ["train-1"]
+    assert slurm.slurm_users(node) == {"slurm", "64030"}
+    assert reap.reap(node, ec2=False)["deleted"] == ["train-1"]
 
 
 def test_reap_dry_run_deletes_nothing(aws, tmp_path: Path) -> None:
     node, run = head(tmp_path, aws, [record("train-1", "DOWN+DYNAMIC_NORM+NOT_RESPONDING")])
-    result = reaper.reap(node, ec2=False, dry_run=True)
+    result = reap.reap(node, ec2=False, dry_run=True)
     assert result["would_delete"] == ["train-1"] and result["deleted"] == []
     assert run.deleted == []
 
@@ -313,7 +314,7 @@ def test_reap_keeps_nodes_a_live_instance_still_answers_for(aws, tmp_path: Path)
         dead("train-9999", "train-9999"),  # NodeAddr a host name: matched by name only
     ]
     node, run = head(tmp_path, aws, lines)
-    result = reaper.reap(node)
+    result = reap.reap(node)
     assert result["deleted"] == run.deleted == ["train-1812", "train-1813", "train-9999"]
     assert "instance" in result["kept"]["train-1811"]
     assert "instance" in result["kept"]["dev-2049"]
@@ -328,5 +329,5 @@ def test_reap_deletes_nothing_when_ec2_cannot_be_asked(aws, tmp_path: Path) -> N
 
     node.session = Broken()
     with pytest.raises(AgentError, match="cannot list the cluster's instances"):
-        reaper.reap(node)
+        reap.reap(node)
     assert run.deleted == []

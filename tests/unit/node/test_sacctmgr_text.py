@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from slurmstack.node.sacctmgr_text import (
+from slurmstack.node.accounting.sacctmgr import (
     Observed,
     parse_associations,
     parse_pairs,

@@ -48,15 +48,28 @@ def test_agent_is_self_contained() -> None:
 
 
 def test_agent_modules_stay_small() -> None:
-    for module in agent_modules():
-        if module.parent.name == "node":
-            assert len(module.read_text().splitlines()) <= 300, module.name
+    """Every module the nodes receive (the contract's, the hallway's and every room's), and the
+    first-boot script, is at most 300 lines: one job each."""
+    for module in [*agent_modules(), Path(bootstrap.__file__)]:
+        assert len(module.read_text().splitlines()) <= 300, module.relative_to(PACKAGE_DIR)
+
+
+def test_the_agent_is_a_hallway_and_six_rooms() -> None:
+    """node/ holds the modules every room shares and the rooms; a new module goes in a room."""
+    node = PACKAGE_DIR / "node"
+    hallway = {p.stem for p in node.glob("*.py")} - {"__init__"}
+    assert hallway == {
+        "bootstrap", "cli", "commands", "context", "ec2", "logs", "slurm", "subcommand", "system",
+    }  # fmt: skip
+    rooms = {p.name for p in node.iterdir() if (p / "__init__.py").exists()}
+    assert rooms == {"boot", "health", "controller", "power", "accounting", "workload"}
 
 
 def _tree_on_disk(package: Path) -> set[str]:
     """Every module the agent's tree holds, found independently of render: the package's
-    __init__, the contract, every .py below node/ (subpackages too) but the bootstrap."""
-    found = {"__init__.py", "contract.py"}
+    __init__, the contract's modules, every .py below node/ (subpackages too) but the bootstrap."""
+    found = {"__init__.py"}
+    found |= {f"contract/{p.name}" for p in (package / "contract").glob("*.py")}
     found |= {
         p.relative_to(package).as_posix()
         for p in (package / "node").rglob("*.py")
@@ -67,8 +80,8 @@ def _tree_on_disk(package: Path) -> set[str]:
 
 def test_every_module_of_the_agent_reaches_every_node() -> None:
     """The config store's manifest lists each module for every role: what a node installs."""
-    from helpers_examples import example_plan
     from slurmstack.render import AGENT_DIR, config_store
+    from support.examples import example_plan
 
     expected = {f"{AGENT_DIR}/{m}" for m in _tree_on_disk(PACKAGE_DIR)}
     manifest = config_store(example_plan("p5-training")).manifest
@@ -85,7 +98,7 @@ def test_a_subpackage_of_the_agent_ships_too(tmp_path: Path, monkeypatch) -> Non
     package = tmp_path / "slurmstack"
     shutil.copytree(PACKAGE_DIR / "node", package / "node")
     shutil.copy(PACKAGE_DIR / "__init__.py", package)
-    shutil.copy(PACKAGE_DIR / "contract.py", package)
+    shutil.copytree(PACKAGE_DIR / "contract", package / "contract")
     (package / "node" / "later").mkdir()
     (package / "node" / "later" / "__init__.py").write_text('"""a later concern"""\n')
     (package / "node" / "later" / "decide.py").write_text("RULES = ()\n")

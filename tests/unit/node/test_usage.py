@@ -15,11 +15,12 @@ from slurmstack.contract import (
     AccountingDatabase,
     DatabaseType,
     PoolPrice,
-    accounting_config_json,
+    dump_document,
 )
-from slurmstack.node import cli, usage
+from slurmstack.node import cli
+from slurmstack.node.accounting import usage
+from slurmstack.node.accounting.usage import parse_sacct, parse_when, render_table, summarize
 from slurmstack.node.context import Context
-from slurmstack.node.usage import parse_sacct, parse_when, render_table, summarize
 
 # sacct -a -X -n -P --format=JobIDRaw,User,Account,Partition,Start,End,State,AllocTRES with
 # SLURM_TIME_FORMAT=standard, as Slurm 22.05 prints it (a pending job has Start=Unknown, a
@@ -110,7 +111,7 @@ def test_the_command_asks_sacct_for_the_period_and_prints_the_table(
     )
     path = tmp_path / ACCOUNTING_CONFIG_PATH.lstrip("/")
     path.parent.mkdir(parents=True)
-    path.write_text(accounting_config_json(config))
+    path.write_text(dump_document(config))
     asked: list[list[str]] = []
 
     def sacct(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:

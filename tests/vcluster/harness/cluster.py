@@ -31,7 +31,7 @@ import yaml
 
 from slurmstack.contract import HEAD_ROLE, POOL_TAG, node_name, node_name_prefix
 from slurmstack.node.health.periodic import TARGET_LIFECYCLE_STATE
-from slurmstack.node.slurm_records import parse_node_line
+from slurmstack.node.slurm import parse_node_line
 from slurmstack.offline import OfflineRun, run_definition
 from slurmstack.plan import ClusterPlan, build_plan
 from slurmstack.validate import validate_object

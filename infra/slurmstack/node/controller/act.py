@@ -11,7 +11,7 @@ from typing import Any
 
 from ...contract import CONTROLLER_LOG_PATH, DRAIN_HOOK_NAME
 from ..context import Context, log
-from .decide import SUSPENDED_PROCESS, Action, Kind
+from .actions import SUSPENDED_PROCESS, Action, Kind
 
 SCONTROL_SECONDS = 30
 

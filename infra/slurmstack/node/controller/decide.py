@@ -24,140 +24,33 @@ Everything else is left for an operator.
 
 from __future__ import annotations
 
-import enum
-import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ...contract import (
-    OPERATOR_ACTION,
-    OPERATOR_CAUSE_PREFIX,
     REAPER_GRACE_SECONDS,
-    SLURM_CAUSE_PREFIX,
+    SLURM_REASON_SEPARATOR,
     Check,
     PoolRef,
-    Remedy,
     RepairPolicy,
-    cause_of,
     is_node_name_of,
     parse_reason,
     reason,
 )
-from ..reaper import REASON_SEPARATOR, SLURM_REASONS, reap_verdict
+from ..slurm import NodeRecord
+from .actions import MAX_ACTIONS, SUSPENDED_PROCESS, Action, Decision, Kind, Pass, iso
 from .observe import CAPACITY_BLOCK, TERMINATING_WAIT, Instance, Member, Observed
+from .reap import reap_verdict
+from .repair import cause_of_node, original, repair_pass
 from .state import ControllerState, Waiting
 
-# Flags of a node the power-saving programs (ResumeProgram/SuspendProgram) look after.
-POWER_SAVING = frozenset(
-    {"POWERED_DOWN", "POWERING_UP", "POWERING_DOWN", "POWER_DOWN", "POWER_UP", "FUTURE", "CLOUD"}
-)
-OUT_OF_SERVICE = frozenset({"DRAIN", "DOWN", "FAIL"})
-REBOOTING = frozenset({"REBOOT_REQUESTED", "REBOOT_ISSUED"})
-BUSY = frozenset({"ALLOCATED", "MIXED", "COMPLETING"})
-# What the controller appends to a reason it acts on: a later pass sees the action under way.
-REPLACING = "; replacing "
-HELD = "; held: "
-REBOOTING_NOTE = "; rebooting"
 # EC2 starts terminating a Capacity Block's instances 30 minutes before its end (EC2 User
 # Guide, "Monitor Capacity Blocks using EventBridge": forty minutes before the end, instances
 # "will begin to terminate in 10 minutes").
 CAPACITY_BLOCK_TERMINATION_LEAD = 30 * 60
-SUSPENDED_PROCESS = "ReplaceUnhealthy"
-# At most this many changes per pass; the rest waits for the next one.
-MAX_ACTIONS = 200
-
-
-class Kind(enum.StrEnum):
-    DRAIN = "drain"
-    DOWN = "down"
-    REBOOT = "reboot"
-    REPLACE = "replace"
-    HOLD = "hold"  # the reason says the breaker holds the node's replacement
-    REAP = "reap"
-    HEARTBEAT = "heartbeat"
-    COMPLETE = "complete"
-    SUSPEND = "suspend"  # the pool's group stops replacing Unhealthy instances (breaker)
-
-
-@dataclass(frozen=True)
-class Action:
-    kind: Kind
-    node: str = ""
-    reason: str = ""
-    instance: str = ""
-    group: str = ""
-    pool: str = ""
-    why: str = ""
-
-
-@dataclass(frozen=True)
-class Decision:
-    actions: tuple[Action, ...]
-    state: ControllerState
-    notes: tuple[str, ...]
-
-
-def iso(epoch: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
-
-
-def flags(node: dict[str, str]) -> set[str]:
-    return set(node.get("State", "").split("+"))
-
-
-def base_state(node: dict[str, str]) -> str:
-    return node.get("State", "").split("+")[0]
-
-
-def busy(node: dict[str, str]) -> bool:
-    return bool(BUSY & flags(node)) or node.get("CPUAlloc", "0") not in ("", "0")
-
-
-def original(text: str) -> str:
-    """A reason without what the controller appended to it."""
-    for marker in (REPLACING, HELD, REBOOTING_NOTE):
-        text = text.split(marker, 1)[0]
-    return text.strip()
-
-
-def cause_of_node(node: dict[str, str], users: frozenset[str]) -> str | None:
-    """The repair table's key for a node's reason: an operator's request, a slurmstack check,
-    or Slurm's own reason (stamped by SlurmUser); None for any other text."""
-    text = node.get("Reason", "")
-    asked = OPERATOR_ACTION.search(text)
-    if asked:
-        return f"{OPERATOR_CAUSE_PREFIX}{asked[1]}"
-    for part in text.split(REASON_SEPARATOR):  # Slurm >= 23.02 appends its own reasons
-        parsed = parse_reason(original(part))
-        if parsed is not None:
-            return cause_of(*parsed)
-    if node.get("ReasonUser") in users:
-        for part in text.split(REASON_SEPARATOR):
-            if part.strip() in SLURM_REASONS:
-                return f"{SLURM_CAUSE_PREFIX}{part.strip()}"
-    return None
 
 
 def pool_of(name: str, pools: tuple[PoolRef, ...]) -> PoolRef | None:
     return next((p for p in pools if is_node_name_of(name, p.node_name_prefix)), None)
-
-
-@dataclass
-class Pass:
-    """One decision pass: the actions so far and the memory as it changes."""
-
-    observed: Observed
-    pools: tuple[PoolRef, ...]
-    policy: RepairPolicy
-    state: ControllerState
-    actions: list[Action]
-    notes: list[str]
-
-    @property
-    def now(self) -> float:
-        return self.observed.now
-
-    def add(self, action: Action) -> None:
-        self.actions.append(action)
 
 
 def decide(
@@ -177,10 +70,10 @@ def decide(
                 run.add(Action(Kind.SUSPEND, group=pool.group, pool=pool.name, why=why))
     handled: set[str] = set()
     for node in observed.nodes:
-        owner = pool_of(node["NodeName"], pools)
-        if owner is None or POWER_SAVING & flags(node):
+        owner = pool_of(node.name, pools)
+        if owner is None or node.power_saving:
             continue
-        instance = observed.instance_at(node.get("NodeAddr", "")) if observed.aws else None
+        instance = observed.instance_at(node.address) if observed.aws else None
         member = observed.member(instance.instance_id) if instance else None
         if instance is not None:
             handled.add(instance.instance_id)
@@ -199,19 +92,19 @@ def decide(
 
 def node_pass(
     run: Pass,
-    node: dict[str, str],
+    node: NodeRecord,
     pool: PoolRef,
     instance: Instance | None,
     member: Member | None,
 ) -> None:
-    name, observed = node["NodeName"], run.observed
+    name, observed = node.name, run.observed
     if observed.aws and instance is None:
         gone_pass(run, node, pool)
         return
     if member is not None and member.lifecycle_state == TERMINATING_WAIT:
         terminating_pass(run, node, pool, member)
         return
-    out = bool(OUT_OF_SERVICE & flags(node))
+    out = node.out_of_service
     end = observed.reservation_ends.get(pool.reservation_id)
     if pool.capacity_type == CAPACITY_BLOCK and end is not None and not out:
         terminate_from = end - CAPACITY_BLOCK_TERMINATION_LEAD
@@ -222,55 +115,55 @@ def node_pass(
             )
             run.add(Action(Kind.DRAIN, name, reason(Check.CAPACITY_BLOCK_END, detail)))
             return
-    if out and not REBOOTING & flags(node):
+    if out and not node.rebooting:
         repair_pass(run, node, pool, instance, member)
 
 
-def gone_pass(run: Pass, node: dict[str, str], pool: PoolRef) -> None:
+def gone_pass(run: Pass, node: NodeRecord, pool: PoolRef) -> None:
     """No live instance at the node's address: DOWN now, reaped after the grace period."""
-    name, observed = node["NodeName"], run.observed
+    name, observed = node.name, run.observed
     verdict = reap_verdict(
         node, run.pools, set(observed.slurm_users), run.now, float(REAPER_GRACE_SECONDS)
     )
     if verdict is None:
         run.add(Action(Kind.REAP, name, why="no live instance at its address; DOWN long enough"))
         return
-    old = node.get("Reason", "")
+    old = node.reason
     parsed = parse_reason(original(old))
     if parsed is not None and parsed[0] == Check.INSTANCE_GONE:
         return
-    detail = f"no live instance of the cluster at {node.get('NodeAddr', '?')}"
-    if base_state(node) != "DOWN":
+    detail = f"no live instance of the cluster at {node.address or '?'}"
+    if node.base != "DOWN":
         ours = (
             not old or parsed is not None or cause_of_node(node, observed.slurm_users) is not None
         )
         text = reason(Check.INSTANCE_GONE, detail + (f" (was: {old})" if old else ""))
         # An operator's reason stays first (and keeps the record for the operator).
-        run.add(Action(Kind.DOWN, name, text if ours else f"{old}{REASON_SEPARATOR}{text}"))
+        run.add(Action(Kind.DOWN, name, text if ours else f"{old}{SLURM_REASON_SEPARATOR}{text}"))
     elif parsed is not None:  # DOWN for one of the controller's reasons: now it is gone
         run.add(Action(Kind.DOWN, name, reason(Check.INSTANCE_GONE, f"{detail} (was: {old})")))
 
 
-def terminating_pass(run: Pass, node: dict[str, str] | None, pool: PoolRef, member: Member) -> None:
+def terminating_pass(run: Pass, node: NodeRecord | None, pool: PoolRef, member: Member) -> None:
     """The group is terminating the instance and its lifecycle hook holds it for us."""
     iid, policy = member.instance_id, run.policy
     waiting = run.state.terminating.get(iid) or Waiting(run.now)
-    working = node is not None and busy(node) and base_state(node) != "DOWN"
+    working = node is not None and node.busy and node.base != "DOWN"
     if not working and waiting.idle_since is None:
         waiting = replace(waiting, idle_since=run.now)
     run.state = replace(run.state, terminating={**run.state.terminating, iid: waiting})
     ids = {"instance": iid, "group": member.group, "pool": pool.name}
-    if node is not None and not OUT_OF_SERVICE & flags(node):
+    if node is not None and not node.out_of_service:
         detail = (
             f"{member.group} is terminating {iid}: draining; its jobs get up to "
             f"{policy.scale_in_wait_minutes} min"
         )
-        run.add(Action(Kind.DRAIN, node["NodeName"], reason(Check.SCALE_IN, detail), **ids))
+        run.add(Action(Kind.DRAIN, node.name, reason(Check.SCALE_IN, detail), **ids))
     waited = run.now - waiting.since
     if working and waited < policy.scale_in_wait_minutes * 60:
         run.add(Action(Kind.HEARTBEAT, why="its node still runs jobs", **ids))
         return
-    unreachable = node is None or "NOT_RESPONDING" in flags(node)
+    unreachable = node is None or "NOT_RESPONDING" in node.states
     logs_in = iid in run.observed.logs_shipped or unreachable
     idle_for = run.now - (waiting.idle_since if waiting.idle_since is not None else run.now)
     if not working and not logs_in and idle_for < policy.logs_wait_minutes * 60:
@@ -278,88 +171,4 @@ def terminating_pass(run: Pass, node: dict[str, str] | None, pool: PoolRef, memb
         return
     why = "its node has no job" if not working else f"jobs still ran after {waited / 60:.0f} min"
     why += "; logs in the bucket" if iid in run.observed.logs_shipped else "; no logs"
-    run.add(Action(Kind.COMPLETE, node=node["NodeName"] if node else "", why=why, **ids))
-
-
-def repair_pass(
-    run: Pass,
-    node: dict[str, str],
-    pool: PoolRef,
-    instance: Instance | None,
-    member: Member | None,
-) -> None:
-    """An out-of-service node: its reason's cause, looked up in the policy."""
-    name, text = node["NodeName"], node.get("Reason", "")
-    if REPLACING in text or (member is not None and member.health_status != "Healthy"):
-        return  # a replacement is under way
-    cause = cause_of_node(node, run.observed.slurm_users)
-    remedy = run.policy.remedy(cause) if cause is not None else None
-    if remedy is None or remedy is Remedy.LEAVE:
-        return
-    why = f"{cause}: {remedy.value}"
-    last = run.state.reboots.get(name)
-    if remedy is Remedy.REBOOT and last is not None:
-        remedy = Remedy.REPLACE
-        why = f"{cause}: back within {run.policy.reboot_window_minutes} min of the reboot at {iso(last[0])}"
-    if remedy is Remedy.REBOOT:
-        run.add(Action(Kind.REBOOT, name, original(text) + REBOOTING_NOTE, why=why, pool=pool.name))
-        run.state = replace(run.state, reboots={**run.state.reboots, name: (run.now, cause or "")})
-        return
-    if instance is None or member is None:
-        run.notes.append(f"{name}: {why}, but its instance is in no group of the cluster: left")
-        return
-    if (
-        cause is not None
-        and cause.startswith(OPERATOR_CAUSE_PREFIX)
-        and busy(node)
-        and base_state(node) != "DOWN"
-    ):
-        return  # an operator's replacement waits for the node's jobs
-    replace_pass(run, node, pool, instance, member, why)
-
-
-def replace_pass(
-    run: Pass,
-    node: dict[str, str],
-    pool: PoolRef,
-    instance: Instance,
-    member: Member,
-    why: str,
-) -> None:
-    name, text, policy = node["NodeName"], node.get("Reason", ""), run.policy
-    trip = run.state.breakers.get(pool.name)
-    if trip is None and run.state.recent(pool.name, run.now, policy) >= policy.breaker_replacements:
-        detail = (
-            f"{policy.breaker_replacements} replacements in {policy.breaker_window_minutes} min"
-        )
-        run.state = run.state.trip(pool.name, run.now, detail)
-        trip = run.state.breakers[pool.name]
-        run.notes.append(f"pool {pool.name}: breaker tripped ({detail})")
-        run.add(
-            Action(
-                Kind.SUSPEND,
-                group=member.group,
-                pool=pool.name,
-                why=f"breaker tripped: {detail}; `slurmstack-node breaker reset {pool.name}`",
-            )
-        )
-    if trip is not None:
-        if HELD not in text:
-            held = (
-                f"{original(text)}{HELD}pool {pool.name}'s breaker is open since "
-                f"{iso(trip.since)} ({trip.why}): `slurmstack-node breaker reset {pool.name}`"
-            )
-            run.add(Action(Kind.HOLD, name, held, pool=pool.name, why=why))
-        return
-    run.state = run.state.count(pool.name, instance.instance_id, run.now)
-    run.add(
-        Action(
-            Kind.REPLACE,
-            name,
-            f"{original(text)}{REPLACING}{instance.instance_id}",
-            instance=instance.instance_id,
-            group=member.group,
-            pool=pool.name,
-            why=why,
-        )
-    )
+    run.add(Action(Kind.COMPLETE, node=node.name if node else "", why=why, **ids))

@@ -19,7 +19,8 @@ from ...contract import (
     log_prefix,
 )
 from ..context import Context, log
-from ..reaper import LIVE_INSTANCE_STATES, slurm_nodes, slurm_users
+from ..ec2 import LIVE_INSTANCE_STATES
+from ..slurm import NodeRecord, slurm_nodes, slurm_users
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2.type_defs import FilterTypeDef
@@ -52,7 +53,7 @@ class Member:
 @dataclass(frozen=True)
 class Observed:
     now: float
-    nodes: tuple[dict[str, str], ...]
+    nodes: tuple[NodeRecord, ...]
     slurm_users: frozenset[str]
     # Whether the cluster's instances and groups were read: nothing that needs them is decided
     # on a pass where AWS did not answer.

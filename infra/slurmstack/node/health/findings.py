@@ -27,8 +27,6 @@ ORDER = (
     Check.FILE_SYSTEM,
     Check.DISK_FULL,
 )
-# At most this much detail: a reason is a line an operator reads in sinfo -R.
-DETAIL_CHARACTERS = 200
 
 
 @dataclass(frozen=True)
@@ -38,7 +36,7 @@ class Finding:
 
     @property
     def reason(self) -> str:
-        return reason(self.check, self.detail[:DETAIL_CHARACTERS])
+        return reason(self.check, self.detail)
 
 
 def most_telling(findings: list[Finding]) -> Finding:

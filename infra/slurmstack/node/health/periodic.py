@@ -23,7 +23,7 @@ import os
 from ...contract import HEALTH_DIR, Check, parse_reason
 from ..context import Context, log, metadata, write_atomic
 from ..logs import ship_logs
-from ..slurm_records import parse_node_line
+from ..slurm import NodeRecord
 from .devices import device_findings
 from .findings import Finding, most_telling, record
 from .kernel_log import Cursor, new_findings, save_cursor
@@ -33,10 +33,6 @@ from .volumes import disk_findings, file_system_findings
 FILE_SYSTEM_SECONDS = 5
 # A node drained for one of these is resumed when the check passes again.
 PASSING = frozenset({Check.FILE_SYSTEM, Check.DISK_FULL})
-# States in which a node is already out of service (`scontrol show node` flags and bases).
-OUT_OF_SERVICE = frozenset(
-    {"DRAIN", "DRAINING", "DRAINED", "DOWN", "FAIL", "REBOOT_REQUESTED", "REBOOT_ISSUED"}
-)
 # The metadata service: EC2's spot notice, the Auto Scaling lifecycle state.
 SPOT_NOTICE = "spot/instance-action"
 TARGET_LIFECYCLE_STATE = "autoscaling/target-lifecycle-state"
@@ -72,15 +68,11 @@ def node_name(ctx: Context) -> str:
     return os.environ.get("SLURMD_NODENAME") or ctx.node_env().node_name
 
 
-def node_record(ctx: Context, name: str) -> dict[str, str] | None:
+def node_record(ctx: Context, name: str) -> NodeRecord | None:
     result = ctx.sh("scontrol", "--oneliner", "show", "node", name, check=False)
     if result.returncode != 0 or not result.stdout.startswith("NodeName="):
         return None
-    return parse_node_line(result.stdout.splitlines()[0])
-
-
-def out_of_service(record: dict[str, str]) -> bool:
-    return bool(OUT_OF_SERVICE & set(record.get("State", "").split("+")))
+    return NodeRecord.parse(result.stdout.splitlines()[0])
 
 
 def findings(ctx: Context) -> tuple[list[Finding], Cursor]:
@@ -109,7 +101,8 @@ def health_check(ctx: Context) -> int:
             resume_if_passed(ctx, name, current)
         return 0
     record(ctx, found, "health-check")
-    if current is not None and out_of_service(current):
+    # Already out of service (drained, down, failed) or rebooting: nothing to add.
+    if current is not None and (current.out_of_service or current.rebooting):
         save_cursor(ctx, cursor)
         return 1
     chosen = most_telling(found)
@@ -130,10 +123,10 @@ def health_check(ctx: Context) -> int:
     return 1
 
 
-def resume_if_passed(ctx: Context, name: str, current: dict[str, str]) -> None:
+def resume_if_passed(ctx: Context, name: str, current: NodeRecord) -> None:
     """A node this check drained for a condition that passes again returns to service."""
-    parsed = parse_reason(current.get("Reason", ""))
-    if parsed is None or parsed[0] not in PASSING or "DRAIN" not in current.get("State", ""):
+    parsed = parse_reason(current.reason)
+    if parsed is None or parsed[0] not in PASSING or "DRAIN" not in current.state:
         return
     ctx.sh("scontrol", "update", f"nodename={name}", "state=resume", check=False)
     log(f"resumed {name}: {parsed[0]} passes again")

@@ -16,3 +16,7 @@ other controller leave CLOUD nodes alone (the reaper touches only DYNAMIC_NORM r
 check may drain a running elastic node like any other, and Slurm then powers it down when idle,
 which terminates its instance; the sweep returns it to service with a fresh one.
 """
+
+from .commands import COMMANDS
+
+__all__ = ["COMMANDS"]

@@ -68,7 +68,7 @@ def fleet_request(pool: ElasticPool, subnet_id: str, count: int, token: str) -> 
         # The instances get the pool's tags (ELASTIC_TAG among them) at launch, and so does
         # the fleet request: the head's role may launch nothing that is not the cluster's.
         "TagSpecifications": [
-            {"ResourceType": kind, "Tags": [{"Key": k, "Value": v} for k, v in pool.tags]}
+            {"ResourceType": kind, "Tags": [{"Key": k, "Value": v} for k, v in pool.tags.items()]}
             for kind in ("instance", "fleet")
         ],
     }

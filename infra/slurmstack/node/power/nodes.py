@@ -10,26 +10,14 @@ from typing import TYPE_CHECKING
 
 from ...contract import CLUSTER_TAG, ELASTIC_TAG, NODE_NAME_TAG, ElasticPool, elastic_index
 from ..context import Context, log
-from ..reaper import LIVE_INSTANCE_STATES, slurm_nodes
-from ..slurm_records import SCONTROL
+from ..ec2 import LIVE_INSTANCE_STATES
+from ..slurm import SCONTROL, NodeRecord, slurm_nodes
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2.type_defs import FilterTypeDef
 
-# The form of every reason these programs set (the one documented form of the cluster's
-# reasons, `slurmstack:<check>: <detail>`), and the check name of a launch that failed.
-LAUNCH_CHECK = "launch"
-LAUNCH_REASON_PREFIX = f"slurmstack:{LAUNCH_CHECK}: "
-# Slurm keeps a reason as given; long AWS messages are cut to keep `sinfo -R` readable.
-REASON_MAX = 240
 # EC2 takes at most this many values in one filter (DescribeInstances).
 FILTER_VALUES_MAX = 200
-
-
-def launch_reason(detail: str) -> str:
-    text = " ".join(detail.split())
-    reason = LAUNCH_REASON_PREFIX + text
-    return reason if len(reason) <= REASON_MAX else reason[: REASON_MAX - 3] + "..."
 
 
 def expand(ctx: Context, hostlist: str) -> list[str]:
@@ -67,21 +55,9 @@ def _natural(name: str) -> tuple[str, int]:
     return head, int(tail) if tail else -1
 
 
-def records(ctx: Context, pools: tuple[ElasticPool, ...]) -> dict[str, dict[str, str]]:
+def records(ctx: Context, pools: tuple[ElasticPool, ...]) -> dict[str, NodeRecord]:
     """Slurm's record of every elastic node, by name."""
-    return {n["NodeName"]: n for n in slurm_nodes(ctx) if pool_of(n.get("NodeName", ""), pools)}
-
-
-def state_flags(record: dict[str, str]) -> tuple[str, set[str]]:
-    """(base state, flags) of a record: "DOWN+CLOUD+POWERED_DOWN" -> ("DOWN", {...})."""
-    base, *flags = record.get("State", "").split("+")
-    return base, set(flags)
-
-
-def powered_down(record: dict[str, str]) -> bool:
-    """Powered down and staying so (no power up or down under way)."""
-    _, flags = state_flags(record)
-    return "POWERED_DOWN" in flags and not flags & {"POWERING_UP", "POWERING_DOWN"}
+    return {n.name: n for n in slurm_nodes(ctx) if pool_of(n.name, pools)}
 
 
 # --- updates --------------------------------------------------------------------------------

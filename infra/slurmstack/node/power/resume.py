@@ -7,7 +7,7 @@ import time
 import uuid
 from typing import Any
 
-from ...contract import NODE_NAME_TAG, DeployParameter, ElasticPool
+from ...contract import NODE_NAME_TAG, Check, DeployParameter, ElasticPool, reason
 from ..context import AgentError, Context, log
 from . import launch, nodes
 from .retry import RetryState
@@ -37,9 +37,9 @@ def resume(ctx: Context, hostlist: str) -> dict[str, Any]:
         if waiting is not None:
             # The pool's last launch failed and its retry is not due: EC2 is not asked again.
             due = time.strftime("%H:%M:%S UTC", time.gmtime(waiting.retry_at))
-            reason = f"{waiting.error} (next launch after {due})"
-            nodes.take_down(ctx, wanted, reason)
-            result["down"].update(dict.fromkeys(wanted, reason))
+            why = f"{waiting.error} (next launch after {due})"
+            nodes.take_down(ctx, wanted, why)
+            result["down"].update(dict.fromkeys(wanted, why))
             continue
         if subnet is None:
             subnet = ctx.get_parameter(DeployParameter.COMPUTE_SUBNET_ID)
@@ -50,10 +50,10 @@ def resume(ctx: Context, hostlist: str) -> dict[str, Any]:
         launched, failed, error = launch_pool(ctx, pool, wanted, subnet)
         result["launched"].update(launched)
         if failed:
-            reason = nodes.launch_reason(error)
-            nodes.take_down(ctx, failed, reason)
-            result["down"].update(dict.fromkeys(failed, reason))
-            entry = state.failed(pool_name, reason, now, config.launch_retry)
+            why = reason(Check.LAUNCH, error)
+            nodes.take_down(ctx, failed, why)
+            result["down"].update(dict.fromkeys(failed, why))
+            entry = state.failed(pool_name, why, now, config.launch_retry)
             log(
                 f"pool {pool_name}: launch failure {entry.failures} in a row, next try in "
                 f"{int(entry.retry_at - now)} s"

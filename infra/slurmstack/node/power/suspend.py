@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...contract import Check, reason
 from ..context import Context, log
 from . import nodes
 from .retry import RetryState
@@ -40,12 +41,12 @@ def resume_fail(ctx: Context, hostlist: str) -> dict[str, Any]:
     state = RetryState.load(ctx)
     now = float(ctx.clock())
     for pool_name, group in grouped.items():
-        reason = ""
+        why = ""
         for name in group:
             instance = by_node.get(name, "its instance")
-            reason = nodes.launch_reason(f"{instance} did not register within ResumeTimeout")
+            why = reason(Check.LAUNCH, f"{instance} did not register within ResumeTimeout")
             # Slurm has powered them down already: only the reason changes.
-            nodes.take_down(ctx, [name], reason, power_down=False)
-        state.failed(pool_name, reason, now, config.launch_retry)
+            nodes.take_down(ctx, [name], why, power_down=False)
+        state.failed(pool_name, why, now, config.launch_retry)
     state.save(ctx)
     return {"terminated": by_node}

@@ -12,10 +12,12 @@ reached"): at once. An operator's reason keeps the node out.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 from typing import Any
 
+from ...contract import Check, is_our_reason, parse_reason
 from ..context import Context, log
-from ..reaper import REASON_SEPARATOR, SLURM_REASONS
+from ..slurm import SLURM_REASONS, NodeRecord
 from . import nodes
 from .retry import RetryState
 
@@ -27,19 +29,18 @@ POWER_REASONS = frozenset({"ResumeTimeout reached", "Node unexpectedly rebooted"
 ORPHAN_GRACE_SECONDS = 600
 
 
-def sweep_verdict(record: dict[str, str], retry_due: bool) -> str | None:
+def sweep_verdict(record: NodeRecord, retry_due: bool) -> str | None:
     """None when the node goes back to service, else why it stays as it is."""
-    if not nodes.powered_down(record):
+    if not record.powered_down:
         return "not powered down"
-    base, flags = nodes.state_flags(record)
-    if base != "DOWN" and "DRAIN" not in flags:
+    if record.base != "DOWN" and "DRAIN" not in record.flags:
         return "available"
-    parts = [p.strip() for p in record.get("Reason", "").split(REASON_SEPARATOR) if p.strip()]
+    parts = record.reasons
     if not parts:
         return "no reason"
-    if any(p.startswith(nodes.LAUNCH_REASON_PREFIX) for p in parts):
+    if any((parse_reason(p) or ("", ""))[0] == Check.LAUNCH for p in parts):
         return None if retry_due else "its pool's launch retry is not due"
-    if all(p.startswith("slurmstack:") or p in SLURM_REASONS | POWER_REASONS for p in parts):
+    if all(is_our_reason(p) or p in SLURM_REASONS | POWER_REASONS for p in parts):
         return None
     return "an operator's reason: left for the operator"
 
@@ -60,7 +61,7 @@ def sweep(ctx: Context, dry_run: bool = False) -> dict[str, Any]:
             back.append(name)
         elif verdict not in ("not powered down", "available"):
             kept[name] = verdict
-    stray = _stray_instances(ctx, config.cluster, found, now)
+    stray = stray_instances(nodes.instances(ctx, config.cluster), found, now)
     result: dict[str, Any] = {
         "returned": back,
         "kept": kept,
@@ -77,12 +78,13 @@ def sweep(ctx: Context, dry_run: bool = False) -> dict[str, Any]:
     return result
 
 
-def _stray_instances(
-    ctx: Context, cluster: str, found: dict[str, dict[str, str]], now: float
+def stray_instances(
+    launched: Iterable[nodes.Instance], found: dict[str, NodeRecord], now: float
 ) -> dict[str, str]:
-    """Instances launched for elastic nodes that no node owns: instance id -> why."""
+    """Of the instances the power programs launched, those no elastic node owns: instance id ->
+    why (a pure function of the instances, the nodes' records and the time)."""
     stray = {}
-    for instance in nodes.instances(ctx, cluster):
+    for instance in launched:
         age = now - instance.launched.astimezone(datetime.UTC).timestamp()
         record = found.get(instance.node or "")
         if instance.node is None:
@@ -90,10 +92,13 @@ def _stray_instances(
                 stray[instance.instance_id] = "launched but never named (its resume died)"
         elif record is None:
             stray[instance.instance_id] = f"{instance.node} is no elastic node of the cluster"
-        elif nodes.powered_down(record) and age > ORPHAN_GRACE_SECONDS:
+        elif record.powered_down and age > ORPHAN_GRACE_SECONDS:
             stray[instance.instance_id] = f"{instance.node} is powered down"
-        elif record.get("NodeAddr") not in (instance.address, None) and age > ORPHAN_GRACE_SECONDS:
+        elif (record.address or None) not in (
+            instance.address,
+            None,
+        ) and age > ORPHAN_GRACE_SECONDS:
             stray[instance.instance_id] = (
-                f"{instance.node} runs at {record.get('NodeAddr')}, not at {instance.address}"
+                f"{instance.node} runs at {record.address}, not at {instance.address}"
             )
     return stray

@@ -20,15 +20,14 @@ from typing import Any
 from ...contract import (
     ACCEPTANCE_PATH,
     Acceptance,
+    Check,
     Collective,
     PoolAcceptance,
-    drain_reason,
-    read_acceptance,
+    load_document,
+    reason,
 )
 from ..context import AgentError, Context
 from . import nccl_tests, pairs, steps
-
-CHECK_NAME = "nccl-allreduce"  # the <check> of the drain reason
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,7 @@ def load(ctx: Context) -> Acceptance:
     path = ctx.path(ACCEPTANCE_PATH)
     if not path.exists():
         raise AgentError(f"{ACCEPTANCE_PATH} is missing: is this a slurmstack node?")
-    return read_acceptance(path.read_text())
+    return load_document(Acceptance, path.read_text())
 
 
 def node_checks(ctx: Context, pool: PoolAcceptance, nodes: list[str], report: PoolReport) -> None:
@@ -121,12 +120,12 @@ def locate_slow(
 
 
 def drain(ctx: Context, evidence: pairs.Evidence) -> dict[str, Any]:
-    reason = drain_reason(CHECK_NAME, f"{evidence.detail} (pair with {evidence.partner})")
-    command = ["scontrol", "update", f"NodeName={evidence.node}", "State=DRAIN", f"Reason={reason}"]
+    text = reason(Check.NCCL_ALLREDUCE, f"{evidence.detail} (pair with {evidence.partner})")
+    command = ["scontrol", "update", f"NodeName={evidence.node}", "State=DRAIN", f"Reason={text}"]
     result = ctx.sh(*command, check=False)
     entry: dict[str, Any] = {
         "node": evidence.node,
-        "reason": reason,
+        "reason": text,
         "drained": result.returncode == 0,
     }
     if result.returncode != 0:

@@ -1,5 +1,4 @@
-"""The workload's rows of the agent's subcommand table (slurmstack.node.commands): name, help,
-handler and arguments of each. node-check, nccl-verdict, accept and ecr-login are run by job
+"""The workload room's subcommands. node-check, nccl-verdict, accept and ecr-login are run by job
 users; job-dirs and ecr-token by root (a unit)."""
 
 from __future__ import annotations
@@ -8,15 +7,12 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from ...contract import ACCEPT_PATH, Command
 from ..context import Context
+from ..subcommand import Subcommand
 from . import accept, ecr, job_dirs, nccl_tests, node_check, report
-
-Handler = Callable[[Context, argparse.Namespace], int]
-Arguments = Callable[[argparse.ArgumentParser], None]
 
 
 def _pool_argument(parser: argparse.ArgumentParser) -> None:
@@ -102,48 +98,42 @@ def _ecr_login(ctx: Context, _args: argparse.Namespace) -> int:
     return 0
 
 
-def _none(_parser: argparse.ArgumentParser) -> None:
-    return None
-
-
-ROWS: tuple[tuple[Command, str, Handler, Arguments], ...] = (
-    (
+COMMANDS = (
+    Subcommand(
         Command.NODE_CHECK,
         "(in a job step) this node's GPUs, GPU topology, EFA devices, mounts and the "
         "NCCL/libfabric environment the task sees, against its pool's expectations",
         _node_check,
         _node_check_arguments,
     ),
-    (
+    Subcommand(
         Command.NCCL_VERDICT,
         "pass or fail of an nccl-tests all_reduce_perf output against the pool's threshold",
         _nccl_verdict,
         _verdict_arguments,
     ),
-    (
+    Subcommand(
         Command.ACCEPT,
         f"({ACCEPT_PATH}, any user, on the head) the node check and an all-reduce on every "
         "pool's free nodes, a verdict per pool; --bisect finds and drains a slow node or pair",
         _accept,
         _accept_arguments,
+        where="head",
     ),
-    (
+    Subcommand(
         Command.JOB_DIRS,
         "the world-writable, sticky directories jobs need: enroot's (a pool's node, before "
         "slurmd starts), the checkpoints directory on Lustre (head)",
         _job_dirs,
-        _none,
     ),
-    (
+    Subcommand(
         Command.ECR_TOKEN,
         "(slurmstack-ecr-token.timer) the account's ECR pull token for job users on this node",
         _ecr_token,
-        _none,
     ),
-    (
+    Subcommand(
         Command.ECR_LOGIN,
         "(any user) the account's ECR in your enroot credentials, read from the node's token",
         _ecr_login,
-        _none,
     ),
 )

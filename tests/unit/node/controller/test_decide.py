@@ -8,9 +8,12 @@ from dataclasses import dataclass, field, replace
 import pytest
 
 from slurmstack.contract import PoolRef
-from slurmstack.node.controller.decide import Kind, cause_of_node, decide
+from slurmstack.node.controller.actions import Kind
+from slurmstack.node.controller.decide import decide
 from slurmstack.node.controller.observe import Instance, Member, Observed
+from slurmstack.node.controller.repair import cause_of_node
 from slurmstack.node.controller.state import ControllerState, Trip, Waiting
+from slurmstack.node.slurm import NodeRecord
 from slurmstack.plan.health import plan_health
 from slurmstack.spec import HealthSpec
 
@@ -31,7 +34,9 @@ RECENT = "2025-06-15T15:00:00"  # six minutes before NOW (UTC; the tests run wit
 LONG_AGO = "2025-06-15T13:00:00"
 
 
-def record(state: str = "IDLE+DYNAMIC_NORM", reason: str = "", user: str = "root", **more):
+def record(
+    state: str = "IDLE+DYNAMIC_NORM", reason: str = "", user: str = "root", **more: str
+) -> NodeRecord:
     node = {
         "NodeName": NAME,
         "NodeAddr": ADDRESS,
@@ -42,13 +47,13 @@ def record(state: str = "IDLE+DYNAMIC_NORM", reason: str = "", user: str = "root
     if reason:
         node.update(Reason=reason, ReasonUser=user, ReasonTime=RECENT)
     node.update(more)
-    return node
+    return NodeRecord.of(node)
 
 
 @dataclass
 class Row:
     id: str
-    node: dict[str, str]
+    node: NodeRecord
     actions: list[tuple[str, str]]  # (kind, start of the reason or of why)
     instance: bool = True
     lifecycle: str = "InService"
@@ -136,9 +141,9 @@ ROWS = [
         instance=False),
     Row("instance-gone-already-said", record(
         "DOWN+DYNAMIC_NORM", "slurmstack:instance-gone: no live instance"), [], instance=False),
-    Row("instance-gone-long-ago-reaped", {
-        **record("DOWN+DYNAMIC_NORM", "slurmstack:instance-gone: no live instance"),
-        "ReasonTime": LONG_AGO}, [("reap", "no live instance")], instance=False),
+    Row("instance-gone-long-ago-reaped", record(
+        "DOWN+DYNAMIC_NORM", "slurmstack:instance-gone: no live instance", ReasonTime=LONG_AGO),
+        [("reap", "no live instance")], instance=False),
     Row("powered-down-cloud-node", record("IDLE+CLOUD+POWERED_DOWN"), [], instance=False),
     # Elastic (CLOUD) nodes are the power programs': a failed launch, a drained running node
     # (Slurm powers it down, terminating its instance) or one powering up is left to them.
@@ -181,9 +186,9 @@ def utc(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
 def test_decide(row: Row) -> None:
-    node = dict(row.node)
+    node = row.node
     if row.pool is BLOCK:
-        node.update(NodeName="train-263", AvailableFeatures="train")
+        node = NodeRecord.of({**node.fields, "NodeName": "train-263", "AvailableFeatures": "train"})
     observed = replace(observe(row), nodes=(node,))
     decision = decide(observed, (POOL, BLOCK), POLICY, row.state)
     got = [(a.kind.value, a.reason or a.why) for a in decision.actions]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from node.support import make_node
-from slurmstack.contract import HEALTH_LOG_PATH, Check, parse_reason
-from slurmstack.node.health.findings import DETAIL_CHARACTERS, Finding, most_telling, record
+from slurmstack.contract import HEALTH_LOG_PATH, REASON_MAX_CHARACTERS, Check, parse_reason
+from slurmstack.node.health.findings import Finding, most_telling, record
+from support.node import make_node
 
 
 def test_a_reason_has_the_one_form_and_a_bounded_detail() -> None:
@@ -16,7 +16,7 @@ def test_a_reason_has_the_one_form_and_a_bounded_detail() -> None:
     )
     assert parse_reason(finding.reason) == ("gpu-xid", finding.detail)
     long = Finding(Check.DISK_FULL, "x" * 500)
-    assert len(parse_reason(long.reason)[1]) == DETAIL_CHARACTERS  # type: ignore[index]
+    assert len(long.reason) == REASON_MAX_CHARACTERS and long.reason.endswith("x...")
 
 
 def test_the_most_telling_finding_names_the_node() -> None:

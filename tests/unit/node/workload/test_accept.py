@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from node.workload.support import SlurmPool, head_context, names
-from slurmstack.contract import DRAIN_REASON_PREFIX, NCCL_TESTS_DIR
+from slurmstack.contract import NCCL_TESTS_DIR, REASON_PREFIX
 from slurmstack.node.cli import main
 from slurmstack.node.workload import accept, report
+from support.workload import SlurmPool, head_context, names
 
 pytestmark = pytest.mark.workload
 
@@ -59,7 +59,7 @@ def test_a_slow_node_fails_the_pool_and_bisection_drains_it(tmp_path: Path) -> N
     assert partner in TRAIN and partner not in ("train-5", "train-6")
     # The documented form: slurmstack:<check>: <detail>.
     assert slurm.drained == {
-        "train-6": f"{DRAIN_REASON_PREFIX}nccl-allreduce: 141 GB/s busbw, below 355 (pair with {partner})"
+        "train-6": f"{REASON_PREFIX}nccl-allreduce: 141 GB/s busbw, below 355 (pair with {partner})"
     }
     # The first wave: eight disjoint pairs at once; then train-5 and train-6 with good nodes.
     pair_runs = [c for c in slurm.sruns(NCCL_TESTS_DIR) if "--nodes=2" in c]

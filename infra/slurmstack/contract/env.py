@@ -1,0 +1,90 @@
+"""The node's KEY=value files: bootstrap.env (who the node is) and node.env (what it learned at
+boot)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+__all__ = [
+    "ENV_PREFIX",
+    "BootstrapEnv",
+    "NodeEnv",
+    "bootstrap_env_text",
+    "env_key",
+    "env_ref",
+    "parse_env",
+    "read_bootstrap_env",
+    "read_node_env",
+]
+
+# --- bootstrap.env ----------------------------------------------------------------------
+
+ENV_PREFIX = "SLURMSTACK_"
+
+
+def env_key(name: str) -> str:
+    """The variable of a BootstrapEnv or NodeEnv field, e.g. SLURMSTACK_HEAD_ADDRESS."""
+    return ENV_PREFIX + name.upper()
+
+
+def parse_env(text: str) -> dict[str, str]:
+    """KEY=value lines, comments skipped (also run by the first-boot script: kept short)."""
+    pairs = [line.split("=", 1) for line in text.splitlines() if "=" in line]
+    return {k.strip(): v.strip() for k, v in pairs if not k.lstrip().startswith("#")}
+
+
+@dataclass(frozen=True)
+class BootstrapEnv:
+    """Who the node is: the stable identifiers in its cloud-init document (BOOTSTRAP_ENV_PATH),
+    the same for every node of a role."""
+
+    cluster: str
+    region: str
+    role: str
+    parameter_prefix: str
+    munge_secret: str
+    manifest_parameter: str
+    bucket_parameter: str
+
+
+def bootstrap_env_text(env: BootstrapEnv) -> str:
+    return "".join(f"{env_key(f.name)}={getattr(env, f.name)}\n" for f in fields(env))
+
+
+def read_bootstrap_env(text: str) -> BootstrapEnv:
+    """The node's BootstrapEnv; KeyError names a missing variable."""
+    values = parse_env(text)
+    return BootstrapEnv(**{f.name: values[env_key(f.name)] for f in fields(BootstrapEnv)})
+
+
+# --- node.env ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeEnv:
+    """What the agent learns at boot (NODE_ENV_PATH); slurmd's unit reads it as its
+    EnvironmentFile (head_address, node_name). Empty fields are not written."""
+
+    instance_id: str = ""
+    address: str = ""
+    head_address: str = ""
+    node_name: str = ""
+    efs_id: str = ""
+    lustre_dns: str = ""
+    lustre_mount_name: str = ""
+
+    def text(self) -> str:
+        values = {env_key(f.name): getattr(self, f.name) for f in fields(self)}
+        return "".join(f"{k}={v}\n" for k, v in sorted(values.items()) if v)
+
+
+def read_node_env(text: str) -> NodeEnv:
+    values = parse_env(text)
+    return NodeEnv(**{f.name: values.get(env_key(f.name), "") for f in fields(NodeEnv)})
+
+
+def env_ref(name: str) -> str:
+    """``${SLURMSTACK_<NAME>}``: a NodeEnv field as a systemd unit expands it."""
+    if name not in {f.name for f in fields(NodeEnv)}:
+        raise KeyError(f"NodeEnv has no field {name!r}")
+    return "${" + env_key(name) + "}"
