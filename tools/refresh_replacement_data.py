@@ -400,7 +400,7 @@ def schema_source(path: Path) -> Path:
 
 def terraform_files(checkout: Path, prefix: str = "aws") -> dict[str, Path]:
     """Terraform resource name -> the Go file declaring it (annotation or Metadata)."""
-    files = {}
+    files: dict[str, Path] = {}
     for path in (checkout / "internal").rglob("*.go"):
         if path.name.endswith("_test.go"):
             continue
