@@ -14,6 +14,7 @@ __all__ = [
     "ELASTIC_TAG",
     "HEAD_ROLE",
     "IMAGE_TAG",
+    "LAUNCH_TAG",
     "NODE_INDEX_MAX",
     "NODE_NAME_TAG",
     "POOL_ROLE",
@@ -140,9 +141,13 @@ POOL_TAG = f"{TAG_PREFIX}pool"
 IMAGE_TAG = f"{TAG_PREFIX}image"  # on an Image Builder image: the key of the image it is
 # On an instance the power programs launched (value: its pool), from the launch itself: the
 # node agent knows by it to wait for its name, the head's role may terminate only such
-# instances. Its Slurm node name follows as NODE_NAME_TAG once EC2 has said which instance
-# takes which name.
+# instances. LAUNCH_TAG, also from the launch, is the id of the launch (one EC2 Fleet request):
+# the head writes one object per launch to the bucket (launch_key: instance -> node name) as
+# soon as EC2 has said which instances it launched, and the node reads its name there. EC2
+# cannot give each instance of one request a tag of its own, and a CreateTags call per instance
+# is what a thousand-node launch cannot afford.
 ELASTIC_TAG = f"{TAG_PREFIX}elastic"
+LAUNCH_TAG = f"{TAG_PREFIX}launch"
 NODE_NAME_TAG = f"{TAG_PREFIX}node-name"
 
 

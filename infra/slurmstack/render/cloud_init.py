@@ -126,7 +126,7 @@ def inline_contract(source: str) -> str:
         node = definitions_of.get(name)
         if node is None:
             value = getattr(contract, name)
-            if not isinstance(value, str | int | tuple):
+            if not isinstance(value, str | int | tuple | frozenset):
                 raise TypeError(f"contract.{name} is neither a definition nor a literal")
             definitions.append(f"{name} = {value!r}")
             return
