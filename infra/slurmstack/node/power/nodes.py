@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ...contract import CLUSTER_TAG, ELASTIC_TAG, NODE_NAME_TAG, ElasticPool, elastic_index
 from ..context import Context, log
-from ..ec2 import LIVE_INSTANCE_STATES
+from ..ec2 import INSTANCES_PAGE, LIVE_INSTANCE_STATES
 from ..slurm import SCONTROL, NodeRecord, slurm_nodes
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def instances(ctx: Context, cluster: str, nodes: list[str] | None = None) -> lis
     found = []
     paginator = ctx.aws.ec2().get_paginator("describe_instances")
     for filters in batches:
-        for page in paginator.paginate(Filters=filters):
+        for page in paginator.paginate(Filters=filters, PaginationConfig=INSTANCES_PAGE):
             for reservation in page["Reservations"]:
                 for item in reservation["Instances"]:
                     tags = {t["Key"]: t["Value"] for t in item.get("Tags", [])}

@@ -1,0 +1,100 @@
+"""Every list call pages: the controller sees every group of 100 pools (DescribeAutoScalingGroups
+takes at most 50 names unless MaxRecords says more: the controller was blind above 50 pools)
+and every instance across DescribeInstances pages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from node.support import PLAN, Answers, make_node
+from slurmstack.contract import CLUSTER_TAG, POOL_TAG, NodeConfig, PoolRef
+from slurmstack.node.controller import observe
+
+NAMES_MAX = 50  # Auto Scaling API Reference, DescribeAutoScalingGroups: AutoScalingGroupNames
+
+
+def enforce_group_names_limit(session: Any) -> list[dict[str, Any]]:
+    """What moto does not check and Auto Scaling does: more than 50 names need MaxRecords to
+    match, and MaxRecords is at most 100. Returns the requests, as sent."""
+    seen: list[dict[str, Any]] = []
+
+    def check(params: dict[str, Any], **_: Any) -> None:
+        seen.append(dict(params))
+        names, records = params.get("AutoScalingGroupNames") or [], params.get("MaxRecords", 50)
+        if records > 100 or len(names) > max(NAMES_MAX, records):
+            raise ClientError(
+                {"Error": {"Code": "ValidationError", "Message": "too many group names"}},
+                "DescribeAutoScalingGroups",
+            )
+
+    session.events.register(
+        "provide-client-params.autoscaling.DescribeAutoScalingGroups", check, unique_id="limit"
+    )
+    return seen
+
+
+def groups(aws: Any, count: int) -> tuple[PoolRef, ...]:
+    ec2, asg = aws.client("ec2"), aws.client("autoscaling")
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    ec2.create_launch_template(
+        LaunchTemplateName="pools",
+        LaunchTemplateData={"ImageId": image, "InstanceType": "t3.micro"},
+    )
+    pools = []
+    for n in range(count):
+        name = f"p{n:03d}"
+        group = f"{PLAN.name}-pool-{name}"
+        asg.create_auto_scaling_group(
+            AutoScalingGroupName=group,
+            LaunchTemplate={"LaunchTemplateName": "pools"},
+            MinSize=0,
+            MaxSize=1,
+            DesiredCapacity=0,
+            AvailabilityZones=["us-east-1a"],
+        )
+        pools.append(PoolRef(name, f"{name}-", name, group=group))
+    return tuple(pools)
+
+
+def config(pools: tuple[PoolRef, ...]) -> NodeConfig:
+    return NodeConfig(PLAN.name, "us-east-1", "head", PLAN.parameter_prefix, "s", (), pools=pools)
+
+
+def test_the_controller_sees_every_group_of_100_pools(aws, tmp_path: Path) -> None:
+    requests = enforce_group_names_limit(aws)
+    pools = groups(aws, 100)
+    node = make_node(tmp_path, aws, "head", run=Answers({}))
+    _members, suspended = observe.group_members(node, config(pools))
+    assert set(suspended) == {p.group for p in pools}
+    assert all(len(r["AutoScalingGroupNames"]) <= NAMES_MAX for r in requests)
+    # Asking for all 100 names at once is what Auto Scaling refuses (the old call).
+    with pytest.raises(ClientError, match="ValidationError"):
+        aws.client("autoscaling").describe_auto_scaling_groups(
+            AutoScalingGroupNames=[p.group for p in pools]
+        )
+
+
+def test_the_controller_asks_for_instances_a_page_at_a_time(aws, tmp_path: Path) -> None:
+    """DescribeInstances with MaxResults (moto answers everything in one page whatever it is
+    asked, so the request is what is checked here; the benchmark's EC2 stand-in pages)."""
+    ec2 = aws.client("ec2")
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    tags = [{"Key": CLUSTER_TAG, "Value": PLAN.name}, {"Key": POOL_TAG, "Value": "p000"}]
+    ec2.run_instances(
+        ImageId=image, InstanceType="t3.micro", MinCount=23, MaxCount=23,
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+    )  # fmt: skip
+    asked: list[dict[str, Any]] = []
+    aws.events.register(
+        "provide-client-params.ec2.DescribeInstances",
+        lambda params, **_: asked.append(dict(params)),
+        unique_id="pages",
+    )
+    node = make_node(tmp_path, aws, "head", run=Answers({}))
+    found, _account = observe.cluster_instances(node, config(()))
+    assert len(found) == 23
+    assert [a.get("MaxResults") for a in asked] == [1000]
