@@ -16,7 +16,6 @@ __all__ = [
     "IMAGE_TAG",
     "LAUNCH_TAG",
     "NODE_INDEX_MAX",
-    "NODE_NAME_TAG",
     "POOL_ROLE",
     "POOL_TAG",
     "ROLE_TAG",
@@ -148,7 +147,6 @@ IMAGE_TAG = f"{TAG_PREFIX}image"  # on an Image Builder image: the key of the im
 # is what a thousand-node launch cannot afford.
 ELASTIC_TAG = f"{TAG_PREFIX}elastic"
 LAUNCH_TAG = f"{TAG_PREFIX}launch"
-NODE_NAME_TAG = f"{TAG_PREFIX}node-name"
 
 
 def resource_tags(

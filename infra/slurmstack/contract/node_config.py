@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .commands import LAUNCH_RETRY_MAX_SECONDS, LAUNCH_RETRY_SECONDS
+from .commands import LAUNCH_RETRY_MAX_SECONDS, LAUNCH_RETRY_SECONDS, ORPHAN_GRACE_SECONDS
 from .names import HEAD_ROLE
 from .repair import RepairPolicy, read_repair_policy, repair_policy_data
 
@@ -76,6 +76,9 @@ class ElasticPool:
     placement_group: str | None = None  # the cluster placement group the nodes launch into
     max_spot_price: str | None = None
     tags: tuple[tuple[str, str], ...] = ()  # the pool's instance tags (ELASTIC_TAG added)
+    # Its partition gives jobs whole nodes (OverSubscribe=EXCLUSIVE): a multi-node job's nodes
+    # launch all or nothing where Slurm's resume file does not say whether a job is exclusive.
+    exclusive: bool = False
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ class NodeConfig:
     state_volume: StateVolume | None = None
     elastic_pools: tuple[ElasticPool, ...] = ()  # what the power programs launch
     launch_retry: LaunchRetry = field(default_factory=LaunchRetry)
+    orphan_grace_seconds: int = ORPHAN_GRACE_SECONDS  # the sweep's, for an unowned instance
     pools: tuple[PoolRef, ...] = ()  # the pools whose nodes the controller looks after
     repair: RepairPolicy | None = None  # the controller's policy
     # A pool's node.
@@ -161,6 +165,7 @@ def node_config_json(config: NodeConfig) -> str:
         if config.elastic_pools:
             data["elastic_pools"] = [_elastic_json(p) for p in config.elastic_pools]
             data["launch_retry"] = vars(config.launch_retry).copy()
+            data["orphan_grace_seconds"] = config.orphan_grace_seconds
         data["repair"] = None if config.repair is None else repair_policy_data(config.repair)
     else:
         data["node_name_prefix"] = config.node_name_prefix
@@ -204,6 +209,7 @@ def read_node_config(text: str) -> NodeConfig:
         pools=tuple(PoolRef(**p) for p in data.get("pools") or ()),
         elastic_pools=tuple(_elastic_pool(p) for p in data.get("elastic_pools") or ()),
         launch_retry=LaunchRetry(**(data.get("launch_retry") or {})),
+        orphan_grace_seconds=int(data.get("orphan_grace_seconds", ORPHAN_GRACE_SECONDS)),
         node_name_prefix=str(data.get("node_name_prefix") or ""),
         elastic=bool(data.get("elastic", False)),
         scratch=Scratch(str(scratch["mount"])) if scratch else None,

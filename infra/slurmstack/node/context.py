@@ -13,6 +13,7 @@ import os
 import pwd
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -112,20 +113,29 @@ class Aws:
         self._region = region
         self._session = session
         self._default: Any = None
+        # One client per session and service, shared by threads (botocore's clients are
+        # thread-safe): made once, as making one costs more than most calls.
+        self._clients: dict[tuple[int, str], Any] = {}
+        self._lock = threading.Lock()
 
     def _client(self, service: str) -> Any:
-        session = self._session()
-        if session is None:
-            if self._default is None:
-                import boto3
+        with self._lock:
+            session = self._session()
+            if session is None:
+                if self._default is None:
+                    import boto3
 
-                self._default = boto3.session.Session()
-            session = self._default
-        from botocore.config import Config  # with boto3, in the image
+                    self._default = boto3.session.Session()
+                session = self._default
+            key = (id(session), service)
+            if key not in self._clients:
+                from botocore.config import Config  # with boto3, in the image
 
-        # Bounded retries in botocore's standard mode: throttling is retried with backoff.
-        config = Config(**aws_client_config())
-        return session.client(service, region_name=self._region(), config=config)
+                # Bounded retries in botocore's standard mode: throttling retried with backoff.
+                config = Config(**aws_client_config())
+                region = self._region()
+                self._clients[key] = session.client(service, region_name=region, config=config)
+            return self._clients[key]
 
     def ssm(self) -> SSMClient:
         client: SSMClient = self._client("ssm")
