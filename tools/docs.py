@@ -1,6 +1,6 @@
 """Write the generated pages of the documentation, each whole, and the checked-in JSON Schema:
 the configuration reference from the models (field descriptions are written once, in spec.py),
-the repair table from the policy's data (slurmstack.health_policy), the node agent's subcommands
+the repair table from the policy's data (slurmstack.rules.health_policy), the node agent's subcommands
 from its table (slurmstack.node.commands), the virtual cluster's stand-ins from STAND_INS, and
 the example's diagram. Prose pages link to these; no page mixes the two.
 
@@ -81,6 +81,13 @@ def _default(field: Any) -> str:
     return f"`{json.dumps(value, default=str)}`"
 
 
+def summary(model: type[BaseModel]) -> str:
+    """A model's docstring up to its first blank line, on one line: the whole first paragraph,
+    so no summary stops where the source wrapped its line."""
+    paragraph = (model.__doc__ or "").strip().split("\n\n", 1)[0]
+    return " ".join(line.strip() for line in paragraph.splitlines())
+
+
 def reference_markdown() -> str:
     lines: list[str] = []
     seen: set[type[BaseModel]] = set()
@@ -89,7 +96,7 @@ def reference_markdown() -> str:
         if model in seen:
             return
         seen.add(model)
-        doc = (model.__doc__ or "").strip().splitlines()[0]
+        doc = summary(model)
         title = f"`{path}`" if path else "top level"
         lines.extend([f"## {title}", "", doc, "", "| key | type | default | description |"])
         lines.append("| --- | --- | --- | --- |")
@@ -123,8 +130,8 @@ def configuration_page() -> str:
 
 def repair_table_page() -> str:
     """The controller's reason -> action table with the definition's defaults."""
-    from slurmstack.health_policy import CAUSES
     from slurmstack.plan.health import plan_health
+    from slurmstack.rules.health_policy import CAUSES
     from slurmstack.spec import HealthSpec
 
     remedies = {r.cause: r.remedy for r in plan_health(HealthSpec()).repair.rules}

@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from helpers_stack import (
+from slurmstack.contract import CLUSTER_TAG, POOL_TAG, ROLE_TAG
+from slurmstack.offline import OfflineRun
+from slurmstack.plan import ClusterPlan
+from slurmstack.render import USER_DATA_LIMIT, user_data
+from slurmstack.spec import CapacityType
+from slurmstack.stack.user_data import ec2_user_data
+from support.stack import (
     T_ASG,
     T_BUCKET,
     T_DRA,
@@ -33,12 +39,6 @@ from helpers_stack import (
     user_data_bytes,
     user_data_texts,
 )
-from slurmstack.contract import CLUSTER_TAG, POOL_TAG, ROLE_TAG
-from slurmstack.offline import OfflineRun
-from slurmstack.plan import ClusterPlan
-from slurmstack.render import USER_DATA_LIMIT, user_data
-from slurmstack.spec import CapacityType
-from slurmstack.stack.user_data import ec2_user_data
 
 pytestmark = pytest.mark.stack
 

@@ -8,7 +8,10 @@ import json
 
 import pytest
 
-from helpers_stack import (
+from slurmstack import render
+from slurmstack.contract import AGENT_PATH
+from slurmstack.stack.config_store import apply_config_commands
+from support.stack import (
     T_ASSOCIATION,
     T_BUCKET,
     T_INSTANCE,
@@ -18,9 +21,6 @@ from helpers_stack import (
     plan_of,
     run_ok,
 )
-from slurmstack import render
-from slurmstack.contract import AGENT_PATH
-from slurmstack.stack.config_store import apply_config_commands
 
 pytestmark = pytest.mark.stack
 

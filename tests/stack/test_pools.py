@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers_stack import T_ASG, T_LT, T_OBJECT, T_PG, run, run_ok, small_cluster
 from slurmstack.offline import OfflineRun
+from support.stack import T_ASG, T_LT, T_OBJECT, T_PG, run, run_ok, small_cluster
 
 T_IMAGE = "aws:imagebuilder/image:Image"
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack.catalog import load_catalog
-from slurmstack.contract import Collective, acceptance_json, read_acceptance
+from slurmstack.contract import Acceptance, Collective, dump_document, load_document
 from slurmstack.plan import build_plan, workload
+from support.examples import EXAMPLE_IDS, example_plan
 
 pytestmark = pytest.mark.workload
 
@@ -92,9 +92,9 @@ def test_a_gpu_pool_without_efa_is_run_but_not_held_to_a_threshold() -> None:
 @pytest.mark.parametrize("example", EXAMPLE_IDS)
 def test_acceptance_json_reads_back_what_render_wrote(example: str) -> None:
     written = workload.acceptance(example_plan(example))
-    text = acceptance_json(written)
-    assert read_acceptance(text) == written
-    assert acceptance_json(read_acceptance(text)) == text
+    text = dump_document(written)
+    assert load_document(Acceptance, text) == written
+    assert dump_document(load_document(Acceptance, text)) == text
 
 
 def test_checkpoints_go_to_lustre_else_to_the_shared_home() -> None:

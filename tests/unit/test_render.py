@@ -9,9 +9,15 @@ import re
 import pytest
 from jinja2 import UndefinedError
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack import render
-from slurmstack.contract import IMDS_IPV4, NODE_CONFIG_PATH, matches_key, read_bundle
+from slurmstack.contract import (
+    IMDS_IPV4,
+    NODE_CONFIG_PATH,
+    NodeConfig,
+    load_document,
+    matches_key,
+    read_bundle,
+)
 from slurmstack.plan import build_plan
 from slurmstack.render import (
     AGENT_DIR,
@@ -23,6 +29,7 @@ from slurmstack.render import (
     slurm_conf_keys,
     user_data,
 )
+from support.examples import EXAMPLE_IDS, example_plan
 
 IPV4 = re.compile(r"\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b")
 
@@ -165,8 +172,8 @@ def test_templates_found_from_the_repository() -> None:
 def test_cli_render_writes_every_file(tmp_path) -> None:
     from typer.testing import CliRunner
 
-    from helpers_examples import REPO
     from slurmstack.cli import app
+    from support.examples import REPO
 
     out = tmp_path / "out"
     result = CliRunner().invoke(
@@ -206,7 +213,7 @@ def test_head_node_carries_the_controller(example: str) -> None:
     """The controller's service and timer travel to the head node only, through the config
     store (not the user data), and its node.json names the pools it looks after (their groups
     and how their capacity is bought) and its repair policy."""
-    from slurmstack.contract import CONTROLLER_INTERVAL_SECONDS, read_node_config
+    from slurmstack.contract import CONTROLLER_INTERVAL_SECONDS
 
     plan = example_plan(example)
     head = render.role_files(plan, "head")
@@ -219,7 +226,7 @@ def test_head_node_carries_the_controller(example: str) -> None:
     manifest = config_store(plan).manifest
     assert {render.CONTROLLER_SERVICE_PATH, render.CONTROLLER_TIMER_PATH} <= set(manifest["head"])
     assert "slurmstack-controller" not in user_data(plan, "head")
-    config = read_node_config(head[NODE_CONFIG_PATH])
+    config = load_document(NodeConfig, head[NODE_CONFIG_PATH])
     assert [(p.name, p.node_name_prefix, p.feature, p.group) for p in config.pools] == [
         (p.name, f"{p.name}-", p.feature, f"{plan.name}-pool-{p.name}") for p in plan.pools
     ]

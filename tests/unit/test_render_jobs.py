@@ -13,17 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack.contract import (
     ACCEPT_PATH,
     ACCEPTANCE_PATH,
     ECR_LOGIN_PATH,
     JOBS_DIR,
     JOBS_LIB_DIR,
-    read_acceptance,
+    Acceptance,
+    load_document,
 )
 from slurmstack.render import role_files
 from slurmstack.render.jobs import head_jobs_files, library
+from support.examples import EXAMPLE_IDS, example_plan
 
 pytestmark = pytest.mark.workload
 
@@ -94,15 +95,16 @@ def test_the_head_has_every_job_and_a_pool_only_its_steps(example: str) -> None:
     head = role_files(plan, "head")
     assert ACCEPT_PATH in head and ECR_LOGIN_PATH in head
     assert {p.name for p in plan.pools} == {
-        read_acceptance(head[ACCEPTANCE_PATH]).pools[i].pool for i in range(len(plan.pools))
+        load_document(Acceptance, head[ACCEPTANCE_PATH]).pools[i].pool
+        for i in range(len(plan.pools))
     }
     for pool in plan.pools:
         files = role_files(plan, pool.name)
         jobs = {p for p in files if p.startswith(JOBS_DIR + "/")}
         assert jobs == {ACCEPTANCE_PATH, *library()}, pool.name
-        own = read_acceptance(files[ACCEPTANCE_PATH])
+        own = load_document(Acceptance, files[ACCEPTANCE_PATH])
         assert [p.pool for p in own.pools] == [pool.name]
-        assert own.pools[0] == read_acceptance(head[ACCEPTANCE_PATH]).pool(pool.name)
+        assert own.pools[0] == load_document(Acceptance, head[ACCEPTANCE_PATH]).pool(pool.name)
         assert ACCEPT_PATH not in files and ECR_LOGIN_PATH in files
 
 
@@ -134,3 +136,24 @@ def test_the_programs_compile(tmp_path: Path) -> None:
         [mpicc, "-Wall", "-Werror", "-fsyntax-only", str(c)], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_bytecode_beside_the_job_programs_is_no_template(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pip compiles every `.py` of the wheel, templates/jobs/lib/ddp_train.py included, so an
+    installed package has a __pycache__ directory (and may have stray .pyc files) among the
+    templates; the nodes get the same programs as from a clean checkout."""
+    import compileall
+
+    from slurmstack.render import templates
+
+    clean = library()
+    copy = tmp_path / "templates"
+    shutil.copytree(templates.templates_dir(), copy)
+    assert compileall.compile_dir(str(copy), quiet=1)
+    assert (copy / "jobs" / "lib" / "__pycache__").is_dir()
+    py_compile.compile(str(copy / "jobs/lib/ddp_train.py"), cfile=str(copy / "jobs/lib/old.pyc"))
+    monkeypatch.setattr(templates, "PACKAGE_DIR", tmp_path)  # as installed: package/templates
+    assert templates.templates_dir() == copy
+    assert library() == clean

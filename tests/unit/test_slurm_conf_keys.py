@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 
-from helpers_examples import EXAMPLE_IDS, example_plan
-from helpers_stack import plan_of, small_cluster
 from slurmstack.render import slurm_conf, slurm_conf_keys
+from support.examples import EXAMPLE_IDS, example_plan
+from support.stack import plan_of, small_cluster
 
 # Keys that declare one thing per line (slurm.conf(5): node, NodeSet and partition lines).
 LINE_KINDS = frozenset({"NodeName", "NodeSet", "PartitionName", "DownNodes", "FrontendName"})

@@ -25,11 +25,12 @@ import pytest
 from slurmstack.contract import (
     ELASTIC_TAG,
     LAUNCH_TAG,
+    POOL_ROLE,
     POWER_LOG_PATH,
     POWER_SERVICE,
     launch_key,
-    pool_resource_name,
     read_launch_names,
+    resource_name,
 )
 from vcluster.conftest import require_host
 from vcluster.harness import VirtualCluster, wait_until
@@ -123,9 +124,11 @@ def test_a_job_starts_an_elastic_node_from_the_pools_launch_template(
     config = "LaunchTemplateConfigs.1."
     assert request["Type"] == "instant"
     assert request[config + "LaunchTemplateSpecification.LaunchTemplateName"] == (
-        pool_resource_name("ve", "gpu")
+        resource_name("ve", POOL_ROLE, "gpu")
     )
-    assert request[config + "Overrides.1.Placement.GroupName"] == pool_resource_name("ve", "gpu")
+    assert request[config + "Overrides.1.Placement.GroupName"] == resource_name(
+        "ve", POOL_ROLE, "gpu"
+    )
     assert request[config + "Overrides.1.SubnetId"] == cluster.deployment.compute_subnet
     assert request["TargetCapacitySpecification.DefaultTargetCapacityType"] == "on-demand"
     # The instance carries the pool's tags, the elastic tag and its launch's id, whose object in

@@ -26,6 +26,7 @@ the one door: import every name from ``slurmstack.contract``, never from its mod
 - ``reasons``: The reasons slurmstack gives a node in Slurm, and the causes the repair table is
   written in.
 - ``repair``: The head controller's repair policy: what it does about each cause.
+- ``documents``: The one codec of the JSON documents (node.json, accounting.json, acceptance.json).
 - ``node_config``: node.json: what the node agent knows about its role, written by render.
 - ``accounting``: accounting.json: what the head's agent knows about accounting, written by
   render.
@@ -40,6 +41,7 @@ from . import (
     accounting,
     aws,
     commands,
+    documents,
     env,
     image,
     names,
@@ -53,6 +55,7 @@ from .acceptance import *
 from .accounting import *
 from .aws import *
 from .commands import *
+from .documents import *
 from .env import *
 from .image import *
 from .names import *
@@ -68,6 +71,7 @@ __all__ = sorted(
         *accounting.__all__,
         *aws.__all__,
         *commands.__all__,
+        *documents.__all__,
         *env.__all__,
         *image.__all__,
         *names.__all__,

@@ -35,8 +35,7 @@ __all__ = [
     "node_name_prefix",
     "parameter_name",
     "parameter_prefix",
-    "pool_group_name",
-    "pool_resource_name",
+    "resource_name",
     "resource_tags",
 ]
 
@@ -57,12 +56,6 @@ def head_host(cluster: str) -> str:
 # unique within the compute subnet (an AWS subnet is at most a /16), stable for the
 # instance's life, and inside one hostlist range per pool (gres.conf relies on that).
 NODE_INDEX_MAX = 0xFFFF
-
-
-def pool_group_name(cluster: str, pool: str) -> str:
-    """The pool's Auto Scaling group (and launch template, placement group, role): the stack
-    names them so, the head's controller finds the group by it."""
-    return f"{cluster}-pool-{pool}"
 
 
 def node_name_prefix(pool: str) -> str:
@@ -121,11 +114,13 @@ def elastic_index(name: str, pool: str) -> int | None:
 POOL_ROLE = "pool"
 
 
-def pool_resource_name(cluster: str, pool: str) -> str:
-    """The name of a pool's launch template, placement group, Auto Scaling group and role:
-    ``{cluster}-pool-{pool}`` (the stack's resource_name scheme). The power programs launch
-    elastic nodes from the launch template of this name."""
-    return f"{cluster}-{POOL_ROLE}-{pool}"
+def resource_name(cluster: str, role: str, pool: str | None = None) -> str:
+    """The one name scheme of the cluster's AWS resources, ``{cluster}-{role}[-{pool}]``: the
+    stack's logical and (where AWS takes one) physical names. A pool's launch template,
+    placement group, Auto Scaling group and role are ``resource_name(cluster, POOL_ROLE,
+    pool)``: the head's controller finds the group by it, the power programs launch elastic
+    nodes from the template of this name."""
+    return f"{cluster}-{role}" + (f"-{pool}" if pool else "")
 
 
 # --- tags ------------------------------------------------------------------------------

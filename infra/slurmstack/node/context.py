@@ -31,9 +31,9 @@ from ..contract import (
     NodeConfig,
     NodeEnv,
     aws_client_config,
+    load_document,
     parameter_name,
     read_bootstrap_env,
-    read_node_config,
     read_node_env,
 )
 
@@ -200,7 +200,7 @@ class Context:
             raise AgentError(
                 f"{NODE_CONFIG_PATH} is missing: run `slurmstack-node sync-config` first"
             )
-        return read_node_config(path.read_text())
+        return load_document(NodeConfig, path.read_text())
 
     def node_env(self) -> NodeEnv:
         path = self.path(NODE_ENV_PATH)

@@ -14,7 +14,6 @@ from slurmstack.contract import (
     SLURMCTLD_DROPIN_PATH,
     SLURMD_ELASTIC_DROPIN_SOURCE,
     TASK_PROLOG_PATH,
-    node_config_json,
 )
 from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.render import jobs, nccl, slurm
@@ -22,6 +21,8 @@ from slurmstack.render.accounting import accounting_files
 from slurmstack.render.cloud_init import CLOUD_INIT, user_data
 from slurmstack.render.node import agent_files, node_config
 from slurmstack.render.roles import pool_named, roles
+
+from ..contract import dump_document
 
 
 def head_files(plan: ClusterPlan) -> dict[str, str]:
@@ -34,7 +35,7 @@ def head_files(plan: ClusterPlan) -> dict[str, str]:
         SLURMCTLD_DROPIN_PATH: slurm.slurmctld_dropin(plan),
         slurm.CONTROLLER_SERVICE_PATH: slurm.controller_service(plan),
         slurm.CONTROLLER_TIMER_PATH: slurm.controller_timer(plan),
-        NODE_CONFIG_PATH: node_config_json(node_config(plan, None)),
+        NODE_CONFIG_PATH: dump_document(node_config(plan, None)),
         **slurm.power_programs(plan),
         **slurm.power_units(plan),
         **accounting_files(plan),
@@ -50,7 +51,7 @@ def pool_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
         slurm.SLURMD_UNIT_PATH: slurm.slurmd_unit(plan, pool),
         TASK_PROLOG_PATH: nccl.task_prolog(pool),
         ENROOT_CONF_PATH: nccl.enroot_conf(pool),
-        NODE_CONFIG_PATH: node_config_json(node_config(plan, pool)),
+        NODE_CONFIG_PATH: dump_document(node_config(plan, pool)),
         **agent_files(),
         **jobs.pool_jobs_files(plan, pool),
         **jobs.ecr_token_units(plan, f"node of pool {pool.name}"),

@@ -24,12 +24,13 @@ from slurmstack.contract import (
     Command,
     MountKind,
     PoolAcceptance,
-    acceptance_json,
     unit_path,
 )
 from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.plan.workload import acceptance, checkpoint_root, fabric_note
-from slurmstack.render.templates import render_template, templates_dir
+from slurmstack.render.templates import render_template, template_files
+
+from ..contract import dump_document
 
 JOB_TEMPLATES = "jobs"
 
@@ -95,14 +96,16 @@ def render_job(plan: ClusterPlan, pool: PoolPlan, accepted: PoolAcceptance, job:
 
 def verbatim_library() -> dict[str, str]:
     """The programs of lib/ that are no template: node path -> text, as they are."""
-    sources = sorted((templates_dir() / JOB_TEMPLATES / "lib").iterdir())
+    sources = template_files(f"{JOB_TEMPLATES}/lib")
     return {f"{JOBS_LIB_DIR}/{s.name}": s.read_text() for s in sources if s.suffix != ".j2"}
 
 
 def library() -> dict[str, str]:
     """lib/: the programs the jobs run, as files (templates rendered, the rest verbatim)."""
     out = verbatim_library()
-    for source in sorted((templates_dir() / JOB_TEMPLATES / "lib").glob("*.j2")):
+    for source in template_files(f"{JOB_TEMPLATES}/lib"):
+        if source.suffix != ".j2":
+            continue
         name = source.name.removesuffix(".j2")
         out[f"{JOBS_LIB_DIR}/{name}"] = render_template(f"{JOB_TEMPLATES}/lib/{source.name}")
     return dict(sorted(out.items()))
@@ -128,7 +131,7 @@ def head_jobs_files(plan: ClusterPlan) -> dict[str, str]:
     their programs, acceptance.json of every pool, the README and the users' commands. Applied
     again with every configuration change (the head syncs), so they follow the pools."""
     accepted = acceptance(plan)
-    files = {ACCEPTANCE_PATH: acceptance_json(accepted), **library(), **launchers()}
+    files = {ACCEPTANCE_PATH: dump_document(accepted), **library(), **launchers()}
     readme_pools = []
     for pool in plan.pools:
         of_pool = accepted.pool(pool.name)
@@ -152,7 +155,7 @@ def pool_jobs_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
     and the all-reduce verdict read it). A pool's nodes take their files at boot only: nothing
     here names another pool, so adding or changing one leaves these files as they are."""
     own = Acceptance(cluster=plan.name, pools=(acceptance(plan).pool(pool.name),))
-    files = {ACCEPTANCE_PATH: acceptance_json(own), **library()}
+    files = {ACCEPTANCE_PATH: dump_document(own), **library()}
     files[ECR_LOGIN_PATH] = launchers()[ECR_LOGIN_PATH]
     return dict(sorted(files.items()))
 

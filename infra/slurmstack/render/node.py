@@ -28,8 +28,7 @@ from slurmstack.contract import (
     Scratch,
     StateVolume,
     node_name_prefix,
-    pool_group_name,
-    pool_resource_name,
+    resource_name,
     resource_tags,
 )
 from slurmstack.plan import ClusterPlan, PoolPlan
@@ -85,7 +84,7 @@ def elastic_pool(plan: ClusterPlan, pool: PoolPlan) -> ElasticPool:
     """What the head's power programs need to launch the elastic nodes of ``pool``: the
     pool's launch template (made by the stack under this name) and its instance tags, which
     are the tags its Auto Scaling group gives the always-on nodes, plus ELASTIC_TAG."""
-    name = pool_resource_name(plan.name, pool.name)
+    name = resource_name(plan.name, POOL_ROLE, pool.name)
     placement = pool.placement_group_name or (name if pool.placement_group else None)
     price = pool.capacity.max_spot_price
     instance_tags = resource_tags(
@@ -100,7 +99,7 @@ def elastic_pool(plan: ClusterPlan, pool: PoolPlan) -> ElasticPool:
         capacity=pool.capacity.type.value,
         placement_group=placement,
         max_spot_price=None if price is None else f"{price:g}",
-        tags=tuple(sorted(instance_tags.items())),
+        tags=dict(sorted(instance_tags.items())),
         exclusive=pool.exclusive,
     )
 
@@ -110,7 +109,7 @@ def pool_ref(plan: ClusterPlan, pool: PoolPlan) -> PoolRef:
         name=pool.name,
         node_name_prefix=node_name_prefix(pool.name),
         feature=pool.feature,
-        group=pool_group_name(plan.name, pool.name),
+        group=resource_name(plan.name, POOL_ROLE, pool.name),
         capacity_type=pool.capacity.type.value,
         reservation_id=pool.capacity.reservation_id or "",
     )

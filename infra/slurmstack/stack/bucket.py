@@ -12,10 +12,10 @@ import pulumi
 import pulumi_aws.s3 as s3
 from pulumi_aws import get_caller_identity_output
 
-from slurmstack.contract import LAUNCHES_PREFIX, DeployParameter
+from slurmstack.contract import LAUNCHES_PREFIX, DeployParameter, resource_name
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters, policies
-from slurmstack.stack.common import Role, resource_name, tags
+from slurmstack.stack.common import Role, tags
 
 ABORT_INCOMPLETE_UPLOADS_DAYS = 7
 # The elastic launches' names (LAUNCHES_PREFIX): a node reads its own at boot, minutes after

@@ -43,13 +43,6 @@ ROOT_DEVICE = "/dev/sda1"
 EVERYWHERE_V4 = "0.0.0.0/0"
 
 
-def resource_name(cluster: str, role: Role | str, pool: str | None = None) -> str:
-    """Deterministic name ``{cluster}-{role}[-{pool}]`` (logical and, where AWS takes one,
-    physical name)."""
-    role_part = role.value if isinstance(role, Role) else role
-    return f"{cluster}-{role_part}" + (f"-{pool}" if pool else "")
-
-
 def tags(plan: ClusterPlan, role: Role, name: str | None = None, **extra: str) -> dict[str, str]:
     """The definition's tags, then slurmstack's own (which the definition cannot override)."""
     return resource_tags(plan.spec.tags, plan.name, role.value, name, **extra)

@@ -38,10 +38,11 @@ from slurmstack.contract import (
     ROLE_TAG,
     Command,
     DeployParameter,
+    resource_name,
 )
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters
-from slurmstack.stack.common import Role, resource_name, tags
+from slurmstack.stack.common import Role, tags
 
 MANIFEST_HASH_PARAMETER = "ManifestHash"
 # Ubuntu's slurm-client; by absolute path, as Run Command's PATH is not the login PATH.

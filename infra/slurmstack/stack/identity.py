@@ -14,10 +14,10 @@ import pulumi
 import pulumi_aws.iam as iam
 from pulumi_aws import get_caller_identity_output
 
-from slurmstack.contract import POOL_TAG
+from slurmstack.contract import POOL_TAG, resource_name
 from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.stack import policies
-from slurmstack.stack.common import Role, resource_name, tags
+from slurmstack.stack.common import Role, tags
 
 EC2_TRUST_POLICY = json.dumps(policies.EC2_TRUST_POLICY)
 
@@ -78,7 +78,11 @@ class Identity(pulumi.ComponentResource):
 
     def _role(self, pool: PoolPlan | None) -> tuple[iam.Role, iam.InstanceProfile]:
         plan = self._plan
-        name = policies.role_name(plan, pool)
+        name = (
+            resource_name(plan.name, Role.HEAD)
+            if pool is None
+            else resource_name(plan.name, Role.POOL, pool.name)
+        )
         # The tags say whose role this is; the bucket policy names the cluster's node roles
         # by them (aws:PrincipalTag), so it does not change when a pool is added.
         role_tags = tags(plan, Role.IDENTITY, name)

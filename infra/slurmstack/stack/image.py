@@ -30,11 +30,11 @@ import pulumi_aws.vpc as vpc
 from pulumi_aws import get_caller_identity_output
 
 from slurmstack.catalog import Architecture
-from slurmstack.contract import IMAGE_PREFIX, IMAGE_TAG
+from slurmstack.contract import IMAGE_PREFIX, IMAGE_TAG, resource_name
 from slurmstack.plan import ClusterPlan, ImagePlan, image_of, image_plans, own_ami
 from slurmstack.render import image as build
 from slurmstack.stack import policies
-from slurmstack.stack.common import EVERYWHERE_V4, ROOT_DEVICE, Role, resource_name, tags
+from slurmstack.stack.common import EVERYWHERE_V4, ROOT_DEVICE, Role, tags
 
 IMAGE_ROLE = Role.IMAGE
 IMAGE_TESTS_TIMEOUT_MINUTES = 60

@@ -50,9 +50,10 @@ from slurmstack.contract import (
     MountKind,
     log_prefix,
     partition,
+    resource_name,
 )
 from slurmstack.plan import ClusterPlan, MountPlan, PoolPlan, accounting_plan
-from slurmstack.stack.common import Role, resource_name, ssm_parameter_arn
+from slurmstack.stack.common import Role, ssm_parameter_arn
 
 VERSION = "2012-10-17"
 
@@ -109,13 +110,6 @@ BUCKET_ADMIN_ACTIONS = (
     "s3:PutBucketPolicy",
     "s3:DeleteBucketPolicy",
 )
-
-
-def role_name(plan: ClusterPlan, pool: PoolPlan | None) -> str:
-    """``{cluster}-head``, or ``{cluster}-pool-{pool}`` like the pool's other resources."""
-    if pool is None:
-        return resource_name(plan.name, Role.HEAD)
-    return resource_name(plan.name, Role.POOL, pool.name)
 
 
 def asg_arn(plan: ClusterPlan, account: str, group_name: str) -> str:
@@ -372,7 +366,9 @@ def power_statements(plan: ClusterPlan, account: str, bucket_arn: str) -> list[d
             "Sid": "PassElasticPoolRoles",
             "Effect": "Allow",
             "Action": ["iam:PassRole"],
-            "Resource": [f"{iam}:role/{role_name(plan, p)}" for p in pools],
+            "Resource": [
+                f"{iam}:role/{resource_name(plan.name, Role.POOL, p.name)}" for p in pools
+            ],
             "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
         },
         {

@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws.ec2 as ec2
 import pulumi_aws.vpc as vpc
 
-from slurmstack.contract import SLURMCTLD_PORT, SLURMD_PORT, SRUN_PORT_RANGE
+from slurmstack.contract import SLURMCTLD_PORT, SLURMD_PORT, SRUN_PORT_RANGE, resource_name
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack.common import (
     EVERYWHERE_V4,
@@ -17,7 +17,6 @@ from slurmstack.stack.common import (
     LUSTRE_PORT,
     NFS_PORT,
     Role,
-    resource_name,
     tags,
 )
 

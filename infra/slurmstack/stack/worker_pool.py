@@ -13,7 +13,7 @@ from slurmstack.contract import (
     DRAIN_HOOK_HEARTBEAT_SECONDS,
     DRAIN_HOOK_NAME,
     POOL_TAG,
-    pool_group_name,
+    resource_name,
 )
 from slurmstack.plan import ClusterPlan, InterfaceType, PoolPlan
 from slurmstack.spec import CapacityType
@@ -23,12 +23,6 @@ from slurmstack.stack.user_data import encoded_user_data
 # GPU nodes take minutes to boot (driver, EFA, RAID0 over NVMe, mounts) before their own
 # health check runs; the group must not replace them for failing EC2 checks meanwhile.
 HEALTH_CHECK_GRACE_SECONDS = 900
-
-
-def pool_name(plan: ClusterPlan, pool: PoolPlan) -> str:
-    """Name of the pool's launch template, placement group and Auto Scaling group (the
-    contract's: the head's controller finds the group by it)."""
-    return pool_group_name(plan.name, pool.name)
 
 
 # A refresh pauses at these shares of the pool replaced (the last must be 100: EC2 Auto Scaling
@@ -207,7 +201,7 @@ class WorkerPool(pulumi.ComponentResource):
         """``network_ready``: routes and endpoints the nodes need at boot; ``security_ready``:
         the workers' group rules (EFA needs all traffic within the group, both ways, from the
         first job), both waited for before the group launches anything."""
-        name = pool_name(plan, pool)
+        name = resource_name(plan.name, Role.POOL, pool.name)
         super().__init__("slurmstack:stack:WorkerPool", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         pool_tags = tags(plan, Role.POOL, name, **{POOL_TAG: pool.name})

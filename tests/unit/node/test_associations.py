@@ -14,7 +14,7 @@ from node.test_association_plan import DESIRED, observed
 from slurmstack.contract import (
     ACCOUNTING_CONFIG_PATH,
     ACCOUNTING_OWNED_PATH,
-    accounting_config_json,
+    dump_document,
 )
 from slurmstack.node import cli
 from slurmstack.node.accounting import apply
@@ -44,7 +44,7 @@ class Sacctmgr:
 def apply_node(tmp_path: Path, sacctmgr: Sacctmgr) -> Context:
     config = tmp_path / ACCOUNTING_CONFIG_PATH.lstrip("/")
     config.parent.mkdir(parents=True)
-    config.write_text(accounting_config_json(DESIRED))
+    config.write_text(dump_document(DESIRED))
     return Context(root=tmp_path, run=sacctmgr)
 
 

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 
-from node.support import PLAN, Runner, asg_with_instance, make_node, publish_config
 from slurmstack import contract
 from slurmstack.contract import (
     AWS_MAX_ATTEMPTS,
@@ -23,6 +22,7 @@ from slurmstack.contract import (
 )
 from slurmstack.node import bootstrap, cli
 from slurmstack.node.boot import config_sync, mounts, params
+from support.node import PLAN, Runner, asg_with_instance, make_node, publish_config
 
 
 def client_error(code: str, status: int = 400) -> ClientError:
@@ -133,7 +133,7 @@ class Throttled:
 def test_the_agent_exits_retryable_when_aws_throttles(tmp_path: Path) -> None:
     node = make_node(tmp_path, Throttled(), "train")
     (tmp_path / "etc/slurmstack/node.json").write_text(
-        contract.node_config_json(contract.NodeConfig(
+        contract.dump_document(contract.NodeConfig(
             cluster=PLAN.name, region="us-east-1", role="train", parameter_prefix=PLAN.parameter_prefix,
             munge_secret="s", mounts=(),
         ))

@@ -31,10 +31,11 @@ import yaml
 
 from slurmstack.contract import (
     HEAD_ROLE,
+    POOL_ROLE,
     POOL_TAG,
     node_name,
     node_name_prefix,
-    pool_resource_name,
+    resource_name,
 )
 from slurmstack.node.health.periodic import TARGET_LIFECYCLE_STATE
 from slurmstack.node.slurm import parse_node_line
@@ -212,7 +213,7 @@ class VirtualCluster:
         """Whether the pool's launch template puts the instance's tags in its metadata (moto
         keeps the option with the template, not with the instances it launches from it)."""
         versions = self.aws.client("ec2").describe_launch_template_versions(
-            LaunchTemplateName=pool_resource_name(self.plan.name, pool), Versions=["$Default"]
+            LaunchTemplateName=resource_name(self.plan.name, POOL_ROLE, pool), Versions=["$Default"]
         )["LaunchTemplateVersions"]
         options = versions[0]["LaunchTemplateData"].get("MetadataOptions", {})
         return options.get("InstanceMetadataTags") == "enabled"

@@ -401,7 +401,7 @@ def patch_elastic_slurm_conf(text: str) -> str:
 def patch_node_config(text: str) -> str:
     """ "power-timeouts": the head's launch retry, when it has elastic pools."""
     data = json.loads(text)
-    if "launch_retry" not in data:
+    if not data.get("elastic_pools"):  # the launch retry is at its default, so not written
         return text
     data["launch_retry"] = LAUNCH_RETRY
     data["orphan_grace_seconds"] = ORPHAN_GRACE_SECONDS

@@ -77,7 +77,9 @@ def fleet_request(
         "TagSpecifications": [
             {
                 "ResourceType": kind,
-                "Tags": [{"Key": k, "Value": v} for k, v in (*pool.tags, (LAUNCH_TAG, token))],
+                "Tags": [
+                    {"Key": k, "Value": v} for k, v in {**pool.tags, LAUNCH_TAG: token}.items()
+                ],
             }
             for kind in ("instance", "fleet")
         ],

@@ -23,7 +23,7 @@ from ...contract import (
     Check,
     Collective,
     PoolAcceptance,
-    read_acceptance,
+    load_document,
     reason,
 )
 from ..context import AgentError, Context
@@ -58,7 +58,7 @@ def load(ctx: Context) -> Acceptance:
     path = ctx.path(ACCEPTANCE_PATH)
     if not path.exists():
         raise AgentError(f"{ACCEPTANCE_PATH} is missing: is this a slurmstack node?")
-    return read_acceptance(path.read_text())
+    return load_document(Acceptance, path.read_text())
 
 
 def node_checks(ctx: Context, pool: PoolAcceptance, nodes: list[str], report: PoolReport) -> None:

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from node.support import PLAN, Answers, make_node
 from slurmstack.contract import CLUSTER_TAG, POOL_TAG, NodeConfig, PoolRef
 from slurmstack.node.controller import observe
+from support.node import PLAN, Answers, make_node
 
 NAMES_MAX = 50  # Auto Scaling API Reference, DescribeAutoScalingGroups: AutoScalingGroupNames
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from node.support import PLAN, Answers, make_node
 from slurmstack.contract import (
     CLUSTER_TAG,
     ELASTIC_TAG,
@@ -22,20 +21,21 @@ from slurmstack.contract import (
     ElasticPool,
     LaunchRetry,
     NodeConfig,
+    dump_document,
     launch_key,
-    node_config_json,
     read_launch_names,
 )
 from slurmstack.node.context import Context
 from slurmstack.node.power import hostlist, resume, units
 from slurmstack.node.power.retry import RetryState
+from support.node import PLAN, Answers, make_node
 
 BUCKET = "c-bucket"
-TAGS = ((CLUSTER_TAG, PLAN.name),)
+TAGS = {CLUSTER_TAG: PLAN.name}
 GPU = ElasticPool("gpu", "gpu-e[1-64]", 64, "c-pool-gpu", "p5.48xlarge", "on_demand",
-                  tags=(*TAGS, (ELASTIC_TAG, "gpu")), exclusive=True)  # fmt: skip
+                  tags={**TAGS, ELASTIC_TAG: "gpu"}, exclusive=True)  # fmt: skip
 CPU = ElasticPool("cpu", "cpu-e[1-8]", 8, "c-pool-cpu", "c7i.2xlarge", "on_demand",
-                  tags=(*TAGS, (ELASTIC_TAG, "cpu")))  # fmt: skip
+                  tags={**TAGS, ELASTIC_TAG: "cpu"})  # fmt: skip
 
 
 class Capacity:
@@ -95,7 +95,7 @@ def head(tmp_path: Path, aws: Any, resume_file: dict[str, Any] | None, monkeypat
     node = make_node(tmp_path, aws, "head", run=Answers({}))
     config = NodeConfig(PLAN.name, "us-east-1", "head", PLAN.parameter_prefix, "s", (),
                         elastic_pools=(GPU, CPU), launch_retry=LaunchRetry(120, 1800))  # fmt: skip
-    (tmp_path / "etc/slurmstack/node.json").write_text(node_config_json(config))
+    (tmp_path / "etc/slurmstack/node.json").write_text(dump_document(config))
     if resume_file is not None:
         path = tmp_path / "resume.json"
         path.write_text(json.dumps(resume_file))

@@ -16,7 +16,7 @@ from slurmstack.offline import OfflineRun, run_definition
 from slurmstack.plan import ClusterPlan, build_plan
 from slurmstack.validate import validate_object
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 EXAMPLE_IDS = [p.stem for p in EXAMPLES]
 
