@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from slurmstack.contract import ElasticPool, LaunchRetry
+from slurmstack.contract import ORPHAN_GRACE_SECONDS, ElasticPool, LaunchRetry
 from slurmstack.node.power.nodes import Instance, by_pool, pool_of
 from slurmstack.node.power.retry import RetryState
-from slurmstack.node.power.sweep import ORPHAN_GRACE_SECONDS, stray_instances, sweep_verdict
+from slurmstack.node.power.sweep import stray_instances, sweep_verdict
 from slurmstack.node.slurm import NodeRecord
 
 NOW = 1_750_000_000.0
