@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...contract import CLUSTER_TAG, ELASTIC_TAG, LAUNCH_TAG, ElasticPool, elastic_index
-from ..context import Context, log
+from ..context import AgentError, Context, log
 from ..ec2 import INSTANCES_PAGE, LIVE_INSTANCE_STATES
 from ..slurm import SCONTROL, NodeRecord, slurm_nodes
 from . import hostlist as hostlists
@@ -20,6 +20,18 @@ if TYPE_CHECKING:
 # EC2 takes at most this many values in one filter (DescribeInstances).
 FILTER_VALUES_MAX = 200
 TERMINATE_MAX = 500
+# What scontrol says when slurmctld answers too late or not at all: busy (a thousand nodes
+# powering up, a scheduling pass, MessageTimeout passed) or restarting. An update is tried
+# again, UPDATE_ATTEMPTS times in all, backing off from UPDATE_BACKOFF seconds: setting an
+# address, a state or a reason twice is harmless, launched instances without their nodes' are not.
+SLURMCTLD_BUSY = (
+    "Socket timed out",
+    "Unable to contact slurm controller",
+    "Resource temporarily unavailable",
+    "Zero Bytes were transmitted or received",
+)
+UPDATE_ATTEMPTS = 4
+UPDATE_BACKOFF = 2.0
 
 
 def expand(ctx: Context, hostlist: str) -> list[str]:
@@ -88,9 +100,24 @@ def take_down(ctx: Context, names: list[str], reason: str, power_down: bool = Tr
         return
     listed = ",".join(names)
     log(f"{listed}: DOWN, {reason}")
-    ctx.ok(*SCONTROL, "update", f"nodename={listed}", "state=DOWN", f"reason={reason}")
+    update(ctx, f"nodename={listed}", "state=DOWN", f"reason={reason}")
     if power_down:
-        ctx.ok(*SCONTROL, "update", f"nodename={listed}", "state=POWER_DOWN_FORCE")
+        update(ctx, f"nodename={listed}", "state=POWER_DOWN_FORCE")
+
+
+def update(ctx: Context, *fields: str) -> None:
+    """`scontrol update` with ``fields``, again while slurmctld is too busy to answer."""
+    for attempt in range(UPDATE_ATTEMPTS):
+        try:
+            ctx.ok(*SCONTROL, "update", *fields)
+            return
+        except AgentError as exc:
+            busy = any(sign in str(exc) for sign in SLURMCTLD_BUSY)
+            if not busy or attempt + 1 == UPDATE_ATTEMPTS:
+                raise
+            delay = UPDATE_BACKOFF * 2**attempt
+            log(f"slurmctld did not answer an update ({fields[0][:60]}): again in {delay:g} s")
+            ctx.sleep(delay)
 
 
 def set_addresses(ctx: Context, addresses: dict[str, str]) -> None:
@@ -100,9 +127,8 @@ def set_addresses(ctx: Context, addresses: dict[str, str]) -> None:
     if not addresses:
         return
     names = list(addresses)
-    ctx.ok(
-        *SCONTROL,
-        "update",
+    update(
+        ctx,
         f"nodename={','.join(names)}",
         f"nodeaddr={','.join(addresses[n] for n in names)}",
         f"nodehostname={','.join(names)}",
@@ -112,14 +138,12 @@ def set_addresses(ctx: Context, addresses: dict[str, str]) -> None:
 def drain(ctx: Context, names: list[str], reason: str) -> None:
     if names:
         log(f"{','.join(names)}: DRAIN, {reason}")
-        ctx.ok(
-            *SCONTROL, "update", f"nodename={','.join(names)}", "state=DRAIN", f"reason={reason}"
-        )
+        update(ctx, f"nodename={','.join(names)}", "state=DRAIN", f"reason={reason}")
 
 
 def return_to_service(ctx: Context, names: list[str]) -> None:
     if names:
-        ctx.ok(*SCONTROL, "update", f"nodename={','.join(names)}", "state=RESUME")
+        update(ctx, f"nodename={','.join(names)}", "state=RESUME")
 
 
 # --- instances ------------------------------------------------------------------------------

@@ -134,7 +134,12 @@ def send(ctx: Context, pools: dict[str, ElasticPool], to_send: list[Request]) ->
             nodes.terminate(ctx, list(lost.values()), "no private address")
             kept = {n: i for n, i in outcome.instances.items() if n not in lost}
             outcome = replace(outcome, instances=kept, error="launched but no private address")
-        nodes.set_addresses(ctx, {n: addresses[i] for n, i in outcome.instances.items()})
+        try:
+            nodes.set_addresses(ctx, {n: addresses[i] for n, i in outcome.instances.items()})
+        except AgentError as exc:  # slurmctld never took them: the instances would run unowned
+            nodes.terminate(ctx, list(outcome.instances.values()), "Slurm has not its address")
+            why = str(exc).rsplit(" failed: ", 1)[-1]
+            outcome = replace(outcome, instances={}, error=f"Slurm took no address: {why}")
         placed.append(outcome)
     return placed
 

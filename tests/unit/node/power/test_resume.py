@@ -25,7 +25,7 @@ from slurmstack.contract import (
     launch_key,
     read_launch_names,
 )
-from slurmstack.node.context import Context
+from slurmstack.node.context import AgentError, Context
 from slurmstack.node.power import hostlist, resume, units
 from slurmstack.node.power.retry import RetryState
 from support.node import PLAN, Answers, make_node
@@ -226,3 +226,43 @@ def test_concurrent_programs_lose_no_change_to_the_retry_state(tmp_path: Path) -
         workers.map(fail_pool, [(str(tmp_path), f"p{w}", 25) for w in range(4)])
     state = RetryState.load(Context(root=tmp_path))
     assert len(state.pools) == 100
+
+
+class BusySlurmctld:
+    """scontrol's update fails as it does when slurmctld answers too late, ``times`` times
+    (every time: None); everything else as ``run`` answers."""
+
+    def __init__(self, run: Any, times: int | None) -> None:
+        self.run, self.times, self.failed = run, times, 0
+        self.calls = run.calls
+
+    def __call__(self, cmd: list[str], check: bool = True):
+        import subprocess
+
+        if cmd[2:4] == ["scontrol", "update"] and (self.times is None or self.failed < self.times):
+            self.failed += 1
+            self.calls.append(cmd)
+            error = "slurm_update error: Socket timed out on send/recv operation"
+            return subprocess.CompletedProcess(cmd, 1, "", error)
+        return self.run(cmd, check)
+
+
+def test_a_busy_slurmctld_is_asked_again(aws, tmp_path, monkeypatch) -> None:
+    node = head(tmp_path, aws, None, monkeypatch)
+    node.run = BusySlurmctld(node.run, times=2)
+    result = resume.resume(node, "cpu-e[1-2]")
+    assert sorted(result["launched"]) == ["cpu-e1", "cpu-e2"]
+    assert len(scontrol_updates(node)) == 3  # two timed out, the third took
+    assert len(live(aws)) == 2
+
+
+def test_instances_whose_addresses_slurm_never_takes_are_released(
+    aws, tmp_path, monkeypatch
+) -> None:
+    """slurmctld never answers: the instances are terminated rather than left running with no
+    node (the program then fails on the DOWN update, and slurmctld's ResumeTimeout follows)."""
+    node = head(tmp_path, aws, None, monkeypatch)
+    node.run = BusySlurmctld(node.run, times=None)
+    with pytest.raises(AgentError, match="Socket timed out"):
+        resume.resume(node, "cpu-e[1-2]")
+    assert live(aws) == {}
