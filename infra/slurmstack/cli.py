@@ -1,9 +1,10 @@
 """The ``slurmstack`` command line.
 
 Exit codes: 0 ok; 1 invalid definition (every finding printed as ``path: message``);
-2 usage error; 74 the output could not be written; 141 the output's reader left (a closed
-pipe); killed by SIGINT on Ctrl-C (the shell shows 130). ``validate``, ``schema`` and
-``render`` never import pulumi; ``plan`` and ``diagram`` import it only when they run.
+2 usage error; 3 `plan --against --fail-on CLASS` found a change of that class or worse;
+74 the output could not be written; 141 the output's reader left (a closed pipe); killed by
+SIGINT on Ctrl-C (the shell shows 130). ``validate``, ``schema`` and ``render`` never import
+pulumi; ``plan`` and ``diagram`` import it only when they run.
 """
 
 from __future__ import annotations
@@ -215,6 +216,16 @@ def _usage_error(message: str) -> NoReturn:
     raise typer.Exit(EXIT_USAGE)
 
 
+class FailOn(enum.StrEnum):
+    live = "live"
+    rolling = "rolling"
+    head_restart = "head-restart"
+    disruptive = "disruptive"
+
+
+EXIT_CHANGE_REFUSED = 3  # `plan --against --fail-on`: the change reaches the class given
+
+
 @app.command(short_help="Run the Pulumi program offline: resources, cost, time to ready.")
 def plan(
     file: DefinitionFile,
@@ -225,6 +236,26 @@ def plan(
             help="Print the report as JSON (for an invalid definition: its findings, exit 1).",
         ),
     ] = False,
+    against: Annotated[
+        Path | None,
+        typer.Option(
+            "--against",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+            help="What runs now: a definition, a Pulumi.<stack>.yaml or a saved `plan --json`. "
+            "Lists what FILE would create, update, replace or delete, and what that does to "
+            "the running cluster.",
+        ),
+    ] = None,
+    fail_on: Annotated[
+        FailOn | None,
+        typer.Option(
+            "--fail-on",
+            help=f"With --against: exit {EXIT_CHANGE_REFUSED} when a change reaches this class "
+            "(e.g. disruptive, for a CI pipeline).",
+        ),
+    ] = None,
 ) -> None:
     """Run the Pulumi program offline: resources, capacity, storage, cost, time to ready."""
     from slurmstack.collector import pause_for_program
@@ -247,6 +278,11 @@ def plan(
             print(line, file=sys.stderr)
         raise typer.Exit(EXIT_INVALID)
     document = build_report(build_plan(result.spec), run, result.findings).to_dict()
+    if against is not None:
+        _plan_against(against, result.spec, run, document, as_json, fail_on)
+        return
+    if fail_on is not None:
+        _usage_error("--fail-on needs --against OLD: it compares a change")
     if as_json:
         _print_json(document)
         return
@@ -254,6 +290,39 @@ def plan(
     from slurmstack.report.console import print_plan
 
     print_plan(document, output_console())
+
+
+def _plan_against(  # type: ignore[no-untyped-def]
+    against: Path, spec, run, document: dict[str, object], as_json: bool, fail_on: FailOn | None
+) -> None:
+    """`plan FILE --against OLD`: the change plan, added to --json as `changes`."""
+    from slurmstack.change.effects import Context, Effect
+    from slurmstack.change.plan import change_plan
+    from slurmstack.change.snapshot import from_run
+    from slurmstack.change.sources import OldDeploymentError, old_snapshot
+
+    try:
+        old = old_snapshot(against)
+    except OldDeploymentError as exc:
+        for line in exc.lines:
+            print(line, file=sys.stderr)
+        raise typer.Exit(EXIT_INVALID) from None
+    context = Context(scale_in_wait_minutes=spec.health.scale_in_wait_minutes)
+    changes = change_plan(old, from_run(run, spec.name), against=str(against), context=context)
+    changes_doc = changes.to_dict()
+    if as_json:
+        _print_json({**document, "changes": changes_doc})
+    else:
+        from slurmstack.cli_output import output_console
+        from slurmstack.report.changes import print_changes
+
+        print_changes(changes_doc, output_console())
+    if fail_on is not None and changes.reaches(Effect(fail_on.value)):
+        print(
+            f"slurmstack: the change is {changes.worst.value}, at or above --fail-on {fail_on.value}",
+            file=sys.stderr,
+        )
+        raise typer.Exit(EXIT_CHANGE_REFUSED)
 
 
 @app.command(short_help="List the instance types slurmstack knows, with facts and prices.")

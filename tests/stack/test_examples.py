@@ -23,6 +23,7 @@ from support.stack import (
     T_DRA,
     T_EFS,
     T_EGRESS,
+    T_HOOK,
     T_INGRESS,
     T_INSTANCE,
     T_LT,
@@ -63,6 +64,7 @@ UNTAGGABLE = {
     T_RANDOM,
     T_PASSWORD,
     T_ASG,  # tagged through its `tags` list of {key, value, propagate_at_launch}
+    T_HOOK,  # a lifecycle hook takes no tags
 }
 
 
@@ -126,6 +128,7 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
             "aws:ssm/association:Association": 1,
             T_LT: len(plan.pools),
             T_ASG: len(plan.pools),
+            T_HOOK: len(plan.pools),
         }
     )
     if spec.storage.bucket.versioning:
@@ -186,8 +189,9 @@ def test_resource_types_and_counts(example_run: Example) -> None:
     _, plan, result = example_run
     from slurmstack import render
 
-    # Every distinct rendered file, plus the manifest that lists them.
-    objects = len(render.config_store(plan).objects) + 1
+    # Every distinct rendered file, plus the manifest that lists them and the record of the
+    # deployment (slurmstack.stack.deployed).
+    objects = len(render.config_store(plan).objects) + 2
     assert result.count_by_type() == expected_counts(plan, objects)
 
 

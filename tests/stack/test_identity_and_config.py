@@ -31,12 +31,12 @@ def test_config_store_objects_manifest_and_association() -> None:
     store = render.config_store(plan)
     result = run_ok(definition)
     bucket = result.one(T_BUCKET)
+    # Not the image build bundles (tests/stack/test_images.py) nor the deployment's record
+    # (tests/stack/test_change_preflight.py).
     objects = {
         o.inputs["key"]: o
         for o in result.of_type(T_OBJECT)
-        if not o.inputs["key"].startswith(
-            "images/"
-        )  # the image build bundles (tests/stack/test_images.py)
+        if not o.inputs["key"].startswith(("images/", "slurmstack/deployed/"))
     }
     manifest_object = objects.pop(store.manifest_key)
     assert set(objects) == set(store.objects)

@@ -44,6 +44,7 @@ PROJECT = "slurmstack"
 DEFAULT_STACK = "offline"
 CLUSTER_CONFIG_KEY = STACK_CONFIG_KEY
 REGION_CONFIG_KEY = STACK_REGION_KEY
+OFFLINE_CONFIG_KEY = "slurmstack:offline"
 
 _SIG = rpc._special_sig_key
 _SECRET_SIG = rpc._special_secret_sig
@@ -192,6 +193,8 @@ def run_program(
     non-string values are passed as JSON, as the Pulumi CLI does for objects). ``program``: a
     program directory or file to run instead of the packaged one (as `pulumi` runs a path)."""
     wire_config = {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+    # The program makes no AWS call offline (its change preflight reads the last deployment).
+    wire_config.setdefault(OFFLINE_CONFIG_KEY, "true")
     region = wire_config.get(REGION_CONFIG_KEY, DEFAULT_REGION)
     # A copy of the caller's context: the runtime's context variables (settings, root
     # resource, config) set below vanish with it. The garbage collector is paused for the
