@@ -61,6 +61,10 @@ class Command(enum.StrEnum):
     JOB_DIRS = "job-dirs"
     ECR_TOKEN = "ecr-token"
     ECR_LOGIN = "ecr-login"
+    # Rollouts and permissions (slurmstack.node.boot.join_hook, slurmstack.node.power.launch_check).
+    JOINED = "joined"
+    LAUNCH_CHECK = "launch-check"
+    PRUNE_IMAGES = "prune-images"
 
 
 def agent_command(command: Command, *args: str) -> str:

@@ -26,7 +26,9 @@ from slurmstack.contract import (
     COMMAND_DIRS,
     EXIT_RETRYABLE,
     HEAD_ROLE,
+    JOIN_HOOK_NAME,
     PARAMETERS_CACHE_PATH,
+    POOL_ROLE,
     BootstrapEnv,
     DeployParameter,
     DeployValues,
@@ -40,6 +42,7 @@ from slurmstack.contract import (
     read_bootstrap_env,
     read_bundle,
     read_manifest,
+    resource_name,
 )
 
 INSTANCE_ID_FILE = "/var/lib/cloud/data/instance-id"  # written by cloud-init
@@ -199,6 +202,23 @@ def patiently(attempt: Any, what: str, sleep: Any = time.sleep) -> Any:
         delay = min(delay * 2, RETRY_MAX_SECONDS)
 
 
+def abandon_launch(groups: Any, group: str, instance: str) -> None:
+    """An instance still waiting in its group's launch hook (slurmstack.node.boot.join_hook) never
+    goes InService: ABANDON makes the group terminate it and launch another (an instance
+    refresh counts it as a failed replacement). One already in service, or an elastic node (in
+    no group), has no such action: AWS refuses the call, which is fine."""
+    try:
+        groups.complete_lifecycle_action(
+            AutoScalingGroupName=group,
+            LifecycleHookName=JOIN_HOOK_NAME,
+            InstanceId=instance,
+            LifecycleActionResult="ABANDON",
+        )
+        log(f"abandoned {instance}'s launch: its group terminates it and launches another")
+    except Exception as exc:  # ValidationError: no lifecycle action waits for this instance
+        log(f"no launch of {instance} to abandon ({exc})")
+
+
 def report_failure(
     step: str, detail: str, env: BootstrapEnv | None, session: Any, root: str, run: Any,
     replace: bool = True,
@@ -218,7 +238,9 @@ def report_failure(
         with open(os.path.join(root, INSTANCE_ID_FILE.lstrip("/"))) as handle:
             instance = handle.read().strip()
         session = session or aws_session()
-        client(session, "autoscaling", env.region).set_instance_health(
+        groups = client(session, "autoscaling", env.region)
+        abandon_launch(groups, resource_name(env.cluster, POOL_ROLE, env.role), instance)
+        groups.set_instance_health(
             InstanceId=instance, HealthStatus="Unhealthy", ShouldRespectGracePeriod=False
         )
         log(f"marked {instance} Unhealthy: its Auto Scaling group replaces it")
