@@ -325,6 +325,32 @@ def _plan_against(  # type: ignore[no-untyped-def]
         raise typer.Exit(EXIT_CHANGE_REFUSED)
 
 
+@app.command(short_help="Read a deployed cluster from AWS: nodes, breakers, repairs, alerts.")
+def status(
+    file: DefinitionFile,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
+) -> None:
+    """Read a deployed cluster from AWS: head, pools' nodes, breakers, repairs, alert topic."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from slurmstack.plan import build_plan
+    from slurmstack.status import cluster_status, status_lines
+
+    plan = build_plan(_validated_or_exit(file).spec)
+    try:
+        found = cluster_status(plan, boto3.Session())
+    except (BotoCoreError, ClientError) as error:
+        print(
+            f"{file}: could not read {plan.name} from AWS ({plan.region}): {error}", file=sys.stderr
+        )
+        raise typer.Exit(EXIT_INVALID) from None
+    if as_json:
+        _print_json(found.to_dict())
+        return
+    print("\n".join(status_lines(found)))
+
+
 @app.command(short_help="List the instance types slurmstack knows, with facts and prices.")
 def catalog(
     region: Annotated[

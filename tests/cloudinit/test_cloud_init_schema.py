@@ -86,8 +86,11 @@ def test_every_boot_step_runs_through_the_runner(example: str) -> None:
         agent_steps = [i for i, step in enumerate(ran) if step[1:2] == ["slurmstack-node"]]
         assert ran.index(["install"]) < min(agent_steps)
         if role != HEAD_ROLE:
+            # slurmd starts, then `joined` lets the group count the node in service (its
+            # launch lifecycle hook), then the boot is done.
             assert ran[-1] == ["done"]
-            assert ran[-2] == ["run", "systemctl", "enable", "--now", "slurmstack-slurmd.service"]
+            assert ran[-2] == ["run", "slurmstack-node", "joined"]
+            assert ran[-3] == ["run", "systemctl", "enable", "--now", "slurmstack-slurmd.service"]
 
 
 @pytest.mark.parametrize("example", EXAMPLE_IDS)

@@ -14,7 +14,9 @@ pytestmark = pytest.mark.stack
 # The IAM prefix of each pulumi-aws module the program uses.
 IAM_PREFIX = {
     "autoscaling": "autoscaling",
+    "budgets": "budgets",
     "cloudwatch": "logs",
+    "sns": "sns",
     "ebs": "ec2",
     "ec2": "ec2",
     "vpc": "ec2",

@@ -30,6 +30,8 @@ the one door: import every name from ``slurmstack.contract``, never from its mod
 - ``node_config``: node.json: what the node agent knows about its role, written by render.
 - ``accounting``: accounting.json: what the head's agent knows about accounting, written by
   render.
+- ``observe``: The exporters' ports, the agent's metrics and scrape targets, the GPU-to-job
+  files, the alert event's schema.
 - ``image``: What a node's image must hold, and where the image build finds its inputs.
 - ``acceptance``: acceptance.json: what acceptance expects of each pool's nodes, and how it
   tests them.
@@ -46,6 +48,7 @@ from . import (
     image,
     names,
     node_config,
+    observe,
     paths,
     reasons,
     repair,
@@ -60,6 +63,7 @@ from .env import *
 from .image import *
 from .names import *
 from .node_config import *
+from .observe import *
 from .paths import *
 from .reasons import *
 from .repair import *
@@ -76,6 +80,7 @@ __all__ = sorted(
         *image.__all__,
         *names.__all__,
         *node_config.__all__,
+        *observe.__all__,
         *paths.__all__,
         *reasons.__all__,
         *repair.__all__,

@@ -5,7 +5,7 @@ subcommand is one Subcommand in its room's ``commands`` module."""
 
 from __future__ import annotations
 
-from . import accounting, boot, controller, health, power, workload
+from . import accounting, boot, controller, health, observe, power, workload
 from .subcommand import Subcommand
 
 COMMANDS: tuple[Subcommand, ...] = (
@@ -15,6 +15,7 @@ COMMANDS: tuple[Subcommand, ...] = (
     *power.COMMANDS,
     *accounting.COMMANDS,
     *workload.COMMANDS,
+    *observe.COMMANDS,
 )
 
 

@@ -179,7 +179,12 @@ def _head_packages() -> list[str]:
     the image; the head's agent starts what the definition asks), so turning accounting on or
     off, or to another database, never builds a new image."""
     table = image_pins()["packages"]
-    return [*table["head"], *table["accounting"], *table["accounting_local_database"]]
+    return [
+        *table["head"],
+        *table["accounting"],
+        *table["accounting_local_database"],
+        *table["monitoring_head"],
+    ]
 
 
 def _packages(kind: ImageKind, serves_head: bool) -> tuple[str, ...]:
@@ -189,6 +194,7 @@ def _packages(kind: ImageKind, serves_head: bool) -> tuple[str, ...]:
     table = image_pins()["packages"]
     # enroot's runtime dependencies: it is built from source, not installed as a .deb.
     wanted = [*table["common"], *image_pins()["enroot"]["runtime_packages"], *table["worker"]]
+    wanted += table["monitoring"]
     if kind is ImageKind.CPU:
         # CPU pools run MPI over EFA with the EFA installer's libfabric and Open MPI, as the
         # Deep Learning AMIs do (the installer is not an apt package: build.sh installs it);

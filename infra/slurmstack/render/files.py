@@ -19,6 +19,7 @@ from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.render import jobs, nccl, slurm
 from slurmstack.render.accounting import accounting_files
 from slurmstack.render.cloud_init import CLOUD_INIT, user_data
+from slurmstack.render.monitoring import head_monitoring_files, pool_monitoring_files
 from slurmstack.render.node import agent_files, node_config
 from slurmstack.render.roles import pool_named, roles
 
@@ -42,6 +43,7 @@ def head_files(plan: ClusterPlan) -> dict[str, str]:
         **agent_files(),
         **jobs.head_jobs_files(plan),
         **jobs.ecr_token_units(plan, "head node"),
+        **head_monitoring_files(plan),
     }
 
 
@@ -55,6 +57,7 @@ def pool_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
         **agent_files(),
         **jobs.pool_jobs_files(plan, pool),
         **jobs.ecr_token_units(plan, f"node of pool {pool.name}"),
+        **pool_monitoring_files(plan, pool),
     }
     optional = {
         NCCL_CONF_PATH: nccl.nccl_conf(pool),

@@ -27,7 +27,7 @@ PRICES_FILE = Path(__file__).with_name("service_prices.json")
 @dataclass(frozen=True)
 class CostLine:
     item: str
-    category: str  # compute, network, storage, security
+    category: str  # compute, network, storage, security, monitoring
     hourly_usd: float | None  # None: no price known (see note)
     basis: str  # how the figure was computed
     source: str  # citation of the unit price
@@ -103,7 +103,8 @@ def hours_per_month() -> int:
     return int(service_prices()["hours_per_month"])
 
 
-def _price(key: str) -> tuple[float, str]:
+def unit_price(key: str) -> tuple[float, str]:
+    """(value, source) of a service price (service_prices.json)."""
     prices = service_prices()
     entry = prices[key]
     return float(entry["value"]), prices["sources"][entry["source"]]
@@ -141,9 +142,9 @@ _CAPACITY_NOTES = {
 
 
 def _gp3_hourly(volume: RootVolume | None, size_gib: int) -> float:
-    gb, _ = _price("gp3_usd_per_gb_month")
-    iops, _ = _price("gp3_usd_per_iops_month_above_3000")
-    tput, _ = _price("gp3_usd_per_mibps_month_above_125")
+    gb, _ = unit_price("gp3_usd_per_gb_month")
+    iops, _ = unit_price("gp3_usd_per_iops_month_above_3000")
+    tput, _ = unit_price("gp3_usd_per_mibps_month_above_125")
     monthly = size_gib * gb
     if volume is not None:
         monthly += max(volume.iops - 3000, 0) * iops + max(volume.throughput_mibps - 125, 0) * tput
@@ -180,7 +181,7 @@ def _pool_lines(pool: PoolPlan, plan: ClusterPlan) -> list[CostLine]:
             else price * pool.elastic_nodes,
         )
     ]
-    _, ebs_source = _price("gp3_usd_per_gb_month")
+    _, ebs_source = unit_price("gp3_usd_per_gb_month")
     # Root volumes end with their instances (delete on termination): elastic ones too.
     per_volume = _gp3_hourly(pool.root_volume, pool.root_volume.size_gib)
     lines.append(
@@ -235,7 +236,7 @@ def cost_report(plan: ClusterPlan) -> CostReport:
             f"head node: {head.instance_type}", "compute", price, "1 × on-demand", source, note
         )
     )
-    _, ebs_source = _price("gp3_usd_per_gb_month")
+    _, ebs_source = unit_price("gp3_usd_per_gb_month")
     lines.append(
         CostLine(
             "head node: root and Slurm state volumes",
@@ -249,8 +250,8 @@ def cost_report(plan: ClusterPlan) -> CostReport:
     for pool in plan.pools:
         lines.extend(_pool_lines(pool, plan))
     if plan.spec.network.vpc_id is None:
-        nat, nat_source = _price("nat_gateway_usd_per_hour")
-        ip, _ = _price("public_ipv4_usd_per_hour")
+        nat, nat_source = unit_price("nat_gateway_usd_per_hour")
+        ip, _ = unit_price("public_ipv4_usd_per_hour")
         lines.append(
             CostLine(
                 "NAT gateway and its public IPv4 address",
@@ -263,12 +264,16 @@ def cost_report(plan: ClusterPlan) -> CostReport:
     lustre = _lustre_line(plan)
     if lustre is not None:
         lines.append(lustre)
-    secret, secret_source = _price("secret_usd_per_month")
+    secret, secret_source = unit_price("secret_usd_per_month")
     lines.append(
         CostLine(
             "munge key secret", "security", secret / hours_per_month(), "1 secret", secret_source
         )
     )
+    # What observing the cluster costs: a module of its own, built on this one's prices.
+    from slurmstack.report.monitoring_cost import monitoring_lines, monitoring_usage
+
+    lines.extend(monitoring_lines(plan))
     prices = service_prices()
     usage = [
         UsagePrice(
@@ -291,4 +296,5 @@ def cost_report(plan: ClusterPlan) -> CostReport:
                 prices["sources"]["efs-pricing"],
             ),
         )
+    usage.extend(monitoring_usage(plan))
     return CostReport(tuple(lines), tuple(usage))

@@ -54,6 +54,10 @@ from slurmstack.contract import (
 )
 from slurmstack.plan import ClusterPlan, MountPlan, PoolPlan, accounting_plan
 from slurmstack.stack.common import Role, ssm_parameter_arn
+from slurmstack.stack.monitoring_policy import (
+    head_monitoring_statements,
+    pool_monitoring_statements,
+)
 
 VERSION = "2012-10-17"
 
@@ -487,6 +491,7 @@ def head_policy(
             "Action": ["s3:GetObject"],
             "Resource": [f"{bucket_arn}/{LOGS_PREFIX}*"],
         },
+        *head_monitoring_statements(plan, account),
     ]
     return {"Version": VERSION, "Statement": statements}
 
@@ -553,6 +558,7 @@ def pool_policy(
         },
     ]
     statements += efs_fallback_statements(plan, account, pool.mounts)
+    statements += pool_monitoring_statements(plan, pool, account)
     if pool.elastic:
         statements += [
             {
