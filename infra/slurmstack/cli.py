@@ -325,7 +325,7 @@ def _plan_against(  # type: ignore[no-untyped-def]
         raise typer.Exit(EXIT_CHANGE_REFUSED)
 
 
-@app.command(short_help="Read a deployed cluster from AWS: nodes, breakers, repairs, alerts.")
+@app.command(short_help="Read a deployed cluster: nodes, breakers, repairs, alerts.")
 def status(
     file: DefinitionFile,
     as_json: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
