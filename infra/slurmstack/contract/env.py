@@ -97,8 +97,8 @@ def env_ref(name: str) -> str:
 
 # --- the deploy-time parameters, as read at boot -------------------------------------------
 
-# A node reads every deploy-time parameter (DeployParameter) in one GetParameters call (at most
-# ten names a call: there are fewer) when it first needs one, and keeps the answer in
+# A node reads the deploy-time parameters of its role (names.parameter_calls) in one
+# GetParameters call (the head in two) when it first needs one, and keeps the answer in
 # PARAMETERS_CACHE_PATH, on /run: gone at the next boot. Parameter Store allows an account 40
 # reads a second by default, which a thousand nodes booting at once would exceed ninefold at
 # nine reads each. An answer older than this is read again when a value is asked for.

@@ -12,12 +12,14 @@ __all__ = [
     "DRAIN_HOOK_NAME",
     "ELASTIC_MARK",
     "ELASTIC_TAG",
+    "GET_PARAMETERS_MAX",
     "HEAD_ROLE",
     "IMAGE_TAG",
     "JOIN_HOOK_HEARTBEAT_SECONDS",
     "JOIN_HOOK_NAME",
     "LAUNCH_TAG",
     "NODE_INDEX_MAX",
+    "POOL_PARAMETERS",
     "POOL_ROLE",
     "POOL_TAG",
     "ROLE_TAG",
@@ -35,6 +37,7 @@ __all__ = [
     "node_name",
     "node_name_pattern",
     "node_name_prefix",
+    "parameter_calls",
     "parameter_name",
     "parameter_prefix",
     "resource_name",
@@ -199,6 +202,32 @@ def parameter_prefix(cluster: str) -> str:
 def parameter_name(prefix: str, key: DeployParameter | str) -> str:
     """Full SSM parameter name of a deploy-time value, e.g. /slurmstack/llm-train/head/address."""
     return f"{prefix}/{key}"
+
+
+# GetParameters takes at most ten names a call (AWS Systems Manager API Reference,
+# GetParameters: Names, 1 to 10 items).
+GET_PARAMETERS_MAX = 10
+# What a pool node reads (its boot and its agent): one GetParameters call. The head reads every
+# DeployParameter (two calls: it is one node).
+POOL_PARAMETERS = tuple(
+    k.value
+    for k in (
+        DeployParameter.HEAD_ADDRESS,
+        DeployParameter.BUCKET,
+        DeployParameter.LUSTRE_DNS,
+        DeployParameter.LUSTRE_MOUNT_NAME,
+        DeployParameter.EFS_ID,
+        DeployParameter.CONFIG_MANIFEST,
+    )
+)
+
+
+def parameter_calls(prefix: str, role: str, also: str = "") -> list[list[str]]:
+    """The names of the deploy-time parameters a node of ``role`` reads (and ``also``, a key
+    asked for beyond them), as GetParameters calls of at most GET_PARAMETERS_MAX names."""
+    keys = [k for k in DeployParameter if role == HEAD_ROLE or k in POOL_PARAMETERS or k == also]
+    names = [parameter_name(prefix, k) for k in keys]
+    return [names[i : i + GET_PARAMETERS_MAX] for i in range(0, len(names), GET_PARAMETERS_MAX)]
 
 
 def munge_secret_name(cluster: str) -> str:

@@ -38,7 +38,7 @@ from slurmstack.contract import (
     is_agent_file,
     is_retryable,
     matches_key,
-    parameter_name,
+    parameter_calls,
     read_bootstrap_env,
     read_bundle,
     read_manifest,
@@ -81,14 +81,16 @@ def client(session: Any, service: str, region: str) -> Any:
 
 
 def read_parameters(ssm: Any, env: BootstrapEnv, root: str, timeout: float, poll: float) -> Any:
-    """Every deploy-time parameter in one GetParameters call (the agent's steps take theirs
-    from the answer, kept at PARAMETERS_CACHE_PATH), again until the manifest and bucket are
-    there (deploy time)."""
-    names = [parameter_name(env.parameter_prefix, key) for key in DeployParameter]
+    """The deploy-time parameters of the node's role in one GetParameters call (the head's in
+    two; the agent's steps take theirs from the answer, kept at PARAMETERS_CACHE_PATH), again
+    until the manifest and bucket are there (deploy time)."""
+    calls = parameter_calls(env.parameter_prefix, env.role)
     needed = (DeployParameter.CONFIG_MANIFEST.value, DeployParameter.BUCKET.value)
     deadline = time.monotonic() + timeout
     while True:
-        answer = ssm.get_parameters(Names=names)
+        answer = {
+            "Parameters": [p for n in calls for p in ssm.get_parameters(Names=n)["Parameters"]]
+        }
         found = DeployValues(time.time(), deploy_values_of(answer, env.parameter_prefix))
         target = os.path.join(root, PARAMETERS_CACHE_PATH.lstrip("/"))
         os.makedirs(os.path.dirname(target), exist_ok=True)

@@ -1,7 +1,7 @@
 """The deploy-time parameters (DeployParameter), read all at once: one GetParameters call
-answers every one of them, and the answer is kept for the boot in PARAMETERS_CACHE_PATH (on
-/run), where the first-boot script left it, so a node's boot makes one Parameter Store call, not
-one per value and step. A value asked for that the answer lacks (not there yet at deploy time),
+answers every one a pool node reads (the head's take two), and the answer is kept for the boot
+in PARAMETERS_CACHE_PATH (on /run), where the first-boot script left it, so a pool node's boot
+makes one Parameter Store call, not one per value and step. A value asked for that the answer lacks (not there yet at deploy time),
 or an answer older than the caller accepts, is read again, all at once."""
 
 from __future__ import annotations
@@ -14,17 +14,24 @@ from ..contract import (
     DeployParameter,
     DeployValues,
     deploy_values_of,
+    parameter_calls,
     read_deploy_values,
 )
 from .context import Context, write_atomic
 
 
-def read_all(ctx: Context) -> DeployValues:
-    """Every deploy-time parameter of the cluster that exists, in one call; kept for the boot."""
-    prefix = ctx.bootstrap_env().parameter_prefix
-    names = [ctx.parameter_name(key) for key in DeployParameter]
-    answer = ctx.aws.ssm().get_parameters(Names=names)
-    values = DeployValues(float(ctx.clock()), deploy_values_of(dict(answer), prefix))
+def read_all(ctx: Context, also: str = "") -> DeployValues:
+    """The deploy-time parameters of the node's role (and ``also``) that exist, in one call
+    (the head's in two); kept for the boot."""
+    env = ctx.bootstrap_env()
+    ssm = ctx.aws.ssm()
+    found = [
+        item
+        for names in parameter_calls(env.parameter_prefix, env.role, also)
+        for item in ssm.get_parameters(Names=names).get("Parameters", [])
+    ]
+    answer = {"Parameters": found}
+    values = DeployValues(float(ctx.clock()), deploy_values_of(answer, env.parameter_prefix))
     # A power program (SlurmUser) may not write /run/slurmstack: then it is kept in memory.
     with contextlib.suppress(OSError):
         write_atomic(ctx.path(PARAMETERS_CACHE_PATH), values.text().encode(), 0o644)
@@ -47,4 +54,4 @@ def get(
     fresh = known is not None and float(ctx.clock()) - known.read_at <= max_age
     if known is not None and fresh and key.value in known.values:
         return known.values[key.value]
-    return read_all(ctx).values.get(key.value)
+    return read_all(ctx, key.value).values.get(key.value)

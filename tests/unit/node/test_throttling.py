@@ -16,9 +16,13 @@ from slurmstack import contract
 from slurmstack.contract import (
     AWS_MAX_ATTEMPTS,
     EXIT_RETRYABLE,
+    GET_PARAMETERS_MAX,
+    HEAD_ROLE,
     PARAMETERS_CACHE_PATH,
+    POOL_PARAMETERS,
     DeployParameter,
     is_retryable,
+    parameter_calls,
 )
 from slurmstack.node import bootstrap, cli
 from slurmstack.node.boot import config_sync, mounts, params
@@ -108,6 +112,48 @@ def test_a_value_missing_from_the_boots_answer_is_read_again(aws, tmp_path: Path
     assert node.get_parameter(DeployParameter.HEAD_ADDRESS) == "10.42.0.10"
     assert node.get_parameter(DeployParameter.BUCKET) is not None  # in the same answer
     assert [c for c in calls if c != "PutParameter"] == ["GetParameters", "GetParameters"]
+
+
+def test_the_heads_boot_reads_every_parameter_ten_names_a_call(aws, tmp_path: Path) -> None:
+    """GetParameters takes at most ten names (moto enforces it as Parameter Store does): the
+    head reads all of them in two calls, a pool node its own in one (it needs none of the
+    head's: state volume, accounting database, alert topic, compute subnet)."""
+    assert len(DeployParameter) > GET_PARAMETERS_MAX  # else this test proves nothing
+    publish_config(aws, "head")
+    ssm = aws.client("ssm")
+    for key in DeployParameter:
+        if key not in (DeployParameter.BUCKET, DeployParameter.CONFIG_MANIFEST):
+            ssm.put_parameter(Name=PLAN.parameter(key), Value=f"v-{key}", Type="String")
+    head = make_node(tmp_path / "head", aws, HEAD_ROLE)
+    calls = count_calls(aws, "ssm")
+    bootstrap.read_parameters(aws.client("ssm"), head.bootstrap_env(), str(tmp_path / "head"), 0, 0)
+    assert (
+        head.get_parameter(DeployParameter.ALERT_TOPIC_ARN)
+        == f"v-{DeployParameter.ALERT_TOPIC_ARN}"
+    )
+    assert head.get_parameter(DeployParameter.COMPUTE_SUBNET_ID) is not None
+    assert calls == ["GetParameters", "GetParameters"]
+    worker = make_node(tmp_path / "train", aws, "train")
+    calls.clear()
+    values = bootstrap.read_parameters(
+        aws.client("ssm"), worker.bootstrap_env(), str(tmp_path / "train"), 0, 0
+    ).values
+    assert calls == ["GetParameters"]
+    assert set(values) == set(POOL_PARAMETERS)
+    # A value outside a pool node's set, asked for, is read (with the set, in one call).
+    assert worker.get_parameter(DeployParameter.EFS_ID) == f"v-{DeployParameter.EFS_ID}"
+    assert worker.get_parameter(DeployParameter.ALERT_TOPIC_ARN) is not None
+    assert calls == ["GetParameters", "GetParameters"]
+
+
+def test_parameter_calls_hold_at_most_ten_names() -> None:
+    for role, also in ((HEAD_ROLE, ""), ("train", ""), ("train", DeployParameter.ALERT_TOPIC_ARN)):
+        calls = parameter_calls("/slurmstack/c", role, also)
+        assert all(1 <= len(names) <= GET_PARAMETERS_MAX for names in calls)
+        names = [n for call in calls for n in call]
+        assert len(names) == len(set(names))
+        assert len(calls) == (2 if role == HEAD_ROLE else 1)
+        assert ("/slurmstack/c/" + also in names) if also else True
 
 
 class Throttled:
