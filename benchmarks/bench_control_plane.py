@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
+import gc
 import io
 import json
 import os
@@ -37,6 +39,7 @@ import re
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +86,8 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         description=__doc__.split("\n\n")[0],
         epilog=f"Goals: every node launched or DOWN with EC2's reason, no orphan, none lost, "
         f"at most {MUTATING_PER_NODE_GOAL} mutating EC2 calls per node, a controller pass "
-        f"under {CONTROLLER_SECONDS_GOAL:g} s (less the time moto takes to answer).",
+        f"under {CONTROLLER_SECONDS_GOAL:g} s of its own (its CPU time less moto's, plus its wait "
+        f"for Slurm's commands).",
     )
     parser.add_argument("--nodes", type=int, default=1024)
     parser.add_argument("--pools", type=int, default=4)
@@ -95,6 +99,8 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--wait", type=float, default=300.0,
                         help="seconds to wait for slurmctld's ResumeProgram calls")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--profile", type=Path, metavar="FILE",
+                        help="write cProfile's statistics of the controller's pass to FILE")  # fmt: skip
     args = parser.parse_args(argv)
     if args.nodes < 8 * args.pools:
         parser.error("--nodes must be at least 8 per pool")
@@ -155,7 +161,21 @@ def make_aws(setup: Any, args: argparse.Namespace) -> World:
     return elastic, refs, addresses
 
 
-def head_context(root: Path, session: Any, slurm: CloudSlurm, elastic: list[ElasticPool],
+class TimedRun:
+    """The agent's command runner, timing what it waits for Slurm's commands (wall-clock)."""
+
+    def __init__(self, run: Any) -> None:
+        self.run, self.seconds = run, 0.0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        started = time.monotonic()
+        try:
+            return self.run(*args, **kwargs)
+        finally:
+            self.seconds += time.monotonic() - started
+
+
+def head_context(root: Path, session: Any, run: TimedRun, elastic: list[ElasticPool],
                  refs: list[PoolRef]) -> Any:  # fmt: skip
     from slurmstack.node.context import Context
     from support.examples import example_plan  # the repair policy of a rendered example
@@ -172,7 +192,7 @@ def head_context(root: Path, session: Any, slurm: CloudSlurm, elastic: list[Elas
         repair=example_plan("p5-training").health.repair,
     )  # fmt: skip
     (root / "etc/slurmstack/node.json").write_text(dump_document(config))
-    return Context(root=root, session=session, run=slurm.run,
+    return Context(root=root, session=session, run=run,
                    owner=lambda _name: (os.getuid(), os.getgid()))  # fmt: skip
 
 
@@ -220,6 +240,7 @@ def outcome(ctx: Any, setup: Any, asked: set[str]) -> dict[str, Any]:
             body = s3.get_object(Bucket=BUCKET, Key=launch_key(launch))["Body"].read()
             named.update(read_launch_names(body))
     node_at = {address: named.get(i) for i, (address, _) in live.items()}
+    address_of = {i: address for i, (address, _) in live.items()}
     launched, down, lost = set(), set(), set()
     for name in asked:
         record = records.get(name)
@@ -238,8 +259,24 @@ def outcome(ctx: Any, setup: Any, asked: set[str]) -> dict[str, Any]:
             lost.add(name)
     held = {records[n].address for n in launched}
     orphans = [i for i, (address, _) in live.items() if address not in held]
+    # Why each orphan is one: the node its launch named holds another instance (launched
+    # twice), is DOWN, is at no instance's address, or its launch named it not at all.
+    kinds: Counter[str] = Counter()
+    for instance in orphans:
+        name = named.get(instance)
+        record = records.get(name or "")
+        if name is None:
+            kinds["unnamed"] += 1
+        elif name in launched:
+            kinds["its node holds another instance"] += 1
+        elif record is not None and record.base == "DOWN":
+            kinds["its node is DOWN"] += 1
+        elif record is not None and record.address == address_of[instance]:
+            kinds["its node at its address, not launched"] += 1
+        else:
+            kinds["its node at another address"] += 1
     return {"launched": len(launched), "down_with_reason": len(down), "lost": sorted(lost),
-            "orphans": orphans}  # fmt: skip
+            "orphans": orphans, "orphan_kinds": dict(kinds)}  # fmt: skip
 
 
 def progress(message: str) -> None:
@@ -267,6 +304,10 @@ def bench(args: argparse.Namespace, log: io.TextIOBase) -> dict[str, Any]:
         proxy = Proxy(agent, botocore_stubber, args.throttle)
         started = time.monotonic()
         elastic, refs, addresses = make_aws(setup, args)
+        # moto's state (thousands of instances, each a graph of objects) would be traversed by
+        # every full garbage collection the agent's work triggers, which a head node's agent
+        # does not carry: kept out of the collector from here.
+        gc.freeze()
         first = elastic[0]
         proxy.capacity[first.launch_template] = int(first.nodes * args.capacity)
         result["setup_seconds"] = round(time.monotonic() - started, 1)
@@ -274,14 +315,17 @@ def bench(args: argparse.Namespace, log: io.TextIOBase) -> dict[str, Any]:
                  f"{len(addresses)} instances in {result['setup_seconds']} s")  # fmt: skip
         try:
             slurm.start([ElasticPartition(p.name, p.node_names) for p in elastic], addresses)
-            ctx = head_context(Path(tmp), agent, slurm, elastic, refs)
+            timed = TimedRun(slurm.run)
+            ctx = head_context(Path(tmp), agent, timed, elastic, refs)
             started = time.monotonic()
             submit_jobs(slurm, elastic)
             calls = slurm.resume_calls(args.nodes, args.wait)
             result["slurmctld_resume_seconds"] = round(time.monotonic() - started, 1)
             progress(f"slurmctld: {len(calls)} ResumeProgram calls in "
                      f"{result['slurmctld_resume_seconds']} s")  # fmt: skip
-            asked = {n for call in calls for n in expand(call.hostlist)}
+            asked_list = [n for call in calls for n in expand(call.hostlist)]
+            asked = set(asked_list)
+            result["asked_more_than_once"] = len(asked_list) - len(asked)
             result["resume_calls"] = len(calls)
             with contextlib.redirect_stderr(log):
                 proxy.reset()
@@ -310,13 +354,28 @@ def bench(args: argparse.Namespace, log: io.TextIOBase) -> dict[str, Any]:
                 progress(f"sweep: {result['sweep_seconds']} s")
 
                 proxy.reset()
-                started = time.monotonic()
-                done = control(ctx)
+                profiler = cProfile.Profile() if args.profile else None
+                timed.seconds = 0.0
+                started, cpu = time.monotonic(), time.thread_time()
+                with profiler or contextlib.nullcontext():
+                    done = control(ctx)
                 result["controller_cycle_seconds"] = round(time.monotonic() - started, 2)
+                cpu = time.thread_time() - cpu
+                if profiler:
+                    profiler.dump_stats(args.profile)
                 counts = proxy.counts()
                 result["controller_moto_seconds"] = counts["standin_seconds"]
                 result["controller_cycle_seconds_without_moto"] = round(
                     result["controller_cycle_seconds"] - counts["standin_seconds"], 2
+                )
+                # What the pass itself costs, whatever else this shared machine runs: its CPU
+                # time less moto's (moto answers in the agent's thread), plus its wait for
+                # Slurm's commands (wall-clock: itself longer under load).
+                result["controller_cpu_seconds"] = round(cpu, 2)
+                result["controller_moto_cpu_seconds"] = counts["standin_cpu_seconds"]
+                result["controller_slurm_seconds"] = round(timed.seconds, 2)
+                result["controller_own_seconds"] = round(
+                    cpu - counts["standin_cpu_seconds"] + timed.seconds, 2
                 )
             result["controller_nodes"] = len(addresses)
             result["controller_pools"] = len(refs)
@@ -342,9 +401,10 @@ def goals(result: dict[str, Any]) -> list[str]:
     if not result["controller_aws"]:
         missed.append("the controller's pass did not read AWS")
     # The goal is the controller's: moto's answers (its serializer takes seconds per thousand
-    # instances under load, where AWS takes well under one) are counted apart.
-    if result["controller_cycle_seconds_without_moto"] >= CONTROLLER_SECONDS_GOAL:
-        missed.append(f"controller pass {result['controller_cycle_seconds_without_moto']} s")
+    # instances, where AWS takes well under one) are counted apart, and so is the load of
+    # whatever else shares this machine (the pass's own CPU time, plus its wait for Slurm).
+    if result["controller_own_seconds"] >= CONTROLLER_SECONDS_GOAL:
+        missed.append(f"controller pass {result['controller_own_seconds']} s of its own")
     if result["sweep_terminated"]:
         missed.append(f"the sweep terminated {result['sweep_terminated']} instances")
     return missed
@@ -357,7 +417,8 @@ def table(result: dict[str, Any]) -> str:
         ("ResumeProgram calls (slurmctld's)", result["resume_calls"]),
         ("launched", result["launched"]),
         ("DOWN with EC2's reason", result["down_with_reason"]),
-        ("lost / orphan instances", f"{len(result['lost'])} / {len(result['orphans'])}"),
+        ("lost / orphan instances", f"{len(result['lost'])} / {len(result['orphans'])} "
+                                     f"{result['orphan_kinds'] or ''}"),
         ("EC2 calls (attempts) / throttled (all)", f"{result['ec2_calls']} / "
                                                    f"{result['throttled_calls']}"),
         ("mutating EC2 calls / per node", f"{result['mutating_ec2_calls']} / "
@@ -371,6 +432,9 @@ def table(result: dict[str, Any]) -> str:
                                      f"{result['controller_pools']}"),
         ("controller pass seconds (of which in moto)", f"{result['controller_cycle_seconds']} "
                                                        f"({result['controller_moto_seconds']})"),
+        ("controller pass CPU s (moto's) + Slurm wait s", f"{result['controller_cpu_seconds']} "
+         f"({result['controller_moto_cpu_seconds']}) + {result['controller_slurm_seconds']}"),
+        ("controller pass, its own seconds", result["controller_own_seconds"]),
         ("controller pass AWS calls / actions", f"{result['controller_calls']} / "
                                                 f"{result['controller_actions']}"),
     ]  # fmt: skip

@@ -88,8 +88,10 @@ class Proxy:
         self.attempts: Counter[tuple[str, str]] = Counter()
         self.throttled: Counter[tuple[str, str]] = Counter()
         # Time spent in moto's answers (its XML serializer takes seconds for a page of a
-        # thousand instances, which AWS does not), summed over threads.
+        # thousand instances, which AWS does not), summed over threads: wall-clock, and the
+        # CPU time of the threads that waited for them (moto answers in the caller's thread).
         self.backend_seconds = 0.0
+        self.backend_cpu_seconds = 0.0
         self.capacity: dict[str, int] = {}  # launch template -> instances EC2 can still give
         events = session.events
         events.unregister("before-send", backend)
@@ -108,10 +110,11 @@ class Proxy:
             if throttle:
                 self.throttled[(service, operation)] += 1
         if not throttle:
-            started = time.monotonic()
+            started, cpu = time.monotonic(), time.thread_time()
             answer: AWSResponse | None = self.backend(event_name, request, **kwargs)
             with self.lock:
                 self.backend_seconds += time.monotonic() - started
+                self.backend_cpu_seconds += time.thread_time() - cpu
             return answer
         status, body = THROTTLED[service]
         headers = {"x-amzn-RequestId": "bench"}
@@ -135,6 +138,7 @@ class Proxy:
             "autoscaling_calls": by_service["auto-scaling"],
             "throttled_calls": sum(throttled.values()),
             "standin_seconds": round(self.backend_seconds, 2),
+            "standin_cpu_seconds": round(self.backend_cpu_seconds, 2),
             "by_operation": {f"{s}:{op}": n for (s, op), n in sorted(attempts.items())},
         }
 
@@ -143,6 +147,7 @@ class Proxy:
             self.attempts.clear()
             self.throttled.clear()
             self.backend_seconds = 0.0
+            self.backend_cpu_seconds = 0.0
 
     # --- EC2 Fleet's capacity -------------------------------------------------------------
 
