@@ -88,9 +88,8 @@ def read_parameters(ssm: Any, env: BootstrapEnv, root: str, timeout: float, poll
     needed = (DeployParameter.CONFIG_MANIFEST.value, DeployParameter.BUCKET.value)
     deadline = time.monotonic() + timeout
     while True:
-        answer = {
-            "Parameters": [p for n in calls for p in ssm.get_parameters(Names=n)["Parameters"]]
-        }
+        found_in: list[Any] = [p for n in calls for p in ssm.get_parameters(Names=n)["Parameters"]]
+        answer: dict[str, object] = {"Parameters": found_in}
         found = DeployValues(time.time(), deploy_values_of(answer, env.parameter_prefix))
         target = os.path.join(root, PARAMETERS_CACHE_PATH.lstrip("/"))
         os.makedirs(os.path.dirname(target), exist_ok=True)

@@ -1,8 +1,9 @@
 """The deploy-time parameters (DeployParameter), read all at once: one GetParameters call
 answers every one a pool node reads (the head's take two), and the answer is kept for the boot
 in PARAMETERS_CACHE_PATH (on /run), where the first-boot script left it, so a pool node's boot
-makes one Parameter Store call, not one per value and step. A value asked for that the answer lacks (not there yet at deploy time),
-or an answer older than the caller accepts, is read again, all at once."""
+makes one Parameter Store call, not one per value and step. A value asked for that the answer
+lacks (not there yet at deploy time, or beyond the node's role), or an answer older than the
+caller accepts, is read again, all at once."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def read_all(ctx: Context, also: str = "") -> DeployValues:
         for names in parameter_calls(env.parameter_prefix, env.role, also)
         for item in ssm.get_parameters(Names=names).get("Parameters", [])
     ]
-    answer = {"Parameters": found}
+    answer: dict[str, object] = {"Parameters": found}
     values = DeployValues(float(ctx.clock()), deploy_values_of(answer, env.parameter_prefix))
     # A power program (SlurmUser) may not write /run/slurmstack: then it is kept in memory.
     with contextlib.suppress(OSError):
