@@ -334,6 +334,7 @@ def bench(args: argparse.Namespace, log: io.TextIOBase) -> dict[str, Any]:
                 result["resume_seconds"] = round(time.monotonic() - started, 2)
                 counts = proxy.counts()
                 result["resume_moto_seconds"] = counts["standin_seconds"]
+                result["resume_moto_errors"] = counts["standin_errors"]
                 result.update({k: counts[k] for k in ("ec2_calls", "ssm_calls", "s3_calls",
                                                       "throttled_calls")})  # fmt: skip
                 result["mutating_ec2_calls"] = counts["mutating_ec2_calls"]
@@ -395,7 +396,9 @@ def goals(result: dict[str, Any]) -> list[str]:
     if result["launched"] + result["down_with_reason"] != result["asked"] or result["lost"]:
         missed.append(f"lost: {result['lost'][:10]}")
     if result["orphans"]:
-        missed.append(f"orphans: {result['orphans'][:10]}")
+        missed.append(f"orphans: {result['orphans'][:10]} {result['orphan_kinds']}")
+    if result["resume_moto_errors"]:  # a failure of the stand-in, not an answer of AWS
+        missed.append(f"moto failed {result['resume_moto_errors']} requests")
     if result["mutating_ec2_calls_per_node"] > MUTATING_PER_NODE_GOAL:
         missed.append(f"{result['mutating_ec2_calls_per_node']} mutating EC2 calls per node")
     if not result["controller_aws"]:

@@ -85,6 +85,11 @@ class Proxy:
         self.throttle = throttle
         self.random = random.Random(seed)
         self.lock = threading.Lock()
+        # moto answers one request at a time: its state is not safe for threads (two
+        # CreateFleet at once: "generator already executing" in its subnet's address generator,
+        # after launching part of the instances, which no answer then names: orphans that AWS
+        # would not make). The resume program's requests still go out 8 at a time.
+        self.backend_lock = threading.Lock()
         self.attempts: Counter[tuple[str, str]] = Counter()
         self.throttled: Counter[tuple[str, str]] = Counter()
         # Time spent in moto's answers (its XML serializer takes seconds for a page of a
@@ -92,6 +97,7 @@ class Proxy:
         # CPU time of the threads that waited for them (moto answers in the caller's thread).
         self.backend_seconds = 0.0
         self.backend_cpu_seconds = 0.0
+        self.backend_errors = 0
         self.capacity: dict[str, int] = {}  # launch template -> instances EC2 can still give
         events = session.events
         events.unregister("before-send", backend)
@@ -110,8 +116,14 @@ class Proxy:
             if throttle:
                 self.throttled[(service, operation)] += 1
         if not throttle:
-            started, cpu = time.monotonic(), time.thread_time()
-            answer: AWSResponse | None = self.backend(event_name, request, **kwargs)
+            with self.backend_lock:
+                started, cpu = time.monotonic(), time.thread_time()
+                try:
+                    answer: AWSResponse | None = self.backend(event_name, request, **kwargs)
+                except Exception:  # moto's own failure, not the service's answer: counted
+                    with self.lock:
+                        self.backend_errors += 1
+                    raise
             with self.lock:
                 self.backend_seconds += time.monotonic() - started
                 self.backend_cpu_seconds += time.thread_time() - cpu
@@ -139,6 +151,7 @@ class Proxy:
             "throttled_calls": sum(throttled.values()),
             "standin_seconds": round(self.backend_seconds, 2),
             "standin_cpu_seconds": round(self.backend_cpu_seconds, 2),
+            "standin_errors": self.backend_errors,
             "by_operation": {f"{s}:{op}": n for (s, op), n in sorted(attempts.items())},
         }
 
@@ -148,6 +161,7 @@ class Proxy:
             self.throttled.clear()
             self.backend_seconds = 0.0
             self.backend_cpu_seconds = 0.0
+            self.backend_errors = 0
 
     # --- EC2 Fleet's capacity -------------------------------------------------------------
 

@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
-from slurmstack.contract import CLUSTER_TAG, POOL_TAG, NodeConfig, PoolRef
+from slurmstack.contract import CLUSTER_TAG, ELASTIC_TAG, POOL_TAG, NodeConfig, PoolRef
 from slurmstack.node.controller import observe
+from slurmstack.node.power import nodes
 from support.node import PLAN, Answers, make_node
 
 NAMES_MAX = 50  # Auto Scaling API Reference, DescribeAutoScalingGroups: AutoScalingGroupNames
@@ -98,3 +100,52 @@ def test_the_controller_asks_for_instances_a_page_at_a_time(aws, tmp_path: Path)
     found, _account = observe.cluster_instances(node, config(()))
     assert len(found) == 23
     assert [a.get("MaxResults") for a in asked] == [1000]
+
+
+class ShortPages:
+    """EC2 answering DescribeInstances a few instances a page, as it may (fewer than MaxResults,
+    with a NextToken): moto answers everything at once, so its answer is cut into pages here."""
+
+    def __init__(self, session: Any, size: int) -> None:
+        self.size, self.rest, self.requests = size, [], 0
+        session.events.register("before-call.ec2.DescribeInstances", self.next_page, unique_id="p1")
+        session.events.register("after-call.ec2.DescribeInstances", self.first_page, unique_id="p2")
+
+    def next_page(self, params: dict[str, Any], **_: Any) -> Any:
+        self.requests += 1
+        body = params.get("body") or {}
+        if "NextToken" not in (body if isinstance(body, dict) else {}):
+            return None
+        page, self.rest = self.rest[: self.size], self.rest[self.size :]
+        answer = {
+            "Reservations": page,
+            **({"NextToken": f"after-{len(self.rest)}"} if self.rest else {}),
+        }
+        return AWSResponse("", 200, {}, None), answer
+
+    def first_page(self, parsed: dict[str, Any], **_: Any) -> None:
+        if "NextToken" in parsed or not parsed.get("Reservations"):
+            return
+        every = [{**r, "Instances": [i]} for r in parsed["Reservations"] for i in r["Instances"]]
+        parsed["Reservations"], self.rest = every[: self.size], every[self.size :]
+        if self.rest:
+            parsed["NextToken"] = f"after-{len(self.rest)}"
+
+
+def test_every_page_of_instances_is_read(aws, tmp_path: Path) -> None:
+    """The controller and the power programs follow DescribeInstances' pages to the last."""
+    ec2 = aws.client("ec2")
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    tags = [{"Key": k, "Value": v} for k, v in
+            {CLUSTER_TAG: PLAN.name, POOL_TAG: "p000", ELASTIC_TAG: "p000"}.items()]  # fmt: skip
+    ec2.run_instances(
+        ImageId=image, InstanceType="t3.micro", MinCount=23, MaxCount=23,
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+    )  # fmt: skip
+    pages = ShortPages(aws, 5)
+    node = make_node(tmp_path, aws, "head", run=Answers({}))
+    found, _account = observe.cluster_instances(node, config(()))
+    assert len({i.instance_id for i in found}) == 23 and pages.requests == 5
+    pages.requests = 0
+    assert len({i.instance_id for i in nodes.instances(node, PLAN.name)}) == 23
+    assert pages.requests == 5
