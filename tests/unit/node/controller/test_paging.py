@@ -82,7 +82,8 @@ def test_the_controller_sees_every_group_of_100_pools(aws, tmp_path: Path) -> No
 
 def test_the_controller_asks_for_instances_a_page_at_a_time(aws, tmp_path: Path) -> None:
     """DescribeInstances with MaxResults (moto answers everything in one page whatever it is
-    asked, so the request is what is checked here; the benchmark's EC2 stand-in pages)."""
+    asked, so the request is what is checked here; test_every_page_of_instances_is_read has EC2
+    answer in several)."""
     ec2 = aws.client("ec2")
     image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
     tags = [{"Key": CLUSTER_TAG, "Value": PLAN.name}, {"Key": POOL_TAG, "Value": "p000"}]
