@@ -19,6 +19,7 @@ FAMILIES = [
     "storage",
     "slurm",
     "accounting",
+    "people",
     "nccl",
     "tags",
     "images",

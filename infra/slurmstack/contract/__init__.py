@@ -31,6 +31,7 @@ the one door: import every name from ``slurmstack.contract``, never from its mod
 - ``accounting``: accounting.json: what the head's agent knows about accounting, written by
   render.
 - ``image``: What a node's image must hold, and where the image build finds its inputs.
+- ``people``: identities.json: the people every node knows, their ids, login pools' names.
 - ``acceptance``: acceptance.json: what acceptance expects of each pool's nodes, and how it
   tests them.
 """
@@ -47,6 +48,7 @@ from . import (
     names,
     node_config,
     paths,
+    people,
     reasons,
     repair,
     store,
@@ -61,6 +63,7 @@ from .image import *
 from .names import *
 from .node_config import *
 from .paths import *
+from .people import *
 from .reasons import *
 from .repair import *
 from .store import *
@@ -77,6 +80,7 @@ __all__ = sorted(
         *names.__all__,
         *node_config.__all__,
         *paths.__all__,
+        *people.__all__,
         *reasons.__all__,
         *repair.__all__,
         *store.__all__,
