@@ -60,6 +60,8 @@ class Command(enum.StrEnum):
     JOB_DIRS = "job-dirs"
     ECR_TOKEN = "ecr-token"
     ECR_LOGIN = "ecr-login"
+    # People (slurmstack.node.people).
+    IDENTITIES = "identities"
 
 
 def agent_command(command: Command, *args: str) -> str:

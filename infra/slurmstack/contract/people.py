@@ -11,13 +11,16 @@ __all__ = [
     "IDENTITIES_PATH",
     "IDENTITY_STATE_PATH",
     "IMAGE_IDS",
+    "LOGIN_HOST_KEY_PATH",
     "LOGIN_POOL_TAG",
     "LOGIN_ROLE",
     "LOGIN_ROLE_PREFIX",
     "NOLOGIN_SHELL",
     "PERSON_ID_MAX",
     "PERSON_ID_MIN",
+    "SACKD_UNIT",
     "SSHD_DROPIN_PATH",
+    "SSHD_UNIT",
     "SSM_SUDOERS_PATH",
     "SSM_USER",
     "SSSD_CONF_PATH",
@@ -90,6 +93,11 @@ IDENTITY_STATE_PATH = "/var/lib/slurmstack/identities-state.json"
 # definition): keys in a home directory do not log anyone in.
 AUTHORIZED_KEYS_DIR = "/etc/ssh/slurmstack-authorized-keys"
 SSHD_DROPIN_PATH = "/etc/ssh/sshd_config.d/50-slurmstack.conf"
+# The login pool's one host key (from the pool's secret), the only one its sshd offers.
+LOGIN_HOST_KEY_PATH = "/etc/ssh/slurmstack_host_ed25519_key"
+SSHD_UNIT = "ssh.service"  # Debian's and Ubuntu's name
+# A login node's Slurm clients: sackd, configless (slurmstack's own unit).
+SACKD_UNIT = "slurmstack-sackd.service"
 ADMINS_SUDOERS_PATH = "/etc/sudoers.d/50-slurmstack-admins"
 # The SSM agent writes ssm-user's sudo here only when the file does not exist (Session
 # Manager User Guide, "Turn on or turn off ssm-user account administrative permissions"): a

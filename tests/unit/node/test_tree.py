@@ -54,7 +54,7 @@ def test_agent_modules_stay_small() -> None:
         assert len(module.read_text().splitlines()) <= 300, module.relative_to(PACKAGE_DIR)
 
 
-def test_the_agent_is_a_hallway_and_six_rooms() -> None:
+def test_the_agent_is_a_hallway_and_seven_rooms() -> None:
     """node/ holds the modules every room shares and the rooms; a new module goes in a room."""
     node = PACKAGE_DIR / "node"
     hallway = {p.stem for p in node.glob("*.py")} - {"__init__"}
@@ -62,7 +62,7 @@ def test_the_agent_is_a_hallway_and_six_rooms() -> None:
         "bootstrap", "cli", "commands", "context", "ec2", "logs", "slurm", "subcommand", "system",
     }  # fmt: skip
     rooms = {p.name for p in node.iterdir() if (p / "__init__.py").exists()}
-    assert rooms == {"boot", "health", "controller", "power", "accounting", "workload"}
+    assert rooms == {"boot", "health", "controller", "power", "accounting", "workload", "people"}
 
 
 def _tree_on_disk(package: Path) -> set[str]:
