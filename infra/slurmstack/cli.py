@@ -222,6 +222,36 @@ def diagram(
     print(diagrams.mermaid(plan) if format is DiagramFormat.mermaid else diagrams.dot(plan), end="")
 
 
+@app.command("ssh-config")
+def ssh_config_command(
+    user: Annotated[str, typer.Option("--user", help="Your login name on the cluster.")],
+    outputs: Annotated[
+        Path | None,
+        typer.Option(
+            "--outputs",
+            dir_okay=False,
+            help="The stack's outputs as `pulumi stack output --json` prints them (default: "
+            "standard input).",
+        ),
+    ] = None,
+    identity_file: Annotated[
+        str,
+        typer.Option("--identity-file", help="Your private key (its .pub is in users[].ssh_keys)."),
+    ] = "~/.ssh/id_ed25519",
+) -> None:
+    """Print a ~/.ssh/config block for the login pools: SSH through Session Manager."""
+    from slurmstack.ssh_config import OutputsError, ssh_config
+
+    try:
+        text = outputs.read_text() if outputs is not None else sys.stdin.read()
+        document = json.loads(text)
+        if not isinstance(document, dict):
+            raise OutputsError("expected the JSON object `pulumi stack output --json` prints")
+        print(ssh_config(document, user, identity_file), end="")
+    except (OSError, json.JSONDecodeError, OutputsError) as exc:
+        _usage_error(f"ssh-config: {exc}")
+
+
 def main() -> None:
     app()
 
