@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from slurmstack.catalog import load_catalog
-from slurmstack.plan import RESERVED_CAPACITY, ClusterPlan, PoolPlan
+from slurmstack.plan import RESERVED_CAPACITY, ClusterPlan, LoginPoolPlan, PoolPlan
 from slurmstack.spec import CapacityType, LustreDeployment, RootVolume
 
 PRICES_FILE = Path(__file__).with_name("service_prices.json")
@@ -226,6 +226,38 @@ def _lustre_line(plan: ClusterPlan) -> CostLine | None:
     )
 
 
+def _login_lines(pool: LoginPoolPlan, plan: ClusterPlan) -> list[CostLine]:
+    """A login pool: its always-on instances, their root volumes and its host key's secret
+    (a load balancer's hours are left out: priced by use, as NAT data is)."""
+    price, source, note = _instance_price(pool.instance_type, plan, pool.facts.price)
+    _, ebs_source = _price("gp3_usd_per_gb_month")
+    secret, secret_source = _price("secret_usd_per_month")
+    return [
+        CostLine(
+            f"login pool {pool.name}: {pool.count} × {pool.instance_type}",
+            "compute",
+            None if price is None else price * pool.count,
+            f"{pool.count} × on-demand",
+            source,
+            note,
+        ),
+        CostLine(
+            f"login pool {pool.name}: root volumes",
+            "storage",
+            _gp3_hourly(pool.root_volume, pool.root_volume.size_gib) * pool.count,
+            f"{pool.count} × {pool.root_volume.size_gib} GiB gp3",
+            ebs_source,
+        ),
+        CostLine(
+            f"login pool {pool.name}: host key secret",
+            "security",
+            secret / hours_per_month(),
+            "1 secret",
+            secret_source,
+        ),
+    ]
+
+
 def cost_report(plan: ClusterPlan) -> CostReport:
     lines: list[CostLine] = []
     head = plan.head
@@ -248,6 +280,8 @@ def cost_report(plan: ClusterPlan) -> CostReport:
     )
     for pool in plan.pools:
         lines.extend(_pool_lines(pool, plan))
+    for login in plan.login_pools:
+        lines.extend(_login_lines(login, plan))
     if plan.spec.network.vpc_id is None:
         nat, nat_source = _price("nat_gateway_usd_per_hour")
         ip, _ = _price("public_ipv4_usd_per_hour")

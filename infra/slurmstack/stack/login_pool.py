@@ -58,6 +58,8 @@ class LoginPool(pulumi.ComponentResource):
             name,
             name=login_host_key_secret_name(plan.name, pool.name),
             description=f"slurmstack {plan.name}: SSH host key of login pool {pool.name}",
+            # Deleted at once with the pool: a pool made again under this name makes a new key.
+            recovery_window_in_days=0,
             tags=pool_tags,
             opts=child,
         )

@@ -234,7 +234,11 @@ def run_service(name: str, unit: dict[str, list[str]], log) -> int | None:  # ty
     env = environment(unit)
     for line in unit.get("Service.ExecStartPre", []):
         words, ignore = command(line, env)
-        if run(words, unit, env, log) != 0 and not ignore:
+        # "+": full privileges, whatever User= says (systemd.service(5)).
+        as_unit = (
+            {k: v for k, v in unit.items() if k != "Service.User"} if line.startswith("+") else unit
+        )
+        if run(words, as_unit, env, log) != 0 and not ignore:
             raise UnitError(f"{name}: ExecStartPre {' '.join(words)} failed (see {log.name})")
     kind = first(unit, "Service.Type", "simple")
     env = environment(unit)
@@ -383,7 +387,7 @@ def main(argv: list[str]) -> int:
                 start(unit)
             elif verb == "stop":
                 stop(unit)
-            elif verb == "restart":
+            elif verb in ("restart", "reload-or-restart"):
                 stop(unit)
                 start(unit)
             elif verb == "reload":
