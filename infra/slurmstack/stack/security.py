@@ -97,6 +97,12 @@ def login_rules(plan: ClusterPlan) -> list[Rule]:
         rules.append(
             Rule(f"ssh-{index}", "tcp", (22, 22), cidr, f"SSH from {cidr} (login ssh_cidrs)")
         )
+    if any(pool.load_balancer for pool in plan.login_pools):
+        # The pools' Network Load Balancers carry this group too: their health checks (and the
+        # connections they forward) must be let in from it, or every target is unhealthy.
+        rules.append(
+            Rule("ssh-from-load-balancer", "tcp", (22, 22), "self", "SSH from the load balancer")
+        )
     rules.append(Rule("egress-all", ALL, None, EVERYWHERE_V4, "all outbound", egress=True))
     return rules
 
