@@ -86,7 +86,16 @@ def wait_until(predicate: Callable[[], T], what: str, timeout: float, poll: floa
 
 
 class VirtualCluster:
-    def __init__(self, definition: Path, keep: bool = False) -> None:
+    def __init__(
+        self,
+        definition: Path,
+        keep: bool = False,
+        before_boot: Callable[[VirtualCluster], None] | None = None,
+    ) -> None:
+        """``before_boot`` runs once the fabric and AWS are up and the stack is deployed, before
+        any node boots: what a cluster's operator has in place before `pulumi up` (a
+        directory server, a secret the definition names)."""
+        self.before_boot = before_boot
         self.definition: dict[str, Any] = yaml.safe_load(definition.read_text())
         result = validate_object(self.definition, source=str(definition))
         assert result.ok and result.spec is not None, [f.line() for f in result.findings]
@@ -127,6 +136,8 @@ class VirtualCluster:
         self._imds = MetadataService()
         self._imds.serve(self._fabric)
         self.deployment = deploy.deploy(self.offline, self._aws)
+        if self.before_boot is not None:
+            self.before_boot(self)
         self.timings["deploy"] = time.monotonic() - began
         self.head = self.boot([self.deployment.head_instance_id])[0]
         self.timings["head"] = time.monotonic() - began
@@ -164,6 +175,11 @@ class VirtualCluster:
 
     def _all_nodes(self) -> list[Node]:
         return list(self._created)
+
+    @property
+    def fabric(self) -> Fabric:
+        assert self._fabric is not None, "the cluster is not started"
+        return self._fabric
 
     @property
     def aws(self) -> MotoServer:

@@ -5,7 +5,7 @@ It reads the same unit files systemd would (/etc/systemd/system, then /lib/syste
 drop-ins from <unit>.d/*.conf) and runs what they say: ConditionPathExists, Requires and the
 units linked in <unit>.requires/ (started first; if one fails, the unit does not start),
 RequiresMountsFor (must be mounted), Environment/EnvironmentFile, User/Group,
-RuntimeDirectory, Limit*, ExecStartPre, then ExecStart as Type says (simple: left running;
+RuntimeDirectory, Limit*, ExecStartPre, then ExecStart as Type says (simple and notify: left running;
 forking: waited for, main pid from PIDFile; oneshot: run to the end). Enabling makes the
 [Install] WantedBy and RequiredBy links systemd makes (<target>.wants/, <unit>.requires/).
 Timers are enabled and started but never fire.
@@ -193,9 +193,14 @@ def start(name: str) -> None:
         open(os.path.join(STATE, f"{name}.active"), "w").close()
         return
     unit = load(name)
-    for path in unit.get("Unit.ConditionPathExists", []):
+    # A condition with "|" is a triggering one: of those, one must hold (systemd.unit(5)).
+    conditions = unit.get("Unit.ConditionPathExists", [])
+    triggering = [c[1:] for c in conditions if c.startswith("|")]
+    for path in [c for c in conditions if not c.startswith("|")]:
         if os.path.exists(path.lstrip("!")) == path.startswith("!"):
             return  # systemd skips the unit, without an error
+    if triggering and all(os.path.exists(p.lstrip("!")) == p.startswith("!") for p in triggering):
+        return
     for required in requirements(name, unit):
         start(required)
     for path in " ".join(unit.get("Unit.RequiresMountsFor", [])).split():
