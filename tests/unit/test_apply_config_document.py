@@ -106,6 +106,7 @@ def test_once_done_it_retries_reconfigure_until_slurmctld_answers(head: Head) ->
         "scontrol reconfigure",
         "scontrol reconfigure",
         "scontrol reconfigure",
+        "slurmstack-node identities",
         "slurmstack-node accounting-apply",
     ]
     assert "attempt 2 of 30" in result.stdout and "configuration applied" in result.stdout
@@ -137,9 +138,14 @@ def test_accounting_db_runs_before_reconfigure_and_its_failure_stops_it(head: He
 
 def test_a_failed_accounting_apply_fails_it_after_reconfiguring(head: Head) -> None:
     head.mark(BOOTSTRAP_DONE, "done")
-    result = head.run(agent=[0, 0, 1], scontrol=[0])
+    result = head.run(agent=[0, 0, 0, 1], scontrol=[0])
     assert result.returncode == 1
-    assert head.calls()[-2:] == ["scontrol reconfigure", "slurmstack-node accounting-apply"]
+    # The people first (a removed person is locked before losing the association).
+    assert head.calls()[-3:] == [
+        "scontrol reconfigure",
+        "slurmstack-node identities",
+        "slurmstack-node accounting-apply",
+    ]
     assert "accounting-apply failed" in result.stderr and "configuration applied" not in (
         result.stdout
     )

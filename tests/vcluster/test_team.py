@@ -1,9 +1,11 @@
 """People and login nodes on the virtual cluster (marker `team`): alice and bob, declared in
 the definition, log in to a login node with their own keys through a real sshd in the login
-node's namespace, submit jobs that run under their own uid on a worker, cannot read each
-other's home, cannot sudo (but alice, an admin, can), cannot reach the metadata service; bob
-removed from the definition is locked out of every node without a reboot, his files kept,
-alice's running job untouched; a replaced login node offers the host key users already trust.
+node's namespace, submit jobs that run under their own uid on a worker and are seen by sacct
+and sshare on the login node (slurmdbd and MariaDB on the head), cannot read each other's
+home, cannot sudo (but alice, an admin, can), cannot reach the metadata service; bob removed
+from the definition is locked out of every node without a reboot, his files kept, his
+association removed, alice's running job untouched; a replaced login node offers the host key
+users already trust.
 
 One cluster (definitions/team.yaml) for the module: the scenarios run in this file's order.
 """
@@ -119,6 +121,18 @@ def test_people_log_in_with_their_keys_and_run_jobs_as_themselves(
         ).stdout.split()
         assert out[0] == str(uid)
         assert out[1] == team.slurm_name(worker)
+        # Accounting knows the person by the same name: sacct and sshare on the login node
+        # (slurmdbd's port is open to login nodes) show their job and their share.
+        wait_until(
+            lambda name=name: (
+                f"{name}|research|COMPLETED"  # type: ignore[misc]
+                in ssh(team, keys, name, "sacct -n -X -P -o User,Account,State").stdout.split()
+            ),
+            f"{name}'s job in sacct",
+            timeout=60,
+        )
+        shares = ssh(team, keys, name, "sshare -n -P -U -o Account,User").stdout.split()
+        assert f"research|{name}" in shares, shares
 
 
 def test_people_keep_to_their_own_homes_and_have_no_root(
@@ -158,6 +172,8 @@ def test_a_removed_person_is_locked_out_everywhere_and_keeps_their_files(
     )
     changed: dict[str, Any] = copy.deepcopy(team.definition)
     changed["users"] = [u for u in changed["users"] if u["name"] != "bob"]
+    for account in changed["slurm"]["accounting"]["accounts"]:
+        account["users"] = [u for u in account["users"] if u != "bob"]
     changed["users"][0]["ssh_keys"] = [Path(f"{keys['alice']}.pub").read_text().strip()]
     team.apply_config(changed)
     refused = ssh(team, keys, "bob", "true", check=False)
@@ -167,6 +183,12 @@ def test_a_removed_person_is_locked_out_everywhere_and_keeps_their_files(
         entry = node.run("getent", "passwd", "bob").stdout.strip().split(":")
         assert entry[2] == "2002" and entry[6] == "/usr/sbin/nologin", node.label()
         assert node.run("chage", "-l", "bob").stdout.count("Jan 02, 1970") >= 1, node.label()
+    # Accounting drops his association; alice's stay.
+    assoc = team.head.run(
+        "sacctmgr", "-n", "-P", "show", "assoc", "where", "cluster=vt", "format=account,user"
+    ).stdout.split()
+    assert not [row for row in assoc if row.endswith("|bob")], assoc
+    assert {"research|alice", "ops|alice"} <= set(assoc), assoc
     shared = login_node(team).run("cat", "/home/bob/results").stdout
     assert shared.strip() == "mine"
     assert "RUNNING" in team.head.run("squeue", "-h", "-j", job, "-o", "%T").stdout

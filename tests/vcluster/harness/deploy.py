@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
+from typing import Any
 
 from slurmstack import contract
 from slurmstack.contract import Manifest, bundle_text, manifest_json, read_bundle, read_manifest
@@ -139,15 +140,17 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
         Bucket=bucket, **({"CreateBucketConfiguration": where} if where else {})
     )
 
-    # The munge key's secret (the one with a version), and the login pools' host key
-    # secrets, made empty as the program makes them (their first node stores the key).
-    munge = _one(run, SECRET_VERSION)
+    # Every secret the program makes, with the value its version gives it (the munge key; the
+    # accounting database's password), and the login pools' host key secrets made empty as
+    # the program makes them (their first node stores the key).
+    versions = {str(v.inputs["secretId"]): v.inputs for v in run.of_type(SECRET_VERSION)}
     for secret in run.of_type(SECRET):
-        value = (
-            {"SecretBinary": base64.b64decode(munge.inputs["secretBinary"])}
-            if secret.id == munge.inputs["secretId"]
-            else {}
-        )
+        version = versions.get(str(secret.id), {})
+        value: dict[str, Any] = {}
+        if "secretBinary" in version:
+            value = {"SecretBinary": base64.b64decode(version["secretBinary"])}
+        elif "secretString" in version:
+            value = {"SecretString": str(version["secretString"])}
         aws.client("secretsmanager").create_secret(
             Name=secret.inputs["name"], Tags=_tags(secret.inputs.get("tags") or {}), **value
         )

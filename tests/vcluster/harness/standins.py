@@ -78,8 +78,10 @@ STAND_INS: tuple[StandIn, ...] = (
         "a namespace has no init system; this machine's systemd must not run cluster daemons",
         "a systemctl that reads the same unit files (rendered and packaged) and runs their "
         "ExecStartPre/ExecStart as the unit says (User, EnvironmentFile, Type, RuntimeDirectory, "
-        "RequiresMountsFor, Requires and the RequiredBy links enabling makes); timers are "
-        "enabled but never fire: a scenario runs the service",
+        "RequiresMountsFor, Requires and the RequiredBy links enabling makes, triggering "
+        "conditions); the node's fresh /run gets the packages' tmpfiles.d directories at its "
+        "start (MariaDB's /run/mysqld); timers are enabled but never fire: a scenario runs the "
+        "service",
     ),
     StandIn(
         "hostnamectl",

@@ -71,7 +71,8 @@ def load(name: str) -> dict[str, list[str]]:
     unit: dict[str, list[str]] = {}
     for file in files:
         section = ""
-        for raw in read(file).splitlines():
+        # A line ending in a backslash goes on in the next one (mariadb.service's ExecStart).
+        for raw in read(file).replace("\\\n", " ").splitlines():
             line = raw.strip()
             if not line or line[0] in "#;":
                 continue
