@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from checks_support import Case, both, check_case, definition, findings, set_in
 
 from slurmstack.checks.people import ssh_key_problem
@@ -267,3 +272,49 @@ def test_structure_is_refused_with_a_path(value: dict[str, Any], fragment: str) 
     result = validate_object(data, source="test")
     assert result.spec is None
     assert any(fragment in f.message for f in result.findings), [f.line() for f in result.findings]
+
+
+# The bad definitions, through `slurmstack validate` in a process: each one finding
+# (an error at its path, saying what to do), exit 1, no traceback.
+BAD_DEFINITIONS = {
+    "uid-collision": (with_people(user(1, uid=2001)), "users[1].uid", "every user needs an id"),
+    "system-uid": (with_people(user(1, uid=998)), "users[1].uid", "people take ids from 2000"),
+    "unknown-user": (
+        with_people(
+            set_in("slurm.accounting.accounts", [{"name": "research", "users": ["alice", "carol"]}])
+        ),
+        "slurm.accounting.accounts[0].users[1]",
+        "declare them",
+    ),
+    "malformed-key": (
+        with_people(user(0, ssh_keys=["ssh-ed25519 AAAA!!notbase64"])),
+        "users[0].ssh_keys[0]",
+        "copy the whole line",
+    ),
+    "directory-without-ca": (
+        with_people(
+            set_in("directory", {k: v for k, v in DIRECTORY.items() if k != "ca_certificate"})
+        ),
+        "directory.ca_certificate",
+        "the PEM of the CA",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_DEFINITIONS))
+def test_each_bad_definition_gets_one_finding_from_validate(name: str, tmp_path: Path) -> None:
+    mutate, path, fix = BAD_DEFINITIONS[name]
+    file = tmp_path / f"{name}.yaml"
+    file.write_text(yaml.safe_dump(definition(mutate)))
+    done = subprocess.run(
+        [sys.executable, "-m", "slurmstack.cli", "validate", str(file)],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "infra")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 1 and "Traceback" not in out, out
+    assert f"{file}: invalid (1 error)" in out, out
+    (finding,) = [line for line in out.splitlines() if line.startswith(f"{path}: ")]
+    assert fix in finding, finding

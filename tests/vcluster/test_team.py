@@ -133,6 +133,11 @@ def test_people_log_in_with_their_keys_and_run_jobs_as_themselves(
         )
         shares = ssh(team, keys, name, "sshare -n -P -U -o Account,User").stdout.split()
         assert f"research|{name}" in shares, shares
+        # srun from the login node: the step runs on the worker and calls back to srun.
+        step = ssh(team, keys, name, "srun -p cpu -N1 -t 1 id -u").stdout.split()
+        assert step == [str(uid)]
+        # sreport reaches slurmdbd from the login node too (usage shows after its rollup).
+        ssh(team, keys, name, "sreport -n -P cluster utilization")
 
 
 def test_people_keep_to_their_own_homes_and_have_no_root(
@@ -170,6 +175,7 @@ def test_a_removed_person_is_locked_out_everywhere_and_keeps_their_files(
         f"alice's job {job} to run",
         timeout=60,
     )
+    assert ssh(team, keys, "alice", "squeue --me -h -o %i").stdout.split() == [job]
     changed: dict[str, Any] = copy.deepcopy(team.definition)
     changed["users"] = [u for u in changed["users"] if u["name"] != "bob"]
     for account in changed["slurm"]["accounting"]["accounts"]:
