@@ -145,6 +145,8 @@ def test_a_load_balancer_forwards_ssh_and_its_health_checks_get_in() -> None:
     # The group registers its instances with the target group.
     group = result.one(T_ASG, "tiny-login-login").inputs
     assert group["targetGroupArns"] == [target.id]
+    # A node whose sshd stops answering the balancer's checks is replaced by the group.
+    assert group["healthCheckType"] == "ELB"
     # The balancer carries the login group: the login group lets it in on 22 (health checks
     # included), else every target is unhealthy (ELB's documented target group rules).
     ids = group_ids(result)
@@ -161,6 +163,7 @@ def test_a_load_balancer_forwards_ssh_and_its_health_checks_get_in() -> None:
     # No balancer, no such rule.
     plain = run_ok(team(ssh_cidrs=[OFFICE]))
     assert not plain.of_type(T_LB)
+    assert plain.one(T_ASG, "tiny-login-login").inputs["healthCheckType"] == "EC2"
     assert "tiny-login-ssh-from-load-balancer" not in ingress(plain)
     # ssh-config's direct entry names the balancer's DNS name from the stack's outputs.
     outputs = json.loads(json.dumps(result.outputs, default=str))

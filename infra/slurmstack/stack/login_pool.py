@@ -143,7 +143,8 @@ class LoginPool(pulumi.ComponentResource):
             vpc_zone_identifiers=[subnet_id],
             launch_template={"id": self.launch_template.id, "version": version},
             target_group_arns=target_groups or None,
-            health_check_type="EC2",
+            # Behind a balancer, a node whose sshd stops answering is replaced too.
+            health_check_type="ELB" if target_groups else "EC2",
             health_check_grace_period=HEALTH_CHECK_GRACE_SECONDS,
             wait_for_capacity_timeout="0",
             instance_refresh=instance_refresh(plan),
