@@ -45,7 +45,6 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from helpers_examples import REPO
 from slurm.conftest import (
     Cluster,
     make_devices,
@@ -64,6 +63,7 @@ from slurmstack.node.context import Context
 from slurmstack.plan import ClusterPlan, build_plan
 from slurmstack.render import SLURMD_UNIT_PATH, head_files, pool_files, user_data
 from slurmstack.validate import validate_object
+from support.examples import REPO
 
 REGION = "us-east-1"
 ACCOUNTING_BINARIES = ("mariadbd", "mariadb-install-db", "mariadb", "slurmdbd", "sacct", "sacctmgr")

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack.contract import BOOTSTRAP_PATH, HEAD_ROLE
 from slurmstack.plan import role_image_contract
 from slurmstack.render import roles, user_data
 from slurmstack.stack.user_data import ec2_user_data
+from support.examples import EXAMPLE_IDS, example_plan
 
 pytestmark = pytest.mark.cloudinit
 

@@ -30,10 +30,10 @@ from pathlib import Path
 import pytest
 from git_sources import GitSource, efs_utils_source, enroot_source
 
-from helpers_examples import example_plan
 from slurmstack import contract, render
 from slurmstack.plan import ImageKind, images
 from slurmstack.render import image as build
+from support.examples import example_plan
 
 pytestmark = pytest.mark.image
 

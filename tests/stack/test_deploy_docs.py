@@ -1,4 +1,4 @@
-"""The README's "Deploying for real" stays true to the program: every AWS service the program
+"""docs/deploying.md ("Deploying for real") stays true to the program: every AWS service the program
 creates resources of is in the deployer's IAM table, and the documented commands exist."""
 
 from __future__ import annotations
@@ -7,13 +7,14 @@ import re
 
 import pytest
 
-from helpers_stack import EXAMPLE_IDS, REPO, example, run_ok
+from support.stack import EXAMPLE_IDS, REPO, example, run_ok
 
 pytestmark = pytest.mark.stack
 
 # The IAM prefix of each pulumi-aws module the program uses.
 IAM_PREFIX = {
     "autoscaling": "autoscaling",
+    "cloudwatch": "logs",
     "ebs": "ec2",
     "ec2": "ec2",
     "vpc": "ec2",
@@ -28,14 +29,13 @@ IAM_PREFIX = {
 
 
 def _section(title: str) -> str:
-    text = (REPO / "README.md").read_text()
-    start = text.index(title)
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end != -1 else None]
+    text = (REPO / "docs" / "deploying.md").read_text()
+    assert text.startswith(title), "docs/deploying.md is the guide to deploying"
+    return text
 
 
 def test_the_iam_table_names_every_service_the_program_uses() -> None:
-    table = _section("## Deploying for real")
+    table = _section("# Deploying for real")
     listed = set(re.findall(r"^\| `([a-z0-9]+)` \|", table, re.M))
     used = set()
     for stem in EXAMPLE_IDS:
@@ -45,11 +45,11 @@ def test_the_iam_table_names_every_service_the_program_uses() -> None:
                 module = module.split("/")[0]
                 assert module in IAM_PREFIX, f"no IAM prefix known for {resource.type}"
                 used.add(IAM_PREFIX[module])
-    assert used <= listed, f"README's IAM table lacks {sorted(used - listed)}"
+    assert used <= listed, f"docs/deploying.md's IAM table lacks {sorted(used - listed)}"
 
 
 def test_the_deploy_steps_name_the_uv_environment_and_the_stack_file() -> None:
-    steps = _section("## Deploying for real")
+    steps = _section("# Deploying for real")
     assert "toolchain: uv" in steps and "virtualenv: .venv" in steps
     assert "uv run slurmstack validate Pulumi.prod.yaml" in steps
     assert "pulumi install" in steps and "Running On-Demand P instances" in steps
@@ -58,6 +58,7 @@ def test_the_deploy_steps_name_the_uv_environment_and_the_stack_file() -> None:
 def test_forcing_tcp_is_documented_where_the_refusal_points() -> None:
     from slurmstack.checks.nccl import FORCE_TCP_HINT
 
-    assert "README: forcing TCP" in FORCE_TCP_HINT
-    section = _section("**Forcing TCP to debug the fabric.**")
+    assert "docs/deploying.md: forcing TCP" in FORCE_TCP_HINT
+    page = _section("# Deploying for real")
+    section = page[page.index("**Forcing TCP to debug the fabric.**") :]
     assert "NCCL_NET=Socket" in section and "srun" in section

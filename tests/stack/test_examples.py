@@ -11,12 +11,19 @@ from typing import Any
 
 import pytest
 
-from helpers_stack import (
+from slurmstack.contract import CLUSTER_TAG, POOL_TAG, ROLE_TAG
+from slurmstack.offline import OfflineRun
+from slurmstack.plan import ClusterPlan
+from slurmstack.render import USER_DATA_LIMIT, user_data
+from slurmstack.spec import CapacityType
+from slurmstack.stack.user_data import ec2_user_data
+from support.stack import (
     T_ASG,
     T_BUCKET,
     T_DRA,
     T_EFS,
     T_EGRESS,
+    T_HOOK,
     T_INGRESS,
     T_INSTANCE,
     T_LT,
@@ -33,12 +40,6 @@ from helpers_stack import (
     user_data_bytes,
     user_data_texts,
 )
-from slurmstack.contract import CLUSTER_TAG, POOL_TAG, ROLE_TAG
-from slurmstack.offline import OfflineRun
-from slurmstack.plan import ClusterPlan
-from slurmstack.render import USER_DATA_LIMIT, user_data
-from slurmstack.spec import CapacityType
-from slurmstack.stack.user_data import ec2_user_data
 
 pytestmark = pytest.mark.stack
 
@@ -63,6 +64,7 @@ UNTAGGABLE = {
     T_RANDOM,
     T_PASSWORD,
     T_ASG,  # tagged through its `tags` list of {key, value, propagate_at_launch}
+    T_HOOK,  # a lifecycle hook takes no tags
 }
 
 
@@ -129,6 +131,7 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
             "aws:ssm/association:Association": 2,
             T_LT: len(plan.pools),
             T_ASG: len(plan.pools),
+            T_HOOK: len(plan.pools),
         }
     )
     if spec.storage.bucket.versioning:
@@ -189,8 +192,9 @@ def test_resource_types_and_counts(example_run: Example) -> None:
     _, plan, result = example_run
     from slurmstack import render
 
-    # Every distinct rendered file, plus the manifest that lists them.
-    objects = len(render.config_store(plan).objects) + 1
+    # Every distinct rendered file, plus the manifest that lists them and the record of the
+    # deployment (slurmstack.stack.deployed).
+    objects = len(render.config_store(plan).objects) + 2
     assert result.count_by_type() == expected_counts(plan, objects)
 
 

@@ -16,12 +16,12 @@ import parliament
 import pytest
 import yaml
 
-from helpers_stack import EXAMPLE_IDS, T_ASG, T_BUCKET, T_INSTANCE, T_LT, example, plan_of, run_ok
 from slurmstack.contract import CLUSTER_TAG, POOL_TAG, ROLE_TAG
 from slurmstack.offline.standins import ACCOUNT_ID, call_stand_in
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack import policies
 from stack.iam_eval import decide
+from support.stack import EXAMPLE_IDS, T_ASG, T_BUCKET, T_INSTANCE, T_LT, example, plan_of, run_ok
 
 pytestmark = pytest.mark.stack
 

@@ -8,7 +8,10 @@ import json
 
 import pytest
 
-from helpers_stack import (
+from slurmstack import render
+from slurmstack.contract import AGENT_PATH
+from slurmstack.stack.config_store import apply_config_commands
+from support.stack import (
     T_ASSOCIATION,
     T_BUCKET,
     T_INSTANCE,
@@ -18,9 +21,6 @@ from helpers_stack import (
     plan_of,
     run_ok,
 )
-from slurmstack import render
-from slurmstack.contract import AGENT_PATH
-from slurmstack.stack.config_store import apply_config_commands
 
 pytestmark = pytest.mark.stack
 
@@ -31,12 +31,12 @@ def test_config_store_objects_manifest_and_association() -> None:
     store = render.config_store(plan)
     result = run_ok(definition)
     bucket = result.one(T_BUCKET)
+    # Not the image build bundles (tests/stack/test_images.py) nor the deployment's record
+    # (tests/stack/test_change_preflight.py).
     objects = {
         o.inputs["key"]: o
         for o in result.of_type(T_OBJECT)
-        if not o.inputs["key"].startswith(
-            "images/"
-        )  # the image build bundles (tests/stack/test_images.py)
+        if not o.inputs["key"].startswith(("images/", "slurmstack/deployed/"))
     }
     manifest_object = objects.pop(store.manifest_key)
     assert set(objects) == set(store.objects)

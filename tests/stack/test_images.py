@@ -15,7 +15,10 @@ import jsonschema
 import pytest
 import yaml
 
-from helpers_stack import (
+from slurmstack.offline import OfflineRun
+from slurmstack.plan import images
+from slurmstack.render import image as build
+from support.stack import (
     EXAMPLE_IDS,
     REPO,
     T_ASG,
@@ -29,9 +32,6 @@ from helpers_stack import (
     plan_of,
     run_ok,
 )
-from slurmstack.offline import OfflineRun
-from slurmstack.plan import images
-from slurmstack.render import image as build
 
 pytestmark = pytest.mark.stack
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from helpers_stack import (
+from slurmstack.offline import OfflineRun
+from support.stack import (
     T_ASSOCIATION,
     T_BUCKET,
     T_DRA,
@@ -20,7 +21,6 @@ from helpers_stack import (
     example,
     run_ok,
 )
-from slurmstack.offline import OfflineRun
 
 pytestmark = pytest.mark.stack
 

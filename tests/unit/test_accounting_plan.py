@@ -10,8 +10,6 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers_examples import EXAMPLE_IDS, REPO, example_plan
-from slurmstack import accounting as rules
 from slurmstack import contract as c
 from slurmstack.checks.slurm import is_accounting_key
 from slurmstack.contract import HEAD_ROLE
@@ -32,7 +30,9 @@ from slurmstack.render import (
     slurm_conf_keys,
     user_data,
 )
+from slurmstack.rules import accounting as rules
 from slurmstack.validate import validate_object
+from support.examples import EXAMPLE_IDS, REPO, example_plan
 
 
 def plan_with(accounting: dict[str, Any], **top: Any):  # type: ignore[no-untyped-def]

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import example_plan
 from slurmstack.contract import AGENT_PATH, BOOTSTRAP_DONE, BOOTSTRAP_FAILED
 from slurmstack.stack.config_store import (
     APPLY_TIMEOUT_SECONDS,
@@ -24,6 +23,7 @@ from slurmstack.stack.config_store import (
     apply_config_commands,
     apply_config_document,
 )
+from support.examples import example_plan
 
 HASH = "a" * 64
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from checks_support import Case, both, check_case, definition, findings, set_in
 
 from slurmstack.findings import Level
+from support.checks import Case, both, check_case, definition, findings, set_in
 
 A = "slurm.accounting"
 
@@ -23,6 +23,13 @@ def team(name: str, **extra: Any) -> dict[str, Any]:
 QOS = [{"name": "high", "priority": 100, "max_tres_per_user": {"gres/gpu": 16}}]
 
 CASES = [
+    Case(
+        "accounting-head-memory",
+        set_in("head_node.instance_type", "m7i.large"),
+        "head_node.instance_type",
+        "buffer pool gets an eighth of its memory, 1 GiB, below the 2 GiB under which slurmdbd",
+        level=Level.WARNING,
+    ),
     Case(
         "accounting-off-with-objects",
         accounting(enabled=False, accounts=[team("ml")]),

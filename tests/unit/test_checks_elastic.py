@@ -4,11 +4,11 @@ its max_count: each case triggers exactly its rule."""
 from __future__ import annotations
 
 import pytest
-from checks_support import Case, both, check_case, definition, findings, set_in
 from pydantic import ValidationError
 
 from slurmstack.findings import Level
 from slurmstack.spec import ClusterSpec
+from support.checks import Case, both, check_case, definition, findings, set_in
 
 W = Level.WARNING
 CR = "cr-0123456789abcdef0"

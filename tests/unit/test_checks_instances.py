@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from checks_support import CUSTOM_FACTS, Case, both, check_case, set_in
 
 from slurmstack.findings import Level
+from support.checks import CUSTOM_FACTS, Case, both, check_case, set_in
 
 W = Level.WARNING
 ARM_GPU: dict[str, Any] = {
@@ -117,6 +117,7 @@ CASES = [
         "head_node.instance_type",
         "at least 2 vCPUs",
         level=W,
+        also=frozenset({"accounting-head-memory"}),  # and too small for MariaDB too
     ),
     Case(
         "head-node-small",
@@ -124,6 +125,7 @@ CASES = [
         "head_node.instance_type",
         "small for 104 nodes",
         level=W,
+        also=frozenset({"accounting-head-memory"}),
         name="large-cluster",
     ),
     Case(

@@ -6,9 +6,8 @@ import importlib
 import inspect
 from pathlib import Path
 
-from checks_support import BASE, definition, findings
-
 from slurmstack.checks import RULES, rule_id
+from support.checks import BASE, definition, findings
 
 FAMILIES = [
     "names",

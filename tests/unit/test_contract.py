@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack import contract
 from slurmstack.render import bootstrap_env, bootstrap_source, node_config, roles
+from support.examples import EXAMPLE_IDS, example_plan
 
 
 def test_node_name_is_pool_and_low_16_bits_of_the_address() -> None:

@@ -9,12 +9,12 @@ import re
 from typing import Any
 
 import pytest
-from checks_support import definition, findings
 
-from helpers_stack import plan_of
 from slurmstack import image_pins
 from slurmstack.render import image as build
 from slurmstack.stack.preflight import preflight
+from support.checks import definition, findings
+from support.stack import plan_of
 
 
 def test_every_download_of_the_shipped_pins_is_pinned() -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack.catalog import load_catalog
 from slurmstack.contract import Acceptance, Collective, dump_document, load_document
 from slurmstack.plan import build_plan, workload
+from support.examples import EXAMPLE_IDS, example_plan
 
 pytestmark = pytest.mark.workload
 

@@ -9,7 +9,6 @@ import re
 import pytest
 from jinja2 import UndefinedError
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack import render
 from slurmstack.contract import (
     IMDS_IPV4,
@@ -30,6 +29,7 @@ from slurmstack.render import (
     slurm_conf_keys,
     user_data,
 )
+from support.examples import EXAMPLE_IDS, example_plan
 
 IPV4 = re.compile(r"\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b")
 
@@ -172,8 +172,8 @@ def test_templates_found_from_the_repository() -> None:
 def test_cli_render_writes_every_file(tmp_path) -> None:
     from typer.testing import CliRunner
 
-    from helpers_examples import REPO
     from slurmstack.cli import app
+    from support.examples import REPO
 
     out = tmp_path / "out"
     result = CliRunner().invoke(

@@ -8,10 +8,10 @@ import gzip
 
 import pytest
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack import stable_gzip
 from slurmstack.render import USER_DATA_LIMIT, roles, user_data
 from slurmstack.stack import user_data as ec2
+from support.examples import EXAMPLE_IDS, example_plan
 
 # Room left for the documents to grow: the compressed user data stays below this share of the
 # limit (about 47% of it today, in one member per part; the plain documents are about 103%).

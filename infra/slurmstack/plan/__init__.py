@@ -9,19 +9,16 @@ hold), ``health`` (the checks nodes run, the head controller's repair policy), `
 accounts every node creates, the directory, the login pools), ``accounting``
 (slurmdbd, its database, accounts, users, QoS and the usage report's prices); ``cluster`` puts
 them together (``build_plan``). Rules the checks apply too live in modules of their own
-(slurmstack.efa, slurmstack.subnets, slurmstack.fsx, slurmstack.accounting). ``build_plan``
+(slurmstack.rules.efa, slurmstack.rules.subnets, slurmstack.rules.fsx, slurmstack.rules.accounting). ``build_plan``
 expects a definition that passed the checks (it raises ``PlanError`` when a fact it needs is
 missing, which the checks report first).
 
 The names below are the plan's public surface (``from slurmstack.plan import ...``).
 """
 
-from slurmstack.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
 from slurmstack.image_pins import image_pins
 from slurmstack.plan.accounting import (
     ENFORCE,
-    INNODB_BUFFER_POOL_MAX_MIB,
-    INNODB_BUFFER_POOL_MIN_MIB,
     INNODB_LOCK_WAIT_TIMEOUT,
     INNODB_LOG_FILE_MIB,
     MAX_ALLOWED_PACKET_MIB,
@@ -30,7 +27,6 @@ from slurmstack.plan.accounting import (
     AccountingPlan,
     DatabasePlan,
     accounting_plan,
-    buffer_pool_mib,
     plan_rds_subnets,
     pool_price,
 )
@@ -66,7 +62,13 @@ from slurmstack.plan.slurm import (
     SUSPEND_TIMEOUT_SECONDS,
 )
 from slurmstack.plan.storage import LustrePlan, MountPlan
-from slurmstack.subnets import carve as subnets
+from slurmstack.rules.accounting import (
+    INNODB_BUFFER_POOL_MAX_MIB,
+    INNODB_BUFFER_POOL_MIN_MIB,
+    buffer_pool_mib,
+)
+from slurmstack.rules.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
+from slurmstack.rules.subnets import carve as subnets
 
 __all__ = [
     "ENFORCE",

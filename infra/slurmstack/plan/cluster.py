@@ -14,8 +14,6 @@ from slurmstack.contract import (
     parameter_name,
     parameter_prefix,
 )
-from slurmstack.facts import resolve_facts
-from slurmstack.fsx import LUSTRE_EFA_CONNECTION_LIMIT
 from slurmstack.plan.errors import PlanError
 from slurmstack.plan.head import HeadPlan
 from slurmstack.plan.health import HealthPlan, plan_health
@@ -24,8 +22,10 @@ from slurmstack.plan.people import LoginPoolPlan, plan_login_pool
 from slurmstack.plan.pools import PoolPlan, plan_pool
 from slurmstack.plan.slurm import gres_types, slurm_max_node_count, slurm_settings
 from slurmstack.plan.storage import LustrePlan, MountPlan, plan_lustre, shared_mounts
+from slurmstack.rules.facts import resolve_facts
+from slurmstack.rules.fsx import LUSTRE_EFA_CONNECTION_LIMIT
+from slurmstack.rules.subnets import carve
 from slurmstack.spec import ClusterSpec
-from slurmstack.subnets import carve
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from slurmstack.catalog import Catalog
 from slurmstack.contract import MountKind
-from slurmstack.fsx import lustre_efa_enabled, resolved_throughput
+from slurmstack.rules.fsx import lustre_efa_enabled, resolved_throughput
 from slurmstack.spec import ClusterSpec, LustreSpec
 
 

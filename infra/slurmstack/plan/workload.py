@@ -23,10 +23,10 @@ from slurmstack.contract import (
     MountKind,
     PoolAcceptance,
 )
-from slurmstack.fabric import EnvTarget, FabricProfile
 from slurmstack.plan.cluster import ClusterPlan
 from slurmstack.plan.images import ImageKind, kind_of
 from slurmstack.plan.pools import PoolPlan
+from slurmstack.rules.fabric import EnvTarget, FabricProfile
 
 # The message size the acceptance judges at (2 GiB, the largest size both published runs
 # report): bus bandwidth at large messages is what a training job's gradient all-reduce sees.

@@ -8,9 +8,9 @@ from typing import Any
 
 from slurmstack.catalog import load_catalog
 from slurmstack.contract import HEAD_ROLE
-from slurmstack.facts import resolve_facts
 from slurmstack.plan import ClusterPlan, image_plans, own_ami, role_image_contract
 from slurmstack.plan.images import BAKE_MINUTES
+from slurmstack.rules.facts import resolve_facts
 
 REUSE = (
     "built at the first `pulumi up`, then kept in the stack's state: later `pulumi up`s reuse "

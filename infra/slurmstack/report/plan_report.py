@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from slurmstack.change.snapshot import document_fields
 from slurmstack.contract import MountKind
 from slurmstack.findings import Finding, Level
 from slurmstack.offline.record import OfflineRun, RecordedResource
@@ -69,6 +70,8 @@ def _dependency_names(resource: RecordedResource, names: dict[str, str]) -> list
 
 
 def resources_section(run: OfflineRun) -> list[dict[str, Any]]:
+    """Every resource; a provider resource also with what `plan --against` compares (its
+    URN, inputs and options: slurmstack.change.snapshot.document_fields)."""
     names = {r.urn: r.name for r in run.resources if r.type != "pulumi:pulumi:Stack"}
     out = []
     for r in run.resources:
@@ -83,6 +86,7 @@ def resources_section(run: OfflineRun) -> list[dict[str, Any]]:
                 "protect": r.options.protect,
                 "retain_on_delete": r.options.retain_on_delete,
                 "depends_on": _dependency_names(r, names),
+                **(document_fields(r) if r.custom else {}),
             }
         )
     return out

@@ -43,7 +43,7 @@ def instance_refresh(plan: ClusterPlan) -> autoscaling.GroupInstanceRefreshArgs:
     failing stops and restores the previous launch template version, which the group names
     explicitly (auto rollback needs an explicit version, not $Latest or $Default).
 
-    Each replaced node leaves through the group's termination path, so the group's
+    Each replaced node leaves through the group's termination path, so the pool's
     termination lifecycle hook (drain_hook) drains it in Slurm first."""
     rollout = plan.spec.image.rollout
     return autoscaling.GroupInstanceRefreshArgs(
@@ -61,24 +61,37 @@ def instance_refresh(plan: ClusterPlan) -> autoscaling.GroupInstanceRefreshArgs:
     )
 
 
-# Where the drain-before-terminate lifecycle hook plugs in: the group's
-# initial_lifecycle_hooks, so it exists before the group's first instance. Instance refreshes,
-# scale-in and the health check's replacements all terminate through it.
-DRAIN_HOOK_POINT = "autoscaling.Group.initial_lifecycle_hooks"
+# The group's input that groups made by earlier slurmstack versions carried the drain hook in.
+# The provider replaces a group whose initial_lifecycle_hook changes (ForceNew, see
+# slurmstack/change/replacement.json), and a group with a fixed name is deleted before its
+# replacement exists: every node of the pool terminated. The group ignores it, so such a
+# group keeps its hook in AWS and is never replaced for it; the DrainHook resource below takes
+# that hook over (AWS's PutLifecycleHook creates or updates a hook by its name).
+LEGACY_HOOK_PROPERTY = "initialLifecycleHooks"
 
 
-def drain_hook() -> autoscaling.GroupInitialLifecycleHookArgs:
+def drain_hook(
+    name: str, group: autoscaling.Group, parent: pulumi.Resource
+) -> autoscaling.LifecycleHook:
     """No busy node is terminated: a terminating instance waits in this hook while the head
     node's controller drains its node, sees its jobs end (up to health.scale_in_wait_minutes,
     with a heartbeat every pass) and its logs reach the bucket, then completes the action. If
     the controller is gone the action completes by itself (CONTINUE) once a heartbeat is
     missed, so nothing waits for ever; AWS caps a wait at 48 hours or 100 heartbeat timeouts,
-    whichever is smaller (Amazon EC2 Auto Scaling User Guide, lifecycle hooks)."""
-    return autoscaling.GroupInitialLifecycleHookArgs(
+    whichever is smaller (Amazon EC2 Auto Scaling User Guide, lifecycle hooks).
+
+    A resource of its own, so a change of its settings is an update in place. Instance
+    refreshes, scale-in and the health check's replacements all terminate through it; it
+    only acts on terminations, so the seconds between the group's creation and the hook's
+    (before any node has joined Slurm) lose nothing."""
+    return autoscaling.LifecycleHook(
+        f"{name}-drain",
+        autoscaling_group_name=group.name,
         name=DRAIN_HOOK_NAME,
         lifecycle_transition="autoscaling:EC2_INSTANCE_TERMINATING",
         heartbeat_timeout=DRAIN_HOOK_HEARTBEAT_SECONDS,
         default_result="CONTINUE",
+        opts=pulumi.ResourceOptions(parent=parent),
     )
 
 
@@ -184,6 +197,7 @@ class WorkerPool(pulumi.ComponentResource):
     launch_template: ec2.LaunchTemplate
     placement_group: ec2.PlacementGroup | None
     group: autoscaling.Group
+    drain_hook: autoscaling.LifecycleHook
 
     def __init__(
         self,
@@ -286,11 +300,15 @@ class WorkerPool(pulumi.ComponentResource):
             capacity_rebalance=pool.capacity.type is CapacityType.SPOT,
             # A new template version (a new image) rolls out in batches (see instance_refresh).
             instance_refresh=instance_refresh(plan),
-            initial_lifecycle_hooks=[drain_hook()],
             tags=[
                 {"key": key, "value": value, "propagate_at_launch": True}
                 for key, value in sorted(pool_tags.items())
             ],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*network_ready, *security_ready]),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[*network_ready, *security_ready],
+                ignore_changes=[LEGACY_HOOK_PROPERTY],
+            ),
         )
+        self.drain_hook = drain_hook(name, self.group, self)
         self.register_outputs({"asg_name": self.group.name, "count": pool.count})

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from node.support import me
 from slurmstack import contract
 from slurmstack.contract import (
     ACCOUNTING_CONFIG_PATH,
@@ -28,6 +27,7 @@ from slurmstack.node import cli
 from slurmstack.node.accounting import apply, database, usage
 from slurmstack.node.accounting.database import conf_value, database_user_sql, slurmdbd_conf
 from slurmstack.node.context import AgentError, Context
+from support.node import me
 
 REGION = "us-east-1"
 SECRET = "slurmstack/t/accounting-db-password"

@@ -47,7 +47,7 @@ def test_every_subcommand_comes_from_one_room() -> None:
 
 
 def _node(tmp_path: Path, role: str) -> Context:
-    from helpers_examples import example_plan
+    from support.examples import example_plan
 
     env = tmp_path / "etc/slurmstack/bootstrap.env"
     env.parent.mkdir(parents=True)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from node.support import BUCKET, PLAN, Runner, make_node, publish_config, tamper
 from slurmstack.contract import DeployParameter, Manifest, manifest_json, read_bundle, read_manifest
 from slurmstack.node.boot import config_sync
 from slurmstack.node.context import AgentError
 from slurmstack.render import config_store, role_files
+from support.node import BUCKET, PLAN, Runner, make_node, publish_config, tamper
 
 
 def test_sync_config_writes_the_role_files_then_reports_no_change(aws, tmp_path: Path) -> None:

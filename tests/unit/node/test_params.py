@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import example_plan
-from node.support import PLAN, NoAws, Runner, make_node, publish_config, scratch_node
 from slurmstack import contract
 from slurmstack.contract import DeployParameter
 from slurmstack.node import cli
 from slurmstack.node.boot import config_sync, mounts, params
 from slurmstack.node.context import AgentError, Context
 from slurmstack.render import SLURMD_UNIT_PATH, pool_files
+from support.examples import example_plan
+from support.node import PLAN, NoAws, Runner, make_node, publish_config, scratch_node
 
 
 def test_params_waits_for_deploy_values_and_names_the_node(aws, tmp_path: Path) -> None:

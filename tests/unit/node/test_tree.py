@@ -80,8 +80,8 @@ def _tree_on_disk(package: Path) -> set[str]:
 
 def test_every_module_of_the_agent_reaches_every_node() -> None:
     """The config store's manifest lists each module for every role: what a node installs."""
-    from helpers_examples import example_plan
     from slurmstack.render import AGENT_DIR, config_store
+    from support.examples import example_plan
 
     expected = {f"{AGENT_DIR}/{m}" for m in _tree_on_disk(PACKAGE_DIR)}
     manifest = config_store(example_plan("p5-training")).manifest

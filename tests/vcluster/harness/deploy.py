@@ -42,6 +42,7 @@ ASSOCIATION = "aws:ssm/association:Association"
 INSTANCE = "aws:ec2/instance:Instance"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 GROUP = "aws:autoscaling/group:Group"
+LIFECYCLE_HOOK = "aws:autoscaling/lifecycleHook:LifecycleHook"
 
 HEAD_ADDRESS_SUFFIX = f"/{contract.DeployParameter.HEAD_ADDRESS}"
 MANIFEST_SUFFIX = f"/{contract.DeployParameter.CONFIG_MANIFEST}"
@@ -190,7 +191,7 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
     groups = {}
     for group in run.of_type(GROUP):
         template = templates[launch_template_id(group)]
-        groups[_pool_of(group)] = create_group(aws, template, group, subnet_ids)
+        groups[_pool_of(group)] = create_group(aws, template, group, subnet_ids, run)
 
     return Deployment(
         subnet_ids=subnet_ids,
@@ -306,7 +307,11 @@ def _pool_of(group: RecordedResource) -> str:
 
 
 def create_group(
-    aws: MotoServer, template: RecordedResource, group: RecordedResource, subnets: dict[str, str]
+    aws: MotoServer,
+    template: RecordedResource,
+    group: RecordedResource,
+    subnets: dict[str, str],
+    run: OfflineRun,
 ) -> str:
     """The pool's launch template (image, type, user data: what a node boots from) and its
     Auto Scaling group at the program's sizes, tagged as the program tags it, with its
@@ -337,7 +342,8 @@ def create_group(
     )
     # The group's lifecycle hooks, as the program gives them (moto keeps them; stand-in
     # "asg-lifecycle" makes terminations wait in them).
-    for hook in group.inputs.get("initialLifecycleHooks") or []:
+    hooks = [h.inputs for h in run.of_type(LIFECYCLE_HOOK)]
+    for hook in [h for h in hooks if h["autoscalingGroupName"] == group.outputs["name"]]:
         aws.client("autoscaling").put_lifecycle_hook(
             AutoScalingGroupName=name,
             LifecycleHookName=hook["name"],

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from node.support import make_node
 from slurmstack.contract import CONTROLLER_STATE_PATH, RepairPolicy
 from slurmstack.node.controller import state as memory
 from slurmstack.node.controller.state import ControllerState, Trip, Waiting
+from support.node import make_node
 
 POLICY = RepairPolicy(
     rules=(),

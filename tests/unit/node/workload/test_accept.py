@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from node.workload.support import SlurmPool, head_context, names
 from slurmstack.contract import NCCL_TESTS_DIR, REASON_PREFIX
 from slurmstack.node.cli import main
 from slurmstack.node.workload import accept, report
+from support.workload import SlurmPool, head_context, names
 
 pytestmark = pytest.mark.workload
 

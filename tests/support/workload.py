@@ -10,10 +10,10 @@ import subprocess
 import threading
 from pathlib import Path
 
-from helpers_examples import example_plan
 from slurmstack.contract import ACCEPTANCE_PATH, NCCL_TESTS_DIR
 from slurmstack.node.context import Context
 from slurmstack.render import role_files
+from support.examples import example_plan
 
 
 def nccl_output(nodes: list[str], gpus: int, busbw: float) -> str:

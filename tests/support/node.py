@@ -7,11 +7,11 @@ import os
 import subprocess
 from pathlib import Path
 
-from helpers_examples import example_plan
 from slurmstack.contract import DeployParameter
 from slurmstack.node.boot import config_sync, scratch
 from slurmstack.node.context import Context
 from slurmstack.render import config_store
+from support.examples import example_plan
 
 REGION = "us-east-1"
 

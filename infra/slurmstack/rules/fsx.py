@@ -7,7 +7,7 @@ defaults and ``efa: auto`` by the same rules), so the two can never disagree.
 from __future__ import annotations
 
 from slurmstack.catalog import InstanceFacts, RegionInfo
-from slurmstack.efa import efa_device_count, efa_interfaces
+from slurmstack.rules.efa import efa_device_count, efa_interfaces
 from slurmstack.spec import LustreDeployment, LustreSpec, LustreStorageType
 
 P1, P2 = LustreDeployment.PERSISTENT_1, LustreDeployment.PERSISTENT_2

@@ -16,7 +16,7 @@ from slurmstack.offline import OfflineRun, run_definition
 from slurmstack.plan import ClusterPlan, build_plan
 from slurmstack.validate import validate_object
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 EXAMPLE_IDS = [p.stem for p in EXAMPLES]
 
@@ -24,6 +24,7 @@ T_INSTANCE = "aws:ec2/instance:Instance"
 T_ENI = "aws:ec2/networkInterface:NetworkInterface"
 T_LT = "aws:ec2/launchTemplate:LaunchTemplate"
 T_ASG = "aws:autoscaling/group:Group"
+T_HOOK = "aws:autoscaling/lifecycleHook:LifecycleHook"
 T_PG = "aws:ec2/placementGroup:PlacementGroup"
 T_SG = "aws:ec2/securityGroup:SecurityGroup"
 T_INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"

@@ -8,7 +8,7 @@ from pathlib import Path
 from slurmstack.loader import load_file
 from slurmstack.plan import ClusterPlan, build_plan
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 EXAMPLE_IDS = [p.stem for p in EXAMPLES]
 
