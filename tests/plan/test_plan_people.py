@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers_stack import plan_of
 from slurmstack.catalog import load_catalog
 from slurmstack.report.cost import service_prices
 from slurmstack.report.diagram import mermaid
+from support.stack import plan_of
 
 REPO = Path(__file__).resolve().parents[2]
 OFFICE = "203.0.113.0/24"

@@ -11,7 +11,12 @@ from typing import Any
 
 import pytest
 
-from helpers_stack import (
+from slurmstack.contract import CLUSTER_TAG, LOGIN_POOL_TAG, POOL_TAG
+from slurmstack.offline import OfflineRun
+from slurmstack.offline.standins import ACCOUNT_ID
+from slurmstack.ssh_config import ssh_config
+from stack.iam_eval import decide
+from support.stack import (
     T_ASG,
     T_INGRESS,
     T_INSTANCE,
@@ -23,11 +28,6 @@ from helpers_stack import (
     small_cluster,
     user_data_texts,
 )
-from slurmstack.contract import CLUSTER_TAG, LOGIN_POOL_TAG, POOL_TAG
-from slurmstack.offline import OfflineRun
-from slurmstack.offline.standins import ACCOUNT_ID
-from slurmstack.ssh_config import ssh_config
-from stack.iam_eval import decide
 
 pytestmark = pytest.mark.stack
 

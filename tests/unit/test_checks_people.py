@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
-from checks_support import Case, both, check_case, definition, findings, set_in
 
 from slurmstack.checks.people import ssh_key_problem
 from slurmstack.findings import Level
+from support.checks import Case, both, check_case, definition, findings, set_in
 
 # Real public keys (made with ssh-keygen for these tests; their private halves were deleted).
 ED25519 = (

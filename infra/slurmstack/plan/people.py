@@ -14,7 +14,7 @@ from slurmstack.contract import (
     login_host_key_secret_name,
     login_role,
 )
-from slurmstack.facts import resolve_facts
+from slurmstack.rules.facts import resolve_facts
 from slurmstack.plan.errors import PlanError
 from slurmstack.spec import ClusterSpec, LoginPoolSpec, RootVolume
 
