@@ -14,8 +14,8 @@ from slurmstack.contract import (
     login_host_key_secret_name,
     login_role,
 )
-from slurmstack.rules.facts import resolve_facts
 from slurmstack.plan.errors import PlanError
+from slurmstack.rules.facts import resolve_facts
 from slurmstack.spec import ClusterSpec, LoginPoolSpec, RootVolume
 
 HOME_WITHOUT_SHARED_STORAGE = "/home"
