@@ -56,6 +56,10 @@ def _cidr_text(value: object) -> object:
 
 Cidr = Annotated[IPv4Network, BeforeValidator(_cidr_text)]
 AmiId = Annotated[str, StringConstraints(pattern=AMI_PATTERN)]
+# An IAM role or user by ARN (IAM's own wildcards * and ? allowed in the name, as aws:PrincipalArn
+# takes them): e.g. arn:aws:iam::123456789012:role/ci-deployer.
+PRINCIPAL_ARN_PATTERN = r"^arn:aws(-cn|-us-gov)?:iam::[0-9]{12}:(role|user)/[A-Za-z0-9_+=,.@/*?-]+$"
+PrincipalArn = Annotated[str, StringConstraints(pattern=PRINCIPAL_ARN_PATTERN, max_length=600)]
 Auto = Literal["auto"]
 
 # A placement group's name: up to 255 ASCII characters (EC2 API Reference,
@@ -400,6 +404,16 @@ class BucketSpec(Model):
         le=3650,
         description="Expire non-current object versions (old checkpoints) after this many days.",
     )
+    administrators: list[PrincipalArn] = Field(
+        default_factory=list,
+        max_length=20,
+        description=(
+            "IAM roles or users (ARNs, * and ? allowed) that may delete object versions, besides "
+            "the account root and whoever ran the latest `pulumi up`: e.g. a CI role that "
+            "destroys the stack, or your administrators' SSO role "
+            "(docs/images.md, 'Permissions an operator may need')."
+        ),
+    )
 
 
 class StorageSpec(Model):
@@ -712,6 +726,21 @@ class RolloutSpec(Model):
 ImageKey = Literal["nvidia-x86-64", "nvidia-arm64", "neuron-x86-64", "cpu-x86-64", "cpu-arm64"]
 
 
+class ParentParameterVersion(Model):
+    """A parent pinned by a version of its image's public SSM parameter."""
+
+    parameter_version: int = Field(
+        ge=1,
+        description=(
+            "Version of the image's public SSM parameter (the one `slurmstack plan` names) "
+            "whose AMI is the parent; `aws ssm get-parameter-history --name <parameter>` lists "
+            "them. The stack reads that version (GetParameter <parameter>:<version>) at deploy "
+            "time. Parameter Store keeps a parameter's 100 newest versions: pin an AMI id for "
+            "longer."
+        ),
+    )
+
+
 class ImageSpec(Model):
     """The node images: baked by slurmstack with EC2 Image Builder, or your own."""
 
@@ -739,13 +768,14 @@ class ImageSpec(Model):
             "(x86_64), c7g.2xlarge (arm64)."
         ),
     )
-    parents: dict[ImageKey, AmiId] = Field(
+    parents: dict[ImageKey, AmiId | ParentParameterVersion] = Field(
         default_factory=dict,
         description=(
-            "Pinned parent AMIs by image key, e.g. {nvidia-x86-64: ami-...}: that image is "
-            "built on this AMI instead of the newest one its public SSM parameter names "
-            "(plan shows which). Pin an earlier parent when the newest one's kernel has no "
-            "FSx Lustre client yet."
+            "Pinned parents by image key: an AMI id, e.g. {nvidia-x86-64: ami-...}, or a version "
+            "of the image's public SSM parameter, e.g. {cpu-x86-64: {parameter_version: 42}}: "
+            "that image is built on it instead of the newest AMI its parameter names (plan "
+            "shows which). Pin an earlier parent when the newest one's kernel has no FSx Lustre "
+            "client yet."
         ),
     )
     keep_build_instance: bool = Field(

@@ -65,6 +65,7 @@ UNTAGGABLE = {
     T_PASSWORD,
     T_ASG,  # tagged through its `tags` list of {key, value, propagate_at_launch}
     T_HOOK,  # a lifecycle hook takes no tags
+    "aws:ec2/tag:Tag",  # is one tag of another resource (an AMI's root snapshot)
 }
 
 
@@ -131,7 +132,8 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
             "aws:ssm/association:Association": 2,
             T_LT: len(plan.pools),
             T_ASG: len(plan.pools),
-            T_HOOK: len(plan.pools),
+            # Each pool's drain hook and join hook (launches wait until the node is in Slurm).
+            T_HOOK: 2 * len(plan.pools),
         }
     )
     if spec.storage.bucket.versioning:
@@ -185,6 +187,9 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
         # Per image: its build log group and the distribution that tags its AMI.
         c["aws:imagebuilder/distributionConfiguration:DistributionConfiguration"] = len(kinds)
         c["aws:cloudwatch/logGroup:LogGroup"] += len(kinds)
+        # The AMI's root snapshot gets the AMI's tags, one ec2.Tag each: the definition's
+        # tags, the cluster, the role, the name and the image key.
+        c["aws:ec2/tag:Tag"] = len(kinds) * (len(set(spec.tags) - {"Name"}) + 4)
     return c
 
 

@@ -121,3 +121,35 @@ def test_the_build_settings_carry_each_git_pin() -> None:
     assert set(pins["efs_utils"]["build_packages"]) <= tools
     assert {"gettext", "perl", "golang-go", "cmake", "cargo", "rustc", "g++"} <= tools
     assert {"libtool", "automake", "libmd-dev"} <= tools
+
+
+def test_cpu_images_take_the_efa_installers_fabric_not_ubuntus() -> None:
+    """CPU pools with EFA run the same stack as GPU nodes: the EFA installer's libfabric and
+    Open MPI in /opt/amazon, pinned by sha256 (ParallelCluster's recorded checksum), not
+    Ubuntu's libfabric1 and Open MPI (which conflict with it); the MPI job uses that MPI; GPU
+    images keep the Deep Learning AMI's own installer."""
+    from slurmstack.plan import ImageKind, image_plans
+    from support.examples import example_plan
+
+    pins = image_pins.image_pins()["efa_installer"]
+    assert re.fullmatch(r"[0-9a-f]{64}", pins["sha256"])
+    assert pins["url"].endswith(f"aws-efa-installer-{pins['version']}.tar.gz")
+    plan = example_plan("cpu-hpc")
+    (cpu,) = [i for i in image_plans(plan) if i.kind is ImageKind.CPU]
+    settings = build.build_env(cpu)
+    assert f"EFA_INSTALLER_VERSION='{pins['version']}'" in settings
+    assert f"EFA_INSTALLER_SHA256='{pins['sha256']}'" in settings
+    assert not {"libfabric1", "openmpi-bin", "libopenmpi-dev", "rdma-core"} & set(cpu.packages)
+    assert "gcc" in cpu.packages  # what the installer's mpicc drives
+    assert ("EFA installer", pins["version"]) == (
+        cpu.baked()[-1][0],
+        cpu.baked()[-1][1].split()[0],
+    )
+    from slurmstack.plan.workload import acceptance
+
+    for pool in acceptance(plan).pools:
+        assert pool.mpi_bin == "/opt/amazon/openmpi/bin", pool.pool
+    gpu = example_plan("p5-training")
+    for image in image_plans(gpu):
+        if image.kind is not ImageKind.CPU:
+            assert "EFA_INSTALLER_VERSION=''" in build.build_env(image)

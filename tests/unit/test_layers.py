@@ -114,7 +114,8 @@ LONGER_TODAY = frozenset(
     {
         "change/effects.py", "checks/accounting.py", "checks/instances.py", "checks/network.py",
         "checks/slurm.py", "checks/storage.py", "cli.py", "loader.py", "offline/standins.py",
-        "plan/pools.py", "spec.py", "stack/image.py", "stack/policies.py", "stack/worker_pool.py",
+        "plan/images.py", "plan/pools.py", "spec.py", "stack/image.py", "stack/policies.py",
+        "stack/worker_pool.py",
     }
 )  # fmt: skip
 

@@ -75,7 +75,9 @@ def test_each_kind_of_pool_gets_its_collective() -> None:
     assert ("FI_PROVIDER", "efa") in p5.pool("train").env
     cpu = workload.acceptance(example_plan("cpu-hpc"))
     assert {p.collective for p in cpu.pools} == {Collective.MPI}
-    assert all(p.threshold is None and p.mpi_bin == "" and not p.allreduce_args for p in cpu.pools)
+    # CPU images carry the EFA installer's Open MPI too (image_pins.json, efa_installer).
+    assert all(p.threshold is None and not p.allreduce_args for p in cpu.pools)
+    assert {p.mpi_bin for p in cpu.pools} == {"/opt/amazon/openmpi/bin"}
     trn = workload.acceptance(example_plan("trainium"))
     assert {p.collective for p in trn.pools} == {Collective.NONE}
 

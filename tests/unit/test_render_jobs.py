@@ -69,7 +69,8 @@ def test_cpu_and_neuron_pools_get_what_runs_on_them() -> None:
         f"{JOBS_DIR}/mpi/mpi.sbatch" in cpu and f"{JOBS_DIR}/mpi/nccl-allreduce.sbatch" not in cpu
     )
     assert "gpus-per-node" not in sbatch_options(cpu[f"{JOBS_DIR}/batch/ddp.sbatch"])
-    assert 'mpi-allreduce.sh ""' in cpu[f"{JOBS_DIR}/mpi/mpi.sbatch"]
+    # The EFA installer's Open MPI, as on GPU nodes (image_pins.json, efa_installer).
+    assert 'mpi-allreduce.sh "/opt/amazon/openmpi/bin"' in cpu[f"{JOBS_DIR}/mpi/mpi.sbatch"]
     trn = head_jobs_files(example_plan("trainium"))
     jobs = sorted(p.rsplit("/", 1)[1] for p in trn if p.startswith(f"{JOBS_DIR}/trn1/"))
     assert jobs == ["mpi.sbatch", "node-check.sbatch"]

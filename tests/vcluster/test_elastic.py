@@ -14,6 +14,7 @@ nodes), "fleet-faults", "power-env", "power-timeouts", "cloud-node-visibility",
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -23,7 +24,9 @@ from typing import Any
 import pytest
 
 from slurmstack.contract import (
+    CLUSTER_TAG,
     ELASTIC_TAG,
+    EVENTS_LOG_PATH,
     NODE_NAME_TAG,
     POOL_ROLE,
     POWER_LOG_PATH,
@@ -96,6 +99,36 @@ def wait_job(
             f"{exc}\n{head(cluster).run('scontrol', 'show', 'job', job).stdout}\n"
             f"{head(cluster).run('cat', POWER_LOG_PATH, check=False).stdout}\n{cluster.logs()}"
         ) from None
+
+
+def test_the_heads_boot_dry_ran_a_launch_of_each_elastic_pool(
+    elastic: tuple[VirtualCluster, ElasticNodes],
+) -> None:
+    """The head's cloud-init ran launch-check after slurmctld: one DryRun CreateFleet per
+    elastic pool, the resume program's own request with its tags, which moto permitted
+    (DryRunOperation); each is an ok event in the head's events log, and no node went DOWN."""
+    cluster, _nodes = elastic
+    dry = cluster.aws.faults.dry_runs
+    template = "LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName"
+    assert sorted(r[template] for r in dry) == [
+        resource_name("ve", POOL_ROLE, "cpu"),
+        resource_name("ve", POOL_ROLE, "gpu"),
+    ]
+    for request in dry:
+        tags = {
+            value: request[key[: -len("Key")] + "Value"]
+            for key, value in request.items()
+            if key.startswith("TagSpecification") and key.endswith(".Key")
+        }
+        assert tags[CLUSTER_TAG] == "ve" and ELASTIC_TAG in tags, request
+    events = [
+        json.loads(line)
+        for line in head(cluster).run("cat", EVENTS_LOG_PATH).stdout.split("\n")
+        if line
+    ]
+    checks = {(e["subject"], e["ok"]) for e in events if e["event"] == "launch-check"}
+    assert checks == {("gpu", True), ("cpu", True)}, events
+    assert not [n for n, r in cluster.node_records().items() if "dry run" in r.get("Reason", "")]
 
 
 def test_a_job_starts_an_elastic_node_from_the_pools_launch_template(

@@ -249,7 +249,9 @@ def _update(change: ResourceChange, context: Context) -> Consequence:
     if state.type == INSTANCE and "instanceType" in change.changed:
         return head_restart(f"{state.name}: stopped and started to change its instance type")
     if state.type == DRAIN_HOOK:
-        return Consequence(Effect.LIVE, f"{_subject(state)}: drain hook settings")
+        # The drain hook (terminations) or the join hook (launches): both updated in place.
+        which = "join" if state.name.endswith("-join") else "drain"
+        return Consequence(Effect.LIVE, f"{_subject(state)}: {which} hook settings")
     changed = ", ".join(sorted(change.changed))
     meaning = LIVE_MEANING.get(state.type, "updated in place")
     return Consequence(Effect.LIVE, f"{state.name} ({changed}): {meaning}")

@@ -62,6 +62,10 @@ class Command(enum.StrEnum):
     ECR_LOGIN = "ecr-login"
     # People (slurmstack.node.people).
     IDENTITIES = "identities"
+    # Rollouts and permissions (slurmstack.node.boot.join_hook, slurmstack.node.power.launch_check).
+    JOINED = "joined"
+    LAUNCH_CHECK = "launch-check"
+    PRUNE_IMAGES = "prune-images"
 
 
 def agent_command(command: Command, *args: str) -> str:

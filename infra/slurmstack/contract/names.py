@@ -14,6 +14,8 @@ __all__ = [
     "ELASTIC_TAG",
     "HEAD_ROLE",
     "IMAGE_TAG",
+    "JOIN_HOOK_HEARTBEAT_SECONDS",
+    "JOIN_HOOK_NAME",
     "NODE_INDEX_MAX",
     "NODE_NAME_TAG",
     "POOL_ROLE",
@@ -210,3 +212,12 @@ DRAIN_HOOK_NAME = "slurmstack-drain"
 # The hook's heartbeat timeout: the controller records a heartbeat on every pass while it
 # waits, so the action outlives passes without AWS's default hour running out between them.
 DRAIN_HOOK_HEARTBEAT_SECONDS = 600
+# The pools' groups hold a launching instance in this lifecycle hook (Pending:Wait) until its
+# node has joined Slurm: its last boot step (`slurmstack-node joined`) completes the action with
+# CONTINUE once slurmctld has it registered and responding, and only then is the instance
+# InService, so an instance refresh counts its warm-up from a node that runs jobs. A boot that
+# fails completes it with ABANDON (the group terminates the instance and launches another); a
+# boot that never ends is abandoned when the heartbeat timeout runs out (AWS's default hour,
+# which covers a first boot with DCGM's diagnostic: DEEP_DIAGNOSTIC_SECONDS).
+JOIN_HOOK_NAME = "slurmstack-join"
+JOIN_HOOK_HEARTBEAT_SECONDS = 3600

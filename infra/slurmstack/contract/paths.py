@@ -33,6 +33,7 @@ __all__ = [
     "ENROOT_CONF_PATH",
     "ENROOT_RUNTIME_DIR",
     "ENROOT_SUBDIRS",
+    "EVENTS_LOG_PATH",
     "FABRIC_PROFILE_PATH",
     "HEALTH_CHECK_PROGRAM",
     "HEALTH_DIR",
@@ -172,6 +173,9 @@ KERNEL_LOG_PATH = "/dev/kmsg"
 LOG_DIR = "/var/log/slurmstack"
 HEALTH_LOG_PATH = f"{LOG_DIR}/health.log"  # every check's findings, on the node
 CONTROLLER_LOG_PATH = f"{LOG_DIR}/controller.log"  # every decision and action, on the head
+# What an operator must hear about (a pool the head may not launch, ...): JSON lines
+# (slurmstack.node.events).
+EVENTS_LOG_PATH = f"{LOG_DIR}/events.log"
 # The controller's memory (replacements per pool, the breakers, reboots it issued): on the
 # head's state volume, so a replaced head keeps it.
 CONTROLLER_STATE_PATH = f"{STATE_VOLUME_MOUNT}/slurmstack/controller.json"

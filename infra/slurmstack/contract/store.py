@@ -12,6 +12,7 @@ from .paths import (
     AGENT_PATH,
     BOOTSTRAP_FAILED,
     CLOUD_INIT_OUTPUT_PATH,
+    EVENTS_LOG_PATH,
     HEALTH_LOG_PATH,
     SLURMD_LOG_PATH,
 )
@@ -105,6 +106,7 @@ SHIPPED_LOGS = (
     BOOTSTRAP_FAILED,
     HEALTH_LOG_PATH,
     SLURMD_LOG_PATH,
+    EVENTS_LOG_PATH,
 )
 LOGS_SHIPPED_MARKER = "shipped.json"  # written last: the head waits for it
 

@@ -22,6 +22,8 @@ from slurmstack.contract import (
     BOOTSTRAP_FAILED,
     COMMAND_DIRS,
     HEAD_ROLE,
+    JOIN_HOOK_NAME,
+    POOL_ROLE,
     BootstrapEnv,
     ImageItem,
     is_agent_file,
@@ -29,6 +31,7 @@ from slurmstack.contract import (
     read_bootstrap_env,
     read_bundle,
     read_manifest,
+    resource_name,
 )
 
 INSTANCE_ID_FILE = "/var/lib/cloud/data/instance-id"  # written by cloud-init
@@ -137,6 +140,23 @@ def write_marker(path: str, text: str, root: str) -> None:
         handle.write(time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime()) + text + "\n")
 
 
+def abandon_launch(groups: Any, group: str, instance: str) -> None:
+    """An instance still waiting in its group's launch hook (slurmstack.node.boot.join_hook) never
+    goes InService: ABANDON makes the group terminate it and launch another (an instance
+    refresh counts it as a failed replacement). One already in service, or an elastic node (in
+    no group), has no such action: AWS refuses the call, which is fine."""
+    try:
+        groups.complete_lifecycle_action(
+            AutoScalingGroupName=group,
+            LifecycleHookName=JOIN_HOOK_NAME,
+            InstanceId=instance,
+            LifecycleActionResult="ABANDON",
+        )
+        log(f"abandoned {instance}'s launch: its group terminates it and launches another")
+    except Exception as exc:  # ValidationError: no lifecycle action waits for this instance
+        log(f"no launch of {instance} to abandon ({exc})")
+
+
 def report_failure(
     step: str, detail: str, env: BootstrapEnv | None, session: Any, root: str, run: Any
 ) -> None:
@@ -152,7 +172,9 @@ def report_failure(
         with open(os.path.join(root, INSTANCE_ID_FILE.lstrip("/"))) as handle:
             instance = handle.read().strip()
         session = session or aws_session()
-        session.client("autoscaling", region_name=env.region).set_instance_health(
+        groups = session.client("autoscaling", region_name=env.region)
+        abandon_launch(groups, resource_name(env.cluster, POOL_ROLE, env.role), instance)
+        groups.set_instance_health(
             InstanceId=instance, HealthStatus="Unhealthy", ShouldRespectGracePeriod=False
         )
         log(f"marked {instance} Unhealthy: its Auto Scaling group replaces it")

@@ -484,6 +484,23 @@ def call_stand_in(token: str, args: dict[str, Any], region: str) -> dict[str, An
         }
     if token == "aws:index/getRegion:getRegion":
         return {"name": region, "region": region, "id": region}
+    if token == "aws:ec2/getAmi:getAmi":
+        # An AMI the stack built (looked up by its id): one root snapshot, as Image Builder's
+        # AMIs of the recipe's one EBS mapping have.
+        filters = {f.get("name"): f.get("values", []) for f in args.get("filters") or []}
+        ami = (filters.get("image-id") or ["ami-unknown"])[0]
+        return {
+            "id": ami,
+            "imageId": ami,
+            "blockDeviceMappings": [
+                {
+                    "deviceName": "/dev/sda1",
+                    "ebs": {"snapshot_id": hex_id("snap", ami), "volume_type": "gp3"},
+                    "noDevice": "",
+                    "virtualName": "",
+                }
+            ],
+        }
     if token == "aws:ssm/getParameter:getParameter":
         name = str(args.get("name", ""))
         value = hex_id("ami", name) if "ami" in name or "image" in name else f"stand-in:{name}"

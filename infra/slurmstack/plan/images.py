@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 from slurmstack.catalog import Architecture, InstanceFacts
 from slurmstack.contract import (
@@ -37,6 +38,7 @@ from slurmstack.image_pins import image_pins
 from slurmstack.plan.accounting import accounting_plan
 from slurmstack.plan.cluster import ClusterPlan
 from slurmstack.plan.storage import MountPlan
+from slurmstack.spec import ParentParameterVersion
 
 # The build instance: any type of the image's architecture will do (nothing is compiled for
 # the instance, the Lustre modules are for the parent's kernel); a compute-optimised size
@@ -75,12 +77,39 @@ class ImagePlan:
     build_instance_type: str
     version: int  # the definition's image.version: a new one takes a new parent
     parent_ami: str | None = None  # image.parents: a pinned parent, instead of the parameter's
+    parent_version: int | None = None  # image.parents: a pinned version of the parameter
 
     @property
     def parent(self) -> str:
-        """The recipe's parent: the pinned AMI, or ``ssm:<parameter>`` (resolved by Image
-        Builder when it builds, then kept)."""
-        return self.parent_ami or f"ssm:{self.parent_parameter}"
+        """What the recipe is built on, as the recipe's name records it: the pinned AMI,
+        ``<parameter>:<version>`` (a pinned version, which the stack resolves to its AMI at
+        deploy time: parent_selector), or ``ssm:<parameter>`` (resolved by Image Builder when
+        it builds, then kept)."""
+        if self.parent_ami:
+            return self.parent_ami
+        if self.parent_version is not None:
+            return self.parent_selector
+        return f"ssm:{self.parent_parameter}"
+
+    @property
+    def parent_selector(self) -> str:
+        """GetParameter's name for the pinned version (Systems Manager User Guide, "Working
+        with parameter versions": ``name:version``; a version that does not exist is an
+        error, never the latest)."""
+        return f"{self.parent_parameter}:{self.parent_version}"
+
+    @property
+    def parent_pin(self) -> str:
+        """How the parent is chosen, as `plan` says it."""
+        if self.parent_ami:
+            return f"pinned by image.parents to {self.parent_ami}"
+        if self.parent_version is not None:
+            return (
+                f"pinned by image.parents to version {self.parent_version} of "
+                f"{self.parent_parameter}; the stack reads that version's AMI at deploy time "
+                f"and exports it (stack output image_parents.{self.key})"
+            )
+        return "resolved by Image Builder when the image is built, then kept"
 
     @property
     def key(self) -> str:
@@ -127,7 +156,13 @@ class ImagePlan:
                 )
             )
         if self.kind is ImageKind.CPU:
-            out.append(("Open MPI", "Ubuntu 24.04's"))
+            out.append(
+                (
+                    "EFA installer",
+                    f"{p['efa_installer']['version']} (libfabric, rdma-core, Open MPI in "
+                    "/opt/amazon, as on the Deep Learning AMIs)",
+                )
+            )
         return tuple(out)
 
 
@@ -166,9 +201,10 @@ def _packages(kind: ImageKind, serves_head: bool) -> tuple[str, ...]:
     wanted = [*table["common"], *table["people"], *image_pins()["enroot"]["runtime_packages"]]
     wanted += table["worker"]
     if kind is ImageKind.CPU:
-        # CPU pools run MPI over EFA with Ubuntu's Open MPI (the Deep Learning AMIs carry the
-        # EFA installer's in /opt/amazon/openmpi).
-        wanted += _head_packages() + table["efa_cpu"] + table["mpi_cpu"]
+        # CPU pools run MPI over EFA with the EFA installer's libfabric and Open MPI, as the
+        # Deep Learning AMIs do (the installer is not an apt package: build.sh installs it);
+        # gcc for its mpicc.
+        wanted += _head_packages() + table["mpi_cpu"]
     elif serves_head:
         wanted += _head_packages()
     return tuple(dict.fromkeys(wanted))
@@ -208,10 +244,19 @@ def image_plans(plan: ClusterPlan) -> tuple[ImagePlan, ...]:
                 packages=_packages(kind, HEAD_ROLE in roles),
                 build_instance_type=image.build_instance_type or DEFAULT_BUILD_INSTANCE[arch],
                 version=image.version,
-                parent_ami=image.parents.get(_key(kind, arch)),  # type: ignore[call-overload]
+                **_parent_pin(image.parents.get(_key(kind, arch))),  # type: ignore[call-overload]
             )
         )
     return tuple(out)
+
+
+def _parent_pin(pin: str | ParentParameterVersion | None) -> dict[str, Any]:
+    """ImagePlan's fields for an image.parents value: an AMI id, or a parameter version."""
+    if pin is None:
+        return {}
+    if isinstance(pin, str):
+        return {"parent_ami": pin}
+    return {"parent_version": pin.parameter_version}
 
 
 def _key(kind: ImageKind, arch: Architecture) -> str:

@@ -64,6 +64,7 @@ def build_env(image: ImagePlan) -> str:
     p = image_pins()
     nccl, nvidia = p["nccl_tests"], image.kind is ImageKind.NVIDIA
     efs, enroot = p["efs_utils"], p["enroot"]
+    efa, cpu = p["efa_installer"], image.kind is ImageKind.CPU
     values: list[tuple[str, str]] = [
         ("IMAGE_KEY", image.key),
         ("IMAGE_KIND", image.kind.value),
@@ -86,6 +87,10 @@ def build_env(image: ImagePlan) -> str:
         ("PYXIS_SHA256", p["pyxis"]["sha256"] or ""),
         ("PYXIS_PLUGIN", PYXIS_PLUGIN),
         ("DCGM_PACKAGE", p["dcgm"]["package"] if image.kind is ImageKind.NVIDIA else ""),
+        # The EFA installer: CPU images (the Deep Learning AMIs carry their own).
+        ("EFA_INSTALLER_VERSION", efa["version"] if cpu else ""),
+        ("EFA_INSTALLER_URL", efa["url"] if cpu else ""),
+        ("EFA_INSTALLER_SHA256", (efa["sha256"] or "") if cpu else ""),
         # nccl-tests: NVIDIA images only (empty version: not on this image).
         ("NCCL_TESTS_VERSION", nccl["version"] if nvidia else ""),
         ("NCCL_TESTS_URL", nccl["url"] if nvidia else ""),

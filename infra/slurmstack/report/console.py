@@ -121,7 +121,7 @@ def _images(doc: dict[str, Any]) -> Grid:
         grid.add(
             f"{image['image']} (v{image['version']}, built on {image['build_instance_type']})",
             ", ".join(image["nodes"]),
-            f"{image['parent']} (resolved at the first build, then kept)",
+            f"{image['parent']} ({image['parent_pinned']})",
             baked,
         )
     for own in section["own"]:

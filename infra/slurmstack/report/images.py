@@ -40,11 +40,7 @@ def images_section(plan: ClusterPlan) -> dict[str, Any]:
                 "kind": image.kind.value,
                 "architecture": image.architecture.value,
                 "parent": image.parent,
-                "parent_pinned": (
-                    "pinned by image.parents"
-                    if image.parent_ami
-                    else "resolved by Image Builder when the image is built, then kept"
-                ),
+                "parent_pinned": image.parent_pin,
                 "version": image.version,
                 "nodes": list(image.roles),
                 "baked": [{"piece": piece, "version": v} for piece, v in image.baked()],

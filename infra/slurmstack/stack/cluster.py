@@ -207,6 +207,10 @@ class SlurmCluster(pulumi.ComponentResource):
             "parameter_prefix": plan.parameter_prefix,
             "config_manifest_sha256": self.config.manifest_hash,
             "images": {key: self.images.ami_of(key) for key in self.images.built},
+            # What each baked image is built on: a pinned AMI, the AMI a pinned parameter
+            # version named when the stack read it, or ssm:<parameter> (Image Builder's choice,
+            # recorded in the image's manifest, /etc/slurmstack/image.json).
+            "image_parents": dict(self.images.parents),
             "pools": {
                 name: {
                     "asg_name": pool.group.name,

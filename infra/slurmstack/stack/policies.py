@@ -257,8 +257,9 @@ def efs_fallback_statements(
 
 
 def _ec2_arn(plan: ClusterPlan, account: str, resource: str) -> str:
-    # An image's ARN names no account (Service Authorization Reference, "Amazon EC2": image).
-    owner = "" if resource.startswith("image/") else account
+    # An image's and a snapshot's ARNs name no account (Service Authorization Reference,
+    # "Amazon EC2": image, snapshot).
+    owner = "" if resource.startswith(("image/", "snapshot/")) else account
     return f"arn:{partition(plan.region)}:ec2:{plan.region}:{owner}:{resource}"
 
 
@@ -407,6 +408,33 @@ def accounting_secret_arn(plan: ClusterPlan, account: str, created_arn: str | No
     )
 
 
+def prune_statements(plan: ClusterPlan, account: str) -> list[dict[str, Any]]:
+    """The head's prune-images (slurmstack.node.controller.images_prune): deregister the cluster's AMIs
+    and delete their snapshots, both only when tagged as the cluster's (the stack tags an AMI
+    and its root snapshot so); find them, the launch templates' versions and the snapshots
+    (EC2's Describe calls take no resource)."""
+    tagged = {"StringEquals": {f"aws:ResourceTag/{CLUSTER_TAG}": plan.name}}
+    return [
+        {
+            "Sid": "PruneClusterImages",
+            "Effect": "Allow",
+            "Action": ["ec2:DeregisterImage", "ec2:DeleteSnapshot"],
+            "Resource": [_ec2_arn(plan, account, "image/*"), _ec2_arn(plan, account, "snapshot/*")],
+            "Condition": tagged,
+        },
+        {
+            "Sid": "FindClusterImages",
+            "Effect": "Allow",
+            "Action": [
+                "ec2:DescribeImages",
+                "ec2:DescribeLaunchTemplates",
+                "ec2:DescribeLaunchTemplateVersions",
+            ],
+            "Resource": ["*"],
+        },
+    ]
+
+
 def head_policy(
     plan: ClusterPlan,
     *,
@@ -457,6 +485,7 @@ def head_policy(
         },
         *power_statements(plan, account),
         *efs_fallback_statements(plan, account, plan.mounts),
+        *prune_statements(plan, account),
         {
             # Whether a terminating node's logs arrived (HeadObject).
             "Sid": "ReadNodeLogs",
@@ -503,6 +532,34 @@ def pool_policy(
             },
         }
     )
+    statements += [
+        {
+            # Joining (slurmstack.node.boot.join_hook): the node's instance waits in its group's
+            # launch hook until its node is in Slurm, then completes the action (CONTINUE, or
+            # ABANDON after a failed boot); the same group, by name and tags, as above.
+            "Sid": "CompleteOwnLaunch",
+            "Effect": "Allow",
+            "Action": [
+                "autoscaling:CompleteLifecycleAction",
+                "autoscaling:RecordLifecycleActionHeartbeat",
+            ],
+            "Resource": [asg_arn(plan, account, resource_name(plan.name, Role.POOL, pool.name))],
+            "Condition": {
+                "StringEquals": {
+                    f"aws:ResourceTag/{CLUSTER_TAG}": plan.name,
+                    f"aws:ResourceTag/{POOL_TAG}": pool.name,
+                }
+            },
+        },
+        {
+            # Whether the instance waits in that hook. Read-only; Auto Scaling's Describe calls
+            # take no resource (Service Authorization Reference, "Amazon EC2 Auto Scaling").
+            "Sid": "FindOwnLaunch",
+            "Effect": "Allow",
+            "Action": ["autoscaling:DescribeAutoScalingInstances"],
+            "Resource": ["*"],
+        },
+    ]
     statements += efs_fallback_statements(plan, account, pool.mounts)
     if plan.spec.directory is not None and plan.spec.directory.bind_password_secret:
         statements.append(_directory_bind_statement(plan, account))
@@ -664,6 +721,21 @@ def administrator_user_ids(account: str, deployer_user_id: str) -> list[str]:
     return sorted({account, deployer})
 
 
+def version_deleters(plan: ClusterPlan, account: str, deployer_user_id: str) -> dict[str, Any]:
+    """Who may delete object versions, as the Deny's condition: it is denied to whoever is none
+    of them (a statement's conditions are ANDed). The account root and the latest deployer by
+    ``aws:userid``; the definition's storage.bucket.administrators by ``aws:PrincipalArn`` (a
+    role's ARN, whatever the session), so another administrator or a CI role can empty the
+    bucket whoever deployed last."""
+    condition: dict[str, Any] = {
+        "StringNotLike": {"aws:userid": administrator_user_ids(account, deployer_user_id)}
+    }
+    administrators = plan.spec.storage.bucket.administrators
+    if administrators:
+        condition["ArnNotLike"] = {"aws:PrincipalArn": sorted(administrators)}
+    return condition
+
+
 def bucket_policy(
     plan: ClusterPlan, *, account: str, bucket_arn: str, deployer_user_id: str
 ) -> dict[str, Any]:
@@ -704,11 +776,7 @@ def bucket_policy(
                 "Principal": "*",
                 "Action": ["s3:DeleteObjectVersion"],
                 "Resource": [f"{bucket_arn}/*"],
-                "Condition": {
-                    "StringNotLike": {
-                        "aws:userid": administrator_user_ids(account, deployer_user_id)
-                    }
-                },
+                "Condition": version_deleters(plan, account, deployer_user_id),
             },
         ],
     }

@@ -12,6 +12,8 @@ import pulumi_aws.ec2 as ec2
 from slurmstack.contract import (
     DRAIN_HOOK_HEARTBEAT_SECONDS,
     DRAIN_HOOK_NAME,
+    JOIN_HOOK_HEARTBEAT_SECONDS,
+    JOIN_HOOK_NAME,
     POOL_TAG,
     resource_name,
 )
@@ -34,8 +36,9 @@ REFRESH_CHECKPOINTS = (25, 50, 100)
 def instance_refresh(plan: ClusterPlan) -> autoscaling.GroupInstanceRefreshArgs:
     """How a new launch template version (a new image, new user data) reaches running nodes:
     the group's instance refresh replaces them in batches, keeping min_healthy_percentage of
-    the pool in service, each new node given instance_warmup_seconds to boot and join before
-    the next batch, pausing at each checkpoint. Nodes already on the new version are skipped.
+    the pool in service, each new node given instance_warmup_seconds after it has joined Slurm
+    (the launch hook, join_hook, holds it out of service until then) before the next batch,
+    pausing at each checkpoint. Nodes already on the new version are skipped.
 
     It rolls back by itself when it fails (auto_rollback: EC2 Auto Scaling User Guide, "Undo
     changes with a rollback"): new nodes that fail their boot check mark themselves Unhealthy
@@ -91,6 +94,31 @@ def drain_hook(
         lifecycle_transition="autoscaling:EC2_INSTANCE_TERMINATING",
         heartbeat_timeout=DRAIN_HOOK_HEARTBEAT_SECONDS,
         default_result="CONTINUE",
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
+def join_hook(
+    name: str, group: autoscaling.Group, parent: pulumi.Resource
+) -> autoscaling.LifecycleHook:
+    """A launching instance waits (Pending:Wait) until its node has joined Slurm: its last boot
+    step completes the action (slurmstack.node.boot.join_hook), and only then is it InService. An
+    instance refresh counts warm-up from InService (RefreshPreferences, InstanceWarmup), so its
+    batches and its rollback judge nodes that run jobs, not instances that merely booted. A
+    failed boot abandons the action (the group terminates the instance and launches another);
+    a boot that never ends is abandoned when the heartbeat timeout runs out (ABANDON on a launch
+    terminates the instance: EC2 Auto Scaling User Guide, "Complete a lifecycle action").
+
+    A resource of its own, updated in place: a group's initial_lifecycle_hooks cannot change
+    without replacing the group. It acts on launches after it exists; the group's first
+    instances, launched while it is being made, go InService at once and join by themselves."""
+    return autoscaling.LifecycleHook(
+        f"{name}-join",
+        autoscaling_group_name=group.name,
+        name=JOIN_HOOK_NAME,
+        lifecycle_transition="autoscaling:EC2_INSTANCE_LAUNCHING",
+        heartbeat_timeout=JOIN_HOOK_HEARTBEAT_SECONDS,
+        default_result="ABANDON",
         opts=pulumi.ResourceOptions(parent=parent),
     )
 
@@ -198,6 +226,7 @@ class WorkerPool(pulumi.ComponentResource):
     placement_group: ec2.PlacementGroup | None
     group: autoscaling.Group
     drain_hook: autoscaling.LifecycleHook
+    join_hook: autoscaling.LifecycleHook
 
     def __init__(
         self,
@@ -311,4 +340,5 @@ class WorkerPool(pulumi.ComponentResource):
             ),
         )
         self.drain_hook = drain_hook(name, self.group, self)
+        self.join_hook = join_hook(name, self.group, self)
         self.register_outputs({"asg_name": self.group.name, "count": pool.count})

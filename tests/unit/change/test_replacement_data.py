@@ -9,6 +9,8 @@ import re
 import sys
 import tomllib
 from pathlib import Path
+from types import UnionType
+from typing import Union, get_args, get_origin
 
 import pytest
 
@@ -61,15 +63,27 @@ def test_every_rule_names_an_input_the_locked_sdk_has(type_: str) -> None:
 def _field_paths(model: type, prefix: str = "") -> list[str]:
     from pydantic import BaseModel
 
+    def is_model(inner: object) -> bool:
+        return isinstance(inner, type) and issubclass(inner, BaseModel)
+
     paths = []
     for name, info in model.model_fields.items():
-        found = None
+        found, scalar_too = None, False
         for candidate in [info.annotation, *getattr(info.annotation, "__args__", ())]:
-            for inner in [candidate, *getattr(candidate, "__args__", ())]:
-                if isinstance(inner, type) and issubclass(inner, BaseModel):
+            inners = [candidate, *getattr(candidate, "__args__", ())]
+            for inner in inners:
+                if is_model(inner):
                     found = inner
+            # A value that is a model or a plain value (image.parents: an AMI id or a
+            # parameter version): both are changes of their own.
+            if get_origin(candidate) in (Union, UnionType) and any(is_model(i) for i in inners):
+                scalar_too |= any(
+                    not is_model(i) and i is not type(None) for i in get_args(candidate)
+                )
         if found is not None and name != "instance_facts":
             paths += _field_paths(found, f"{prefix}{name}.")
+            if scalar_too:
+                paths.append(f"{prefix}{name}")
         else:
             paths.append(f"{prefix}{name}")
     return paths

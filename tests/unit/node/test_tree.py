@@ -59,7 +59,8 @@ def test_the_agent_is_a_hallway_and_seven_rooms() -> None:
     node = PACKAGE_DIR / "node"
     hallway = {p.stem for p in node.glob("*.py")} - {"__init__"}
     assert hallway == {
-        "bootstrap", "cli", "commands", "context", "ec2", "logs", "slurm", "subcommand", "system",
+        "bootstrap", "cli", "commands", "context", "ec2", "events", "logs", "slurm", "subcommand",
+        "system",
     }  # fmt: skip
     rooms = {p.name for p in node.iterdir() if (p / "__init__.py").exists()}
     assert rooms == {"boot", "health", "controller", "power", "accounting", "workload", "people"}

@@ -208,7 +208,9 @@ STAND_INS: tuple[StandIn, ...] = (
         "(and its metadata's autoscaling/target-lifecycle-state says Terminated); moto's "
         "Auto Scaling API gets the two calls (harness/groups.py), which check the hook, "
         "record heartbeats and completions; `settle_groups` terminates an instance once its "
-        "action is completed",
+        "action is completed. The launch (join) hook is kept too and never waited in: a "
+        "node's `joined` step finds its instance InService and only waits for its node to be "
+        "registered",
     ),
     StandIn(
         "elastic-instances",
@@ -279,6 +281,15 @@ STAND_INS: tuple[StandIn, ...] = (
         "the node images (the AMIs Image Builder bakes, or a pinned AMI)",
         "no images here: every node runs this machine's system",
         "moto's instances and launch templates carry a placeholder image id",
+    ),
+    StandIn(
+        "efa-installer-mpi",
+        "the EFA installer's Open MPI (/opt/amazon/openmpi) that CPU images carry, with which "
+        "the MPI job compiles and runs",
+        "no EFA installer here (it installs Ubuntu and Amazon Linux packages)",
+        "nodes have no /opt/amazon/openmpi: the job's mpi-allreduce.sh puts that directory "
+        "first on PATH only where it exists, so Debian's Open MPI (openmpi-bin, "
+        "libopenmpi-dev) compiles and runs it",
     ),
     StandIn(
         "workload-tools",

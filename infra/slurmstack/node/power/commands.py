@@ -10,7 +10,7 @@ from collections.abc import Callable
 from ...contract import Command
 from ..context import Context, log
 from ..subcommand import Handler, Subcommand
-from . import environment, resume, suspend, sweep
+from . import environment, launch_check, resume, suspend, sweep
 
 
 def hostlist_argument(parser: argparse.ArgumentParser) -> None:
@@ -40,6 +40,12 @@ def power_sweep(ctx: Context, args: argparse.Namespace) -> int:
     if result["returned"] or result["terminated"]:
         log(f"{Command.POWER_SWEEP.value}: {json.dumps(result, sort_keys=True)}")
     print(json.dumps(result, sort_keys=True))
+    return 0
+
+
+def check_launches(ctx: Context, _args: argparse.Namespace) -> int:
+    """Never fails the boot: a refused pool is an event, its nodes DOWN with the reason."""
+    print(json.dumps(launch_check.launch_check(ctx), sort_keys=True))
     return 0
 
 
@@ -76,6 +82,14 @@ COMMANDS = (
         "instances no elastic node owns; run every minute by slurmstack-power.timer",
         power_sweep,
         sweep_arguments,
+        where="head",
+    ),
+    Subcommand(
+        Command.LAUNCH_CHECK,
+        "(at boot) dry-run the EC2 Fleet launch of one node per elastic pool, tags included: a "
+        "pool the head may not launch is an event (events.log) and its nodes go DOWN with "
+        "EC2's refusal as their reason",
+        check_launches,
         where="head",
     ),
 )
