@@ -705,6 +705,65 @@ MUTATIONS: list[Mutation] = [
     Mutation("health.scale_in_wait_minutes", _set("health.scale_in_wait_minutes", 240), LIVE),
     Mutation("health.actions", _set("health.actions", {"efa-port": "leave"}), LIVE),
     Mutation("health.xids", _set("health.xids", {167: "reboot"}), LIVE),
+    # Observing the cluster (docs/observing.md): the head's monitoring files change through the
+    # config store and its apply-config association; the alert topic, log groups and budget are
+    # changed in place.
+    Mutation("observability.retention_days", _set("observability.retention_days", 30), LIVE),
+    Mutation("observability.retention_gib", _set("observability.retention_gib", 40), LIVE),
+    Mutation(
+        "observability.scrape_interval_seconds",
+        _set("observability.scrape_interval_seconds", 60),
+        LIVE,
+    ),
+    Mutation(
+        "observability.alerts.email",
+        _set("observability.alerts.email", ["ops@example.com"]),
+        NONE,
+        why="a subscription to the alert topic is added",
+    ),
+    Mutation(
+        "observability.alerts.idle_gpu_minutes",
+        _set("observability.alerts.idle_gpu_minutes", 60),
+        LIVE,
+    ),
+    Mutation(
+        "observability.alerts.idle_gpu_percent",
+        _set("observability.alerts.idle_gpu_percent", 10),
+        LIVE,
+    ),
+    Mutation(
+        "observability.alerts.straggler_percent",
+        _set("observability.alerts.straggler_percent", 40),
+        LIVE,
+    ),
+    Mutation(
+        "observability.alerts.filesystem_full_percent",
+        _set("observability.alerts.filesystem_full_percent", 95),
+        LIVE,
+    ),
+    Mutation(
+        "observability.alerts.capacity_block_hours",
+        _set("observability.alerts.capacity_block_hours", 48),
+        LIVE,
+    ),
+    Mutation(
+        "observability.budget_monthly_usd", _set("observability.budget_monthly_usd", 500000), LIVE
+    ),
+    Mutation(
+        "observability.log_retention_days", _set("observability.log_retention_days", 90), LIVE
+    ),
+    Mutation(
+        "observability.managed_prometheus",
+        _set("observability.managed_prometheus", True),
+        NONE,
+        why="plan prices it; the workspace is not made yet (docs/observing.md)",
+    ),
+    Mutation(
+        "observability.managed_grafana",
+        _set("observability.managed_grafana", True),
+        NONE,
+        why="plan prices it; the workspace is not made yet (docs/observing.md)",
+    ),
     Mutation("tags", _set("tags", {"team": "research"}), ROLLING),
 ]
 

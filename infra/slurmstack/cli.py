@@ -181,12 +181,12 @@ def schema() -> None:
     print(json.dumps(definition_schema(), indent=2))
 
 
-@app.command(short_help="Write every file a node would receive, laid out by where it lands.")
+@app.command(short_help="Write every file a node receives, laid out by where it lands.")
 def render(
     file: DefinitionFile,
     out: Annotated[Path, typer.Option("--out", help="Directory to write the files into.")],
 ) -> None:
-    """Write every file a node would receive, laid out by where it lands. A render into a
+    """Write every file a node receives, laid out by where it lands. A render into a
     directory of an earlier one removes the files that one wrote and this one does not."""
     from slurmstack.plan import build_plan
     from slurmstack.render import render_cluster
@@ -325,6 +325,32 @@ def _plan_against(  # type: ignore[no-untyped-def]
         raise typer.Exit(EXIT_CHANGE_REFUSED)
 
 
+@app.command(short_help="Read a deployed cluster: nodes, breakers, repairs, alerts.")
+def status(
+    file: DefinitionFile,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
+) -> None:
+    """Read a deployed cluster from AWS: head, pools' nodes, breakers, repairs, alert topic."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from slurmstack.plan import build_plan
+    from slurmstack.status import cluster_status, status_lines
+
+    plan = build_plan(_validated_or_exit(file).spec)
+    try:
+        found = cluster_status(plan, boto3.Session())
+    except (BotoCoreError, ClientError) as error:
+        print(
+            f"{file}: could not read {plan.name} from AWS ({plan.region}): {error}", file=sys.stderr
+        )
+        raise typer.Exit(EXIT_INVALID) from None
+    if as_json:
+        _print_json(found.to_dict())
+        return
+    print("\n".join(status_lines(found)))
+
+
 @app.command(short_help="List the instance types slurmstack knows, with facts and prices.")
 def catalog(
     region: Annotated[
@@ -378,7 +404,7 @@ def diagram(
         typer.Option("--format", help="mermaid (renders on GitHub) or dot (Graphviz)."),
     ] = DiagramFormat.mermaid,
 ) -> None:
-    """Print a diagram of head node, pools, storage tiers and network."""
+    """Print a diagram: head node, pools, storage and network."""
     from slurmstack.plan import build_plan
     from slurmstack.report import diagram as diagrams
 
@@ -395,8 +421,8 @@ def ssh_config_command(
         typer.Option(
             "--outputs",
             dir_okay=False,
-            help="The stack's outputs as `pulumi stack output --json` prints them (default: "
-            "standard input).",
+            help="The stack's outputs in JSON, from `pulumi stack output` (default: standard "
+            "input).",
         ),
     ] = None,
     identity_file: Annotated[
@@ -404,7 +430,10 @@ def ssh_config_command(
         typer.Option("--identity-file", help="Your private key (its .pub is in users[].ssh_keys)."),
     ] = "~/.ssh/id_ed25519",
 ) -> None:
-    """Print a ~/.ssh/config block for the login pools: SSH through Session Manager."""
+    """Print a ~/.ssh/config block for the login pools.
+
+    SSH through Session Manager (AWS-StartSSHSession) with your own key, or directly through a
+    pool's load balancer."""
     from slurmstack.ssh_config import OutputsError, ssh_config
 
     try:

@@ -17,6 +17,7 @@ from pydantic import (
     Field,
     StringConstraints,
     WithJsonSchema,
+    field_validator,
 )
 
 from slurmstack.catalog import InstanceFacts
@@ -912,6 +913,120 @@ class HealthSpec(Model):
     )
 
 
+# CloudWatch Logs keeps a log group's events for one of these numbers of days (CloudWatch Logs
+# API Reference, PutRetentionPolicy: retentionInDays).
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096,
+                      1827, 2192, 2557, 2922, 3288, 3653)  # fmt: skip
+EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
+Email = Annotated[str, StringConstraints(pattern=EMAIL_PATTERN, max_length=254)]
+
+
+class AlertsSpec(Model):
+    """When an alert fires (docs/observing.md lists every rule and its threshold)."""
+
+    email: list[Email] = Field(
+        default_factory=list,
+        max_length=20,
+        description=(
+            "Addresses subscribed to the cluster's alert topic (SNS sends each a confirmation "
+            "mail first). Alerts also go to EventBridge whatever this says."
+        ),
+    )
+    idle_gpu_minutes: int = Field(
+        default=30,
+        ge=5,
+        le=1440,
+        description="A job's GPUs allocated but idle (below idle_gpu_percent) this long: alert.",
+    )
+    idle_gpu_percent: int = Field(
+        default=5, ge=1, le=50, description="GPU utilisation below which an allocated GPU is idle."
+    )
+    straggler_percent: int = Field(
+        default=30,
+        ge=5,
+        le=90,
+        description=(
+            "A node of a multi-node job whose GPU utilisation is this many percent below the "
+            "job's median for 10 minutes is a straggler: alert."
+        ),
+    )
+    filesystem_full_percent: int = Field(
+        default=90, ge=50, le=99, description="A mounted file system this full: alert."
+    )
+    capacity_block_hours: int = Field(
+        default=24,
+        ge=1,
+        le=168,
+        description="A Capacity Block ending within this many hours: alert.",
+    )
+
+
+class ObservabilitySpec(Model):
+    """Metrics, dashboards, alerts, events and logs (docs/observing.md)."""
+
+    retention_days: int = Field(
+        default=15,
+        ge=1,
+        le=3650,
+        description="How long the head's Prometheus keeps samples (on the state volume).",
+    )
+    retention_gib: int = Field(
+        default=20,
+        ge=1,
+        le=GP3_MAX_GIB,
+        description=(
+            "The most the head's Prometheus keeps on the state volume; the oldest samples go "
+            "first. Must fit in head_node.state_volume_gib beside Slurm's state."
+        ),
+    )
+    scrape_interval_seconds: int = Field(
+        default=30, ge=5, le=300, description="How often Prometheus reads every exporter."
+    )
+    alerts: AlertsSpec = Field(default_factory=AlertsSpec, description="Alert thresholds, email.")
+    budget_monthly_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "An AWS Budgets cost budget for the cluster's tag, alerting the topic at 80% of "
+            "actual and 100% of forecast spend; checked against plan's monthly estimate."
+        ),
+    )
+    log_retention_days: int = Field(
+        default=30,
+        description=(
+            "Days CloudWatch Logs keeps the shipped logs (slurmctld, slurmdbd, slurmd, the "
+            "agent, the health checks); one of CloudWatch's values: "
+            + ", ".join(map(str, LOG_RETENTION_DAYS))
+            + "."
+        ),
+    )
+    managed_prometheus: bool = Field(
+        default=False,
+        description=(
+            "Also remote-write every sample to an Amazon Managed Service for Prometheus "
+            "workspace (for larger or longer-lived clusters)."
+        ),
+    )
+    managed_grafana: bool = Field(
+        default=False,
+        description=(
+            "An Amazon Managed Grafana workspace reading the managed Prometheus (needs "
+            "managed_prometheus and IAM Identity Center in the account)."
+        ),
+    )
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention_cloudwatch_takes(cls, value: int) -> int:
+        if value not in LOG_RETENTION_DAYS:
+            near = min(LOG_RETENTION_DAYS, key=lambda d: abs(d - value))
+            raise ValueError(
+                f"CloudWatch Logs keeps logs for one of {', '.join(map(str, LOG_RETENTION_DAYS))} "
+                f"days, not {value}: e.g. {near}"
+            )
+        return value
+
+
 class ClusterSpec(Model):
     """A slurmstack cluster definition (the object under the stack config key slurmstack:cluster)."""
 
@@ -949,6 +1064,10 @@ class ClusterSpec(Model):
     image: ImageSpec = Field(default_factory=ImageSpec, description="Node images.")
     health: HealthSpec = Field(
         default_factory=HealthSpec, description="Health checks and automatic repair."
+    )
+    observability: ObservabilitySpec = Field(
+        default_factory=ObservabilitySpec,
+        description="Metrics, dashboards, alerts, events and logs.",
     )
     tags: dict[str, str] = Field(
         default_factory=dict, description="Tags added to every AWS resource."

@@ -80,7 +80,10 @@ hold() {
 units_off() {
   command -v systemctl >/dev/null || { log "units: no systemctl here"; return; }
   local unit
-  for unit in slurmctld.service slurmd.service slurmdbd.service mariadb.service; do
+  # The monitoring packages' own units too: slurmstack-*.service run them with the cluster's
+  # configuration (their files come from the config store at boot).
+  for unit in slurmctld.service slurmd.service slurmdbd.service mariadb.service \
+    prometheus.service prometheus-node-exporter.service prometheus-alertmanager.service; do
     # (No `| grep -q` under pipefail: grep's early exit would fail the pipe.)
     if [ "$(systemctl is-enabled "$unit" 2>/dev/null || true)" = enabled ]; then
       systemctl disable "$unit" >/dev/null 2>&1 || true
@@ -474,6 +477,25 @@ install_dcgm() {
   fi
 }
 
+# dcgm-exporter from its pinned commit, as its Makefile's `binary` target builds it; Go's
+# toolchain switch fetches the Go release go.mod asks for and checks it (and every module
+# go.sum pins) against Go's checksum database.
+install_dcgm_exporter() {
+  [ -n "$DCGM_EXPORTER_VERSION" ] || { log "dcgm-exporter: not on this image"; return; }
+  local stamp="$STATE/dcgm-exporter" want="$DCGM_EXPORTER_VERSION $DCGM_EXPORTER_COMMIT"
+  if [ -x /usr/local/bin/dcgm-exporter ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    log "dcgm-exporter: $DCGM_EXPORTER_VERSION already installed"
+    return
+  fi
+  local src="$SOURCES/dcgm-exporter"
+  git_checkout dcgm-exporter "$DCGM_EXPORTER_REPOSITORY" "$DCGM_EXPORTER_TAG" "$DCGM_EXPORTER_COMMIT" "$src"
+  (cd "$src/cmd/dcgm-exporter" && GOTOOLCHAIN="$DCGM_EXPORTER_GO" GOFLAGS=-mod=readonly \
+    go build -trimpath -ldflags "-X main.BuildVersion=$DCGM_EXPORTER_TAG" -o /usr/local/bin/dcgm-exporter) >&2 ||
+    fail "dcgm-exporter: the build of $DCGM_EXPORTER_TAG failed"
+  echo "$want" >"$stamp"
+  log "dcgm-exporter: $DCGM_EXPORTER_VERSION built from $DCGM_EXPORTER_COMMIT"
+}
+
 # The include directory of NCCL: the CUDA toolkit's own, or the system's (libnccl-dev).
 nccl_home() {
   local dir
@@ -696,6 +718,8 @@ run_tests() {
   [ "$KERNEL_HOLD" = yes ] && check kernel-held kernel_held
   [ "$EFS_UTILS" != skip ] && check efs-utils command -v mount.efs
   [ -n "$DCGM_PACKAGE" ] && check dcgm dcgmi --version
+  [ -n "$DCGM_EXPORTER_VERSION" ] && check dcgm-exporter /usr/local/bin/dcgm-exporter --version
+  check node-exporter prometheus-node-exporter --version
   [ -n "$NCCL_TESTS_VERSION" ] && check nccl-tests nccl_tests_run
   if [ -n "$EFA_INSTALLER_VERSION" ]; then
     check mpi "$EFA_MPI/mpicc" --version
@@ -725,6 +749,7 @@ case "$COMMAND" in
     install_enroot
     install_pyxis
     install_dcgm
+    install_dcgm_exporter
     install_nccl_tests
     install_agent
     # After every source build (the last one above): the build tools go, then the holds.

@@ -304,6 +304,15 @@ class AccountingHead:
         return run(["sacctmgr", "-n", "-P", *args], self.cluster).stdout
 
     def srun(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        # The node must be free first: a job that waits for resources gets its allocation
+        # later, in a message slurmctld (22.05) restricts to the job's user, which srun --uid
+        # (still root then) cannot decode; a GPU pool's Epilog keeps the last job COMPLETING
+        # for a moment.
+        wait_for(
+            lambda: not run(["squeue", "-h"], self.cluster).stdout.strip(),
+            "no job left in the queue",
+            self.cluster,
+        )
         cmd = ["srun", "-p", POOL, "-t", "1", "--chdir=/tmp", *args]
         return run(cmd, self.cluster, check=check, timeout=60)
 

@@ -135,6 +135,19 @@ def test_a_login_pool_costs_its_instances_volumes_and_host_key(team_file: Path) 
     assert volumes["hourly_usd"] == pytest.approx(2 * per_volume / 720, abs=1e-3)
     secret = lines["login pool login: host key secret"]
     assert secret["hourly_usd"] == pytest.approx(prices["secret_usd_per_month"] / 720, abs=1e-4)
+    # The balancer: its NLB-hour and the one public address of its subnet, each with a source;
+    # its capacity units are billed by use.
+    balancer = lines["login pool login: load balancer"]
+    assert balancer["hourly_usd"] == pytest.approx(
+        prices["nlb_usd_per_hour"] + prices["public_ipv4_usd_per_hour"], abs=1e-6
+    )
+    assert "elasticloadbalancing/pricing" in balancer["source"]
+    assert "vpc/pricing" in balancer["source"]
+    usage = {u["item"]: u for u in document["cost"]["usage_billed"]}
+    assert (
+        "elasticloadbalancing/pricing"
+        in usage["login load balancer capacity units (NLCU)"]["source"]
+    )
     assert "login pool login: 2 × m7i.2xlarge" in text
     # The pool's lines are in the total: the same cluster without people costs that much less.
     bare = copy.deepcopy(team_definition())

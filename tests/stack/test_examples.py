@@ -155,6 +155,16 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
         params += 1
     if plan.elastic_pools:
         params += 1  # the compute subnet, which the power programs launch elastic nodes into
+    # Observing: the alert topic (its ARN a parameter), one subscription per alert address, a
+    # log group per log source (slurmdbd's with accounting), the budget when asked.
+    observe = spec.observability
+    params += 1
+    c["aws:sns/topic:Topic"] = 1
+    if observe.alerts.email:
+        c["aws:sns/topicSubscription:TopicSubscription"] = len(observe.alerts.email)
+    c["aws:cloudwatch/logGroup:LogGroup"] += 5 if accounting.enabled else 4
+    if observe.budget_monthly_usd is not None:
+        c["aws:budgets/budget:Budget"] = 1
     c[T_PARAM] = params
     if spec.network.ssh_cidrs and (spec.network.vpc_id is None or spec.network.public_subnet_id):
         # The head node's public address (an Elastic IP on its network interface).

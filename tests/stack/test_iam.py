@@ -245,6 +245,14 @@ def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
         f"arn:aws:ecr:{region}:{ACCOUNT_ID}:repository/*",
         f"{iam.bucket_arn}/logs/*",  # the head reads the nodes' logs
         *(f"{iam.bucket_arn}/logs/{p.name}/${{ec2:SourceInstanceARN}}/*" for p in plan.pools),
+        # Observing (tests/stack/test_monitoring.py): the alert topic, the cluster's log groups
+        # and, for PutEvents only, the account's default bus.
+        f"arn:aws:sns:{region}:{ACCOUNT_ID}:{plan.name}-alerts",
+        f"arn:aws:events:{region}:{ACCOUNT_ID}:event-bus/default",
+        *(
+            f"arn:aws:logs:{region}:{ACCOUNT_ID}:log-group:/slurmstack/{plan.name}/{s}:*"
+            for s in ("slurmctld", "slurmdbd", "slurmd", "agent", "health-check")
+        ),
     )
     head_only = (iam.accounting_secret_arn,)
     group_prefix = f"arn:aws:autoscaling:{region}:{ACCOUNT_ID}:autoScalingGroup:*:"

@@ -166,3 +166,36 @@ def test_the_document_runs_that_script_within_its_timeout() -> None:
     differ = [i for i, (x, y) in enumerate(zip(script, changed, strict=True)) if x != y]
     assert differ == [1, 2, 3, 4]
     assert MANIFEST_HASH_PARAMETER in doc["parameters"]
+
+
+def run_sync_nodes(node: Head, agent: list[int]) -> subprocess.CompletedProcess[str]:
+    """The sync-nodes script (every node, on a push) with a stand-in agent, as Run Command runs
+    it: one script, the manifest hash filled in."""
+    from slurmstack.stack.sync_nodes import sync_nodes_commands
+
+    lines = sync_nodes_commands(
+        agent=node.command("slurmstack-node", agent),
+        done_marker=str(node.root / BOOTSTRAP_DONE.lstrip("/")),
+    )
+    script = "\n".join(lines).replace("{{ " + MANIFEST_HASH_PARAMETER + " }}", HASH)
+    env = {"PATH": os.environ["PATH"]}
+    return subprocess.run(
+        ["/bin/sh", "-c", script], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def test_every_node_pulls_its_files_then_applies_its_people_once_booted(head: Head) -> None:
+    # Still booting: nothing (its bootstrap runs identities with the newest manifest).
+    result = run_sync_nodes(head, agent=[0])
+    assert result.returncode == 0 and HASH in result.stdout and head.calls() == []
+    head.mark(BOOTSTRAP_DONE, "done")
+    result = run_sync_nodes(head, agent=[0])
+    assert result.returncode == 0, result.stderr
+    assert head.calls() == ["slurmstack-node sync-config", "slurmstack-node identities"]
+
+
+def test_a_failed_sync_applies_no_people_and_fails(head: Head) -> None:
+    head.mark(BOOTSTRAP_DONE, "done")
+    result = run_sync_nodes(head, agent=[1])
+    assert result.returncode == 1
+    assert head.calls() == ["slurmstack-node sync-config"]

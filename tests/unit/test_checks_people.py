@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from slurmstack.checks.people import ssh_key_problem
+from slurmstack.checks.ssh_keys import ssh_key_problem
 from slurmstack.findings import Level
 from support.checks import Case, both, check_case, definition, findings, set_in
 

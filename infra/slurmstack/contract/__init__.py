@@ -30,6 +30,8 @@ the one door: import every name from ``slurmstack.contract``, never from its mod
 - ``node_config``: node.json: what the node agent knows about its role, written by render.
 - ``accounting``: accounting.json: what the head's agent knows about accounting, written by
   render.
+- ``observe``: The exporters' ports, the agent's metrics and scrape targets, the GPU-to-job
+  files, the alert event's schema.
 - ``image``: What a node's image must hold, and where the image build finds its inputs.
 - ``people``: identities.json: the people every node knows, their ids, login pools' names.
 - ``acceptance``: acceptance.json: what acceptance expects of each pool's nodes, and how it
@@ -47,6 +49,7 @@ from . import (
     image,
     names,
     node_config,
+    observe,
     paths,
     people,
     reasons,
@@ -62,6 +65,7 @@ from .env import *
 from .image import *
 from .names import *
 from .node_config import *
+from .observe import *
 from .paths import *
 from .people import *
 from .reasons import *
@@ -79,6 +83,7 @@ __all__ = sorted(
         *image.__all__,
         *names.__all__,
         *node_config.__all__,
+        *observe.__all__,
         *paths.__all__,
         *people.__all__,
         *reasons.__all__,

@@ -62,6 +62,12 @@ class Command(enum.StrEnum):
     ECR_LOGIN = "ecr-login"
     # People (slurmstack.node.people).
     IDENTITIES = "identities"
+    # Observability (slurmstack.node.observe).
+    NODE_METRICS = "node-metrics"
+    HEAD_METRICS = "head-metrics"
+    GPU_JOB_START = "gpu-job-start"
+    GPU_JOB_END = "gpu-job-end"
+    ALERT_RELAY = "alert-relay"
     # Rollouts and permissions (slurmstack.node.boot.join_hook, slurmstack.node.power.launch_check).
     JOINED = "joined"
     LAUNCH_CHECK = "launch-check"

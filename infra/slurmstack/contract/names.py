@@ -182,6 +182,10 @@ class DeployParameter(enum.StrEnum):
     # The RDS accounting database's address (slurm.accounting.database.type rds): known only
     # once the instance exists; the head's agent waits for it (slurmdbd.conf's StorageHost).
     ACCOUNTING_DB_HOST = "accounting/db-host"
+    # The alert topic's ARN (SNS): the head's alert relay publishes to it.
+    ALERT_TOPIC_ARN = "monitoring/alert-topic-arn"
+    # The managed Prometheus workspace's remote-write URL (observability.managed_prometheus).
+    REMOTE_WRITE_URL = "monitoring/remote-write-url"
 
 
 def parameter_prefix(cluster: str) -> str:

@@ -146,6 +146,16 @@ class Aws:
         client: SecretsManagerClient = self._client("secretsmanager")
         return client
 
+    # The head's alert relay and every node's log shipping (no type stubs are installed).
+    def sns(self) -> Any:
+        return self._client("sns")
+
+    def events(self) -> Any:
+        return self._client("events")
+
+    def logs(self) -> Any:
+        return self._client("logs")
+
 
 @dataclass
 class Context:

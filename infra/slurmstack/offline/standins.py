@@ -385,7 +385,33 @@ def _random_password(ctx: Context) -> tuple[str, dict[str, Any]]:
     return "none", {"result": result, "bcryptHash": "$2a$10$" + _digest("bcrypt", result)[:53]}
 
 
+def _topic(ctx: Context) -> tuple[str, dict[str, Any]]:
+    arn = ctx.arn("sns", ctx.physical_name())
+    return arn, {"arn": arn}
+
+
+def _subscription(ctx: Context) -> tuple[str, dict[str, Any]]:
+    """SNS names a subscription by its topic and a UUID."""
+    uuid = _digest("subscription", ctx.name)
+    arn = f"{ctx.inputs.get('topic', '')}:{uuid[:8]}-{uuid[8:12]}-{uuid[12:16]}-{uuid[16:20]}-{uuid[20:32]}"
+    return arn, {"arn": arn}
+
+
+def _log_group(ctx: Context) -> tuple[str, dict[str, Any]]:
+    name = ctx.physical_name()
+    return name, {"arn": ctx.arn("logs", f"log-group:{name}")}
+
+
+def _budget(ctx: Context) -> tuple[str, dict[str, Any]]:
+    name = ctx.physical_name()
+    return f"{ctx.account}:{name}", {"arn": ctx.arn("budgets", f"budget/{name}", region=False)}
+
+
 STAND_INS: dict[str, StandIn] = {
+    "aws:sns/topic:Topic": _topic,
+    "aws:sns/topicSubscription:TopicSubscription": _subscription,
+    "aws:cloudwatch/logGroup:LogGroup": _log_group,
+    "aws:budgets/budget:Budget": _budget,
     "aws:ec2/vpc:Vpc": _vpc,
     "aws:ec2/subnet:Subnet": _simple("subnet", "subnet"),
     "aws:ec2/internetGateway:InternetGateway": _simple("igw", "internet-gateway"),

@@ -189,7 +189,12 @@ def _head_packages() -> list[str]:
     the image; the head's agent starts what the definition asks), so turning accounting on or
     off, or to another database, never builds a new image."""
     table = image_pins()["packages"]
-    return [*table["head"], *table["accounting"], *table["accounting_local_database"]]
+    return [
+        *table["head"],
+        *table["accounting"],
+        *table["accounting_local_database"],
+        *table["monitoring_head"],
+    ]
 
 
 def _packages(kind: ImageKind, serves_head: bool) -> tuple[str, ...]:
@@ -200,6 +205,7 @@ def _packages(kind: ImageKind, serves_head: bool) -> tuple[str, ...]:
     # enroot's runtime dependencies: it is built from source, not installed as a .deb.
     wanted = [*table["common"], *table["people"], *image_pins()["enroot"]["runtime_packages"]]
     wanted += table["worker"]
+    wanted += table["monitoring"]
     if kind is ImageKind.CPU:
         # CPU pools run MPI over EFA with the EFA installer's libfabric and Open MPI, as the
         # Deep Learning AMIs do (the installer is not an apt package: build.sh installs it);

@@ -20,6 +20,7 @@ from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.render import jobs, nccl, slurm
 from slurmstack.render.accounting import accounting_files
 from slurmstack.render.cloud_init import CLOUD_INIT, user_data
+from slurmstack.render.monitoring import head_monitoring_files, pool_monitoring_files
 from slurmstack.render.node import agent_files, node_config
 from slurmstack.render.people import identities_file, login_files
 from slurmstack.render.roles import login_pool_named, pool_named, roles
@@ -45,6 +46,7 @@ def head_files(plan: ClusterPlan) -> dict[str, str]:
         **jobs.head_jobs_files(plan),
         **jobs.ecr_token_units(plan, "head node"),
         **identities_file(plan),
+        **head_monitoring_files(plan),
     }
 
 
@@ -59,6 +61,7 @@ def pool_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
         **jobs.pool_jobs_files(plan, pool),
         **jobs.ecr_token_units(plan, f"node of pool {pool.name}"),
         **identities_file(plan),
+        **pool_monitoring_files(plan, pool),
     }
     optional = {
         NCCL_CONF_PATH: nccl.nccl_conf(pool),

@@ -19,6 +19,7 @@ from slurmstack.plan import ClusterPlan
 from slurmstack.report.capacity import ClusterCapacity, cluster_capacity
 from slurmstack.report.cost import CostReport, cost_report
 from slurmstack.report.images import images_section
+from slurmstack.report.monitoring_cost import budget_warning
 from slurmstack.report.people import people_section
 from slurmstack.report.readiness import time_to_ready, time_to_ready_range, time_to_stack
 from slurmstack.report.timing import Timeline, TimelineRange
@@ -43,17 +44,20 @@ class PlanReport:
 
 def build_report(plan: ClusterPlan, run: OfflineRun, findings: list[Finding]) -> PlanReport:
     ready = time_to_ready_range(run)
+    cost = cost_report(plan)
+    budget = budget_warning(plan, cost)
+    warnings = [f for f in findings if f.level is Level.WARNING]
     return PlanReport(
         plan=plan,
         run=run,
         capacity=cluster_capacity(plan),
-        cost=cost_report(plan),
+        cost=cost,
         ready=ready.typical,
         ready_range=ready,
         ready_if_addresses_embedded=time_to_ready(run, embed_addresses=True, images_built=True),
         ready_images_built=time_to_ready(run, images_built=True),
         stack=time_to_stack(run),
-        warnings=tuple(f for f in findings if f.level is Level.WARNING),
+        warnings=tuple(warnings + ([budget] if budget is not None else [])),
     )
 
 

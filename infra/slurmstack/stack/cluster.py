@@ -31,6 +31,7 @@ from slurmstack.stack.identity import Identity
 from slurmstack.stack.image import NodeImages
 from slurmstack.stack.login_pool import LoginPool
 from slurmstack.stack.lustre import LustreStorage
+from slurmstack.stack.monitoring import Monitoring
 from slurmstack.stack.network import Network, NetworkRefs, existing_network
 from slurmstack.stack.secrets import MungeKey
 from slurmstack.stack.security import SecurityGroups
@@ -53,6 +54,7 @@ class SlurmCluster(pulumi.ComponentResource):
     config: ConfigStore
     pools: dict[str, WorkerPool]
     login_pools: dict[str, LoginPool]
+    monitoring: Monitoring
 
     def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("slurmstack:index:SlurmCluster", plan.name, None, opts)
@@ -178,6 +180,9 @@ class SlurmCluster(pulumi.ComponentResource):
                 role=Role.NETWORK,
                 parent=self,
             )
+        # The alert topic, the log groups and the budget: nothing waits for them (the roles
+        # name them by their names; the relay reads the topic's parameter when it sends).
+        self.monitoring = Monitoring(plan, opts=child)
         self.config = ConfigStore(
             plan, bucket=self.bucket.bucket.id, head_instance_id=self.head.instance.id, opts=child
         )
@@ -221,6 +226,8 @@ class SlurmCluster(pulumi.ComponentResource):
                 for name, pool in self.pools.items()
             },
         }
+        out["alert_topic_arn"] = self.monitoring.topic.arn
+        out["log_groups"] = {s.value: g.name for s, g in self.monitoring.log_groups.items()}
         if self.login_pools:
             # What `slurmstack ssh-config` reads: each login pool's group (its instances are
             # found by it), the host key alias users' known_hosts keep, and the NLB's name.

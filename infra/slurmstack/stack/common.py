@@ -30,6 +30,7 @@ class Role(enum.StrEnum):
     IMAGE = "image"  # the node images (slurmstack.stack.image)
     ACCOUNTING = "accounting"  # the accounting database (slurmstack.stack.accounting)
     LOGIN = LOGIN_ROLE  # the login pools (slurmstack.stack.login_pool)
+    MONITORING = "monitoring"  # alert topic, log groups, budget (slurmstack.stack.monitoring)
 
 
 # FSx for Lustre: LNet on 988, and 1018-1023 for the Lustre client/server callbacks.

@@ -8,9 +8,8 @@ stored the same way, and the CONFIG_MANIFEST
 parameter holds only its key, so it stays small however many pools there are. A Command
 document and an association targeting the head node apply it: the node agent's
 ``sync-config`` and ``accounting-db``, then ``scontrol reconfigure`` and ``accounting-apply``.
-A second document and association, targeting every node of the cluster by its cluster tag,
-runs ``sync-config`` and ``identities``: people added, changed or removed reach every node
-without a reboot.
+A second document and association (stack.sync_nodes), targeting every node of the cluster,
+runs ``sync-config`` and ``identities``: people reach every node without a reboot.
 The association carries the manifest hash as a parameter, so a configuration change updates
 the association, which runs it again.
 
@@ -46,8 +45,8 @@ from slurmstack.contract import (
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters
 from slurmstack.stack.common import Role, tags
+from slurmstack.stack.sync_nodes import MANIFEST_HASH_PARAMETER, sync_nodes
 
-MANIFEST_HASH_PARAMETER = "ManifestHash"
 # Ubuntu's slurm-client; by absolute path, as Run Command's PATH is not the login PATH.
 SCONTROL = "/usr/bin/scontrol"
 # `scontrol reconfigure` until slurmctld answers: at most RECONFIGURE_ATTEMPTS tries,
@@ -134,60 +133,6 @@ def apply_config_commands(
         "fi",
         'echo "configuration applied"',
     ]
-
-
-def sync_nodes_commands(
-    *,
-    agent: str = AGENT_PATH,
-    done_marker: str = BOOTSTRAP_DONE,
-) -> list[str]:
-    """The shell script every node of the cluster runs on a configuration push: its role's
-    files from the store, then the people (identities), without a reboot. A node still
-    booting does nothing: its bootstrap syncs and applies the newest manifest itself."""
-    param = "{{ " + MANIFEST_HASH_PARAMETER + " }}"
-    q = shlex.quote
-    return [
-        "set -u",
-        f"agent={q(agent)}",
-        f"done_marker={q(done_marker)}",
-        f"echo 'config manifest {param}'",
-        'if [ ! -e "$done_marker" ]; then',
-        '  echo "this node is still booting: its bootstrap applies the newest configuration"',
-        "  exit 0",
-        "fi",
-        f'"$agent" {Command.SYNC_CONFIG} || exit 1',
-        f'"$agent" {Command.IDENTITIES} || exit 1',
-        'echo "people and files applied"',
-    ]
-
-
-def sync_nodes_document(plan: ClusterPlan) -> str:
-    """The SSM Command document (JSON, schema 2.2) every node runs on a push."""
-    return json.dumps(
-        {
-            "schemaVersion": "2.2",
-            "description": f"slurmstack {plan.name}: pull this node's files, apply its people",
-            "parameters": {
-                MANIFEST_HASH_PARAMETER: {
-                    "type": "String",
-                    "description": "sha256 of the config manifest (a change re-runs this)",
-                    "allowedPattern": "^[0-9a-f]{64}$",
-                }
-            },
-            "mainSteps": [
-                {
-                    "action": "aws:runShellScript",
-                    "name": "syncNode",
-                    "inputs": {
-                        "timeoutSeconds": str(APPLY_TIMEOUT_SECONDS),
-                        "runCommand": sync_nodes_commands(),
-                    },
-                }
-            ],
-        },
-        indent=2,
-        sort_keys=True,
-    )
 
 
 def apply_config_document(plan: ClusterPlan) -> str:
@@ -291,28 +236,6 @@ class ConfigStore(pulumi.ComponentResource):
             tags=tags(plan, Role.CONFIG, doc_name),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[manifest_param]),
         )
-        # Every node of the cluster (by its cluster tag: workers and login nodes, and the
-        # head, where it is harmless): the same push reaches the people on every node.
-        sync_name = resource_name(plan.name, "sync-nodes")
-        sync_document = ssm.Document(
-            sync_name,
-            name=sync_name,
-            document_type="Command",
-            document_format="JSON",
-            content=sync_nodes_document(plan),
-            tags=tags(plan, Role.CONFIG, sync_name),
-            opts=child,
-        )
-        ssm.Association(
-            sync_name,
-            association_name=sync_name,
-            name=sync_document.name,
-            targets=[{"key": f"tag:{CLUSTER_TAG}", "values": [plan.name]}],
-            parameters={MANIFEST_HASH_PARAMETER: self.manifest_hash},
-            # A node that fails shows in the association's status; the others go on.
-            max_errors="100%",
-            max_concurrency="50%",
-            tags=tags(plan, Role.CONFIG, sync_name),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[manifest_param]),
-        )
+        # Every node of the cluster: the same push reaches the people on every node.
+        sync_nodes(plan, self.manifest_hash, parent=self, depends_on=[manifest_param])
         self.register_outputs({"manifest_hash": self.manifest_hash})

@@ -56,6 +56,10 @@ from slurmstack.contract import (
 )
 from slurmstack.plan import ClusterPlan, LoginPoolPlan, MountPlan, PoolPlan, accounting_plan
 from slurmstack.stack.common import Role, ssm_parameter_arn
+from slurmstack.stack.monitoring_policy import (
+    head_monitoring_statements,
+    pool_monitoring_statements,
+)
 
 VERSION = "2012-10-17"
 
@@ -493,6 +497,7 @@ def head_policy(
             "Action": ["s3:GetObject"],
             "Resource": [f"{bucket_arn}/{LOGS_PREFIX}*"],
         },
+        *head_monitoring_statements(plan, account),
     ]
     if plan.spec.directory is not None and plan.spec.directory.bind_password_secret:
         statements.append(_directory_bind_statement(plan, account))
@@ -563,6 +568,7 @@ def pool_policy(
     statements += efs_fallback_statements(plan, account, pool.mounts)
     if plan.spec.directory is not None and plan.spec.directory.bind_password_secret:
         statements.append(_directory_bind_statement(plan, account))
+    statements += pool_monitoring_statements(plan, pool, account)
     if pool.elastic:
         statements.append(
             {

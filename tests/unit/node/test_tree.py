@@ -60,10 +60,12 @@ def test_the_agent_is_a_hallway_and_seven_rooms() -> None:
     hallway = {p.stem for p in node.glob("*.py")} - {"__init__"}
     assert hallway == {
         "bootstrap", "cli", "commands", "context", "ec2", "events", "logs", "slurm", "subcommand",
-        "system",
+        "system", "metrics_file",
     }  # fmt: skip
     rooms = {p.name for p in node.iterdir() if (p / "__init__.py").exists()}
-    assert rooms == {"boot", "health", "controller", "power", "accounting", "workload", "people"}
+    assert rooms == {
+        "boot", "health", "controller", "power", "accounting", "workload", "people", "observe",
+    }  # fmt: skip
 
 
 def _tree_on_disk(package: Path) -> set[str]:
