@@ -55,8 +55,10 @@ class SlurmPool:
         slow: set[str] = frozenset(),
         failing_check: dict[str, str] | None = None,  # node -> failed check detail
         operator: bool = True,
+        completing: dict[str, int] | None = None,  # node -> sinfo reads it is still completing
     ) -> None:
         self.partitions = partitions
+        self.completing = dict(completing or {})
         self.gpus = gpus
         self.slow = set(slow)
         self.failing_check = failing_check or {}
@@ -76,7 +78,10 @@ class SlurmPool:
     def answer(self, cmd: list[str]) -> tuple[str, str, int]:
         if cmd[0] == "sinfo":
             partition = cmd[cmd.index("-p") + 1]
-            nodes = self.partitions[partition]
+            nodes = dict(self.partitions[partition])
+            for node in set(nodes) & {n for n, reads in self.completing.items() if reads > 0}:
+                nodes[node] = "completing"
+                self.completing[node] -= 1
             return "".join(f"{n} {s}\n" for n, s in nodes.items()), "", 0
         if cmd[:2] == ["scontrol", "update"]:
             if not self.operator:

@@ -28,6 +28,7 @@ from dataclasses import replace
 
 from ...contract import (
     REAPER_GRACE_SECONDS,
+    REPLACING_NOTE,
     SLURM_REASON_SEPARATOR,
     Check,
     PoolRef,
@@ -140,7 +141,10 @@ def gone_pass(run: Pass, node: NodeRecord, pool: PoolRef) -> None:
         text = reason(Check.INSTANCE_GONE, detail + (f" (was: {old})" if old else ""))
         # An operator's reason stays first (and keeps the record for the operator).
         run.add(Action(Kind.DOWN, name, text if ours else f"{old}{SLURM_REASON_SEPARATOR}{text}"))
-    elif parsed is not None:  # DOWN for one of the controller's reasons: now it is gone
+    elif parsed is not None or REPLACING_NOTE in old:
+        # DOWN for one of the controller's reasons, or for a cause the controller has replaced
+        # (an operator's Action:Replace: Slurm may mark the node DOWN, not responding, before
+        # a pass sees its instance gone): now it is gone, and its record is the reaper's.
         run.add(Action(Kind.DOWN, name, reason(Check.INSTANCE_GONE, f"{detail} (was: {old})")))
 
 

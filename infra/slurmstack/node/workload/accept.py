@@ -187,7 +187,7 @@ def fabric(
 
 def accept_pool(ctx: Context, pool: PoolAcceptance, options: Options) -> PoolReport:
     report = PoolReport(pool.pool)
-    found = steps.partition_nodes(ctx, pool.partition)
+    found = steps.settled_partition_nodes(ctx, pool.partition)
     report.nodes = found.free
     report.unavailable = [f"{n} ({s})" for n, s in found.busy_or_down]
     if not found.free:

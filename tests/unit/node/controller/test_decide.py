@@ -139,6 +139,13 @@ ROWS = [
         record("DOWN+DYNAMIC_NORM", XID_79 + "; replacing i-0aaa"),
         [("down", "slurmstack:instance-gone: no live instance of the cluster at 10.99.1.7 (was:")],
         instance=False),
+    # Slurm set it DOWN (not responding) before the pass saw its instance gone: the operator's
+    # Action:Replace, which the controller carried out, is not kept for the operator.
+    Row("instance-gone-after-an-operators-replacement",
+        record("DOWN+DYNAMIC_NORM+NOT_RESPONDING", "Action:Replace; replacing i-0aaa"),
+        [("down", "slurmstack:instance-gone: no live instance of the cluster at 10.99.1.7 (was: "
+                  "Action:Replace; replacing i-0aaa)")],
+        instance=False),
     Row("instance-gone-already-said", record(
         "DOWN+DYNAMIC_NORM", "slurmstack:instance-gone: no live instance"), [], instance=False),
     Row("instance-gone-long-ago-reaped", record(
