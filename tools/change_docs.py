@@ -63,8 +63,9 @@ def classes_page(generated: str) -> str:
         *(f"| {EFFECT_LABELS[e]} | {EFFECT_MEANING[e]} |" for e in Effect),
         "",
         f"Replacement rules for pulumi-aws {data.pulumi_aws} and pulumi-random "
-        f"{data.pulumi_random} (`infra/slurmstack/change/replacement.json`; entries whose source "
-        'is marked "not read" were taken from the provider\'s documentation):',
+        f"{data.pulumi_random} (`infra/slurmstack/change/replacement.json`; each read from the source "
+        "named, at the commit named; inputs that source lacks are listed as documented, "
+        "classed as the provider documents them):",
         "",
         "| resource type | provider resource | inputs that replace it | when replaced | source |",
         "| --- | --- | --- | --- | --- |",
@@ -76,6 +77,8 @@ def classes_page(generated: str) -> str:
         commit = rules.source.get("commit")
         path = rules.source.get("path")
         where = f"{path} @ {commit[:10]}" if commit else f"{path} (not read)"
+        if rules.documented:
+            where += f"; not in that source, as documented: {', '.join(rules.documented)}"
         lines.append(
             f"| `{type_.split(':')[-1]}` | `{rules.terraform}` | {_inputs(replace, conditional)} "
             f"| {EFFECT_LABELS[effect]}: {what} | {where} |"

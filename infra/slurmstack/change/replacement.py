@@ -59,6 +59,10 @@ class TypeRules:
     restarts: tuple[str, ...] = ()
     new_outputs_on_update: tuple[str, ...] = ()
     source: dict[str, Any] = field(default_factory=dict)
+    # Inputs the source read does not declare (it predates them), classified as the
+    # provider documents them; and inputs left unclassified for the same reason.
+    documented: tuple[str, ...] = ()
+    unclassified: tuple[str, ...] = ()
 
     @property
     def known_inputs(self) -> set[str]:
@@ -107,6 +111,8 @@ def _type_rules(type_: str, raw: dict[str, Any]) -> TypeRules:
         restarts=tuple(raw.get("restarts", ())),
         new_outputs_on_update=tuple(raw.get("new_outputs_on_update", ())),
         source=dict(raw.get("source", {})),
+        documented=tuple(raw.get("documented", ())),
+        unclassified=tuple(raw.get("unclassified", ())),
     )
 
 
