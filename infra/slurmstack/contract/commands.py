@@ -61,6 +61,8 @@ class Command(enum.StrEnum):
     JOB_DIRS = "job-dirs"
     ECR_TOKEN = "ecr-token"
     ECR_LOGIN = "ecr-login"
+    # People (slurmstack.node.people).
+    IDENTITIES = "identities"
     # Observability (slurmstack.node.observe).
     NODE_METRICS = "node-metrics"
     HEAD_METRICS = "head-metrics"

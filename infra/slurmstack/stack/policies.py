@@ -44,15 +44,18 @@ from slurmstack.contract import (
     ELASTIC_TAG,
     IMAGE_PREFIX,
     LAUNCHES_PREFIX,
+    LOGIN_POOL_TAG,
+    LOGIN_ROLE,
     LOGS_PREFIX,
     POOL_TAG,
     ROLE_TAG,
     MountKind,
     log_prefix,
+    login_host_key_secret_name,
     partition,
     resource_name,
 )
-from slurmstack.plan import ClusterPlan, MountPlan, PoolPlan, accounting_plan
+from slurmstack.plan import ClusterPlan, LoginPoolPlan, MountPlan, PoolPlan, accounting_plan
 from slurmstack.stack.common import Role, ssm_parameter_arn
 from slurmstack.stack.monitoring_policy import (
     head_monitoring_statements,
@@ -493,6 +496,8 @@ def head_policy(
         },
         *head_monitoring_statements(plan, account),
     ]
+    if plan.spec.directory is not None and plan.spec.directory.bind_password_secret:
+        statements.append(_directory_bind_statement(plan, account))
     return {"Version": VERSION, "Statement": statements}
 
 
@@ -558,6 +563,8 @@ def pool_policy(
         },
     ]
     statements += efs_fallback_statements(plan, account, pool.mounts)
+    if plan.spec.directory is not None and plan.spec.directory.bind_password_secret:
+        statements.append(_directory_bind_statement(plan, account))
     statements += pool_monitoring_statements(plan, pool, account)
     if pool.elastic:
         statements += [
@@ -580,6 +587,63 @@ def pool_policy(
             },
         ]
     return {"Version": VERSION, "Statement": statements}
+
+
+def login_policy(
+    plan: ClusterPlan, pool: LoginPoolPlan, *, account: str, bucket_arn: str, secret_arn: str
+) -> dict[str, Any]:
+    """The inline policy of a login pool's nodes: what every node reads (the munge key Slurm's
+    clients need, the parameters, the config store), the pool's host key, and marking its own
+    group's instances Unhealthy. No database password, no EC2 launch, no log writes."""
+    statements = _common_statements(
+        plan, account=account, bucket_arn=bucket_arn, secret_arn=secret_arn
+    )
+    host_key = (
+        f"arn:{partition(plan.region)}:secretsmanager:{plan.region}:{account}:secret:"
+        f"{login_host_key_secret_name(plan.name, pool.name)}-*"
+    )
+    statements += [
+        {
+            # The pool's one SSH host key: the first node stores it, the others read it.
+            "Sid": "LoginPoolHostKey",
+            "Effect": "Allow",
+            "Action": ["secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue"],
+            "Resource": [host_key],
+        },
+        {
+            "Sid": "MarkOwnLoginPoolUnhealthy",
+            "Effect": "Allow",
+            "Action": ["autoscaling:SetInstanceHealth"],
+            "Resource": [asg_arn(plan, account, resource_name(plan.name, LOGIN_ROLE, pool.name))],
+            "Condition": {
+                "StringEquals": {
+                    f"aws:ResourceTag/{CLUSTER_TAG}": plan.name,
+                    f"aws:ResourceTag/{LOGIN_POOL_TAG}": pool.name,
+                }
+            },
+        },
+    ]
+    statements += efs_fallback_statements(plan, account, plan.mounts)
+    if plan.spec.directory is not None and plan.spec.directory.bind_password_secret:
+        statements.append(_directory_bind_statement(plan, account))
+    return {"Version": VERSION, "Statement": statements}
+
+
+def _directory_bind_statement(plan: ClusterPlan, account: str) -> dict[str, Any]:
+    """SSSD's bind password (directory.bind_password_secret), read by every node's agent."""
+    secret = plan.spec.directory.bind_password_secret if plan.spec.directory else ""
+    assert secret
+    arn = (
+        secret
+        if secret.startswith("arn:")
+        else f"arn:{partition(plan.region)}:secretsmanager:{plan.region}:{account}:secret:{secret}-*"
+    )
+    return {
+        "Sid": "DirectoryBindPassword",
+        "Effect": "Allow",
+        "Action": ["secretsmanager:GetSecretValue"],
+        "Resource": [arn],
+    }
 
 
 # The controller's calls on a group (each scoped to the cluster's groups by name and tag).

@@ -68,7 +68,9 @@ def test_the_agent_is_a_hallway_and_seven_rooms() -> None:
         "parameters", "slurm", "subcommand", "system",
     }  # fmt: skip
     rooms = {p.name for p in node.iterdir() if (p / "__init__.py").exists()}
-    assert rooms == {"boot", "health", "controller", "power", "accounting", "workload", "observe"}
+    assert rooms == {
+        "boot", "health", "controller", "power", "accounting", "workload", "people", "observe",
+    }  # fmt: skip
 
 
 def _tree_on_disk(package: Path) -> set[str]:

@@ -78,8 +78,10 @@ STAND_INS: tuple[StandIn, ...] = (
         "a namespace has no init system; this machine's systemd must not run cluster daemons",
         "a systemctl that reads the same unit files (rendered and packaged) and runs their "
         "ExecStartPre/ExecStart as the unit says (User, EnvironmentFile, Type, RuntimeDirectory, "
-        "RequiresMountsFor, Requires and the RequiredBy links enabling makes); timers are "
-        "enabled but never fire: a scenario runs the service",
+        "RequiresMountsFor, Requires and the RequiredBy links enabling makes, triggering "
+        "conditions); the node's fresh /run gets the packages' tmpfiles.d directories at its "
+        "start (MariaDB's /run/mysqld); timers are enabled but never fire: a scenario runs the "
+        "service",
     ),
     StandIn(
         "hostnamectl",
@@ -180,9 +182,12 @@ STAND_INS: tuple[StandIn, ...] = (
     ),
     StandIn(
         "ssm-agent",
-        "the SSM agent running the apply-config document on the head node",
+        "the SSM agent running the apply-config document on the head node and the sync-nodes "
+        "document on every node",
         "moto records commands but runs none",
-        "the harness runs the document's runCommand lines (read back from moto) in the head node",
+        "the harness runs each document's runCommand lines (read back from moto) in the nodes "
+        "its association targets: apply-config in the head node, sync-nodes in every worker and "
+        "login node",
     ),
     StandIn(
         "asg-health",
@@ -265,6 +270,15 @@ STAND_INS: tuple[StandIn, ...] = (
         "slurmd -b (report the start as the boot time) in the stored elastic slurmd drop-in",
     ),
     StandIn(
+        "sackd",
+        "sackd on login nodes (Slurm's clients configless: the configuration slurmctld serves, in "
+        "/run/slurm/conf, fetched again on every reconfigure)",
+        "Debian 12's Slurm 22.05 has no sackd (Slurm 23.11 brought it)",
+        "the login node's sackd unit runs node_side/sackd.py instead (same unit, same user, same "
+        "/run/slurm/conf): it copies the head's Slurm files from the config store every 5 s; "
+        "22.05's clients read /run/slurm/conf as 26.05's do",
+    ),
+    StandIn(
         "amis",
         "the node images (the AMIs Image Builder bakes, or a pinned AMI)",
         "no images here: every node runs this machine's system",
@@ -327,6 +341,7 @@ NODE_TOOLS = {
     "/usr/local/bin/dcgmi": NODE_SIDE / "dcgmi.py",
     "/usr/local/sbin/vcluster-reboot": NODE_SIDE / "reboot.py",  # "reboot"
     "/usr/local/sbin/vcluster-health-check": NODE_SIDE / "health_check.py",  # "health-check-env"
+    "/usr/local/sbin/vcluster-sackd": NODE_SIDE / "sackd.py",  # "sackd"
 }
 # "health-check-env": the environment the HealthCheckProgram's stand-in sets.
 HEALTH_CHECK_ENV = "/etc/vcluster/aws.env"
@@ -347,6 +362,7 @@ ABSENT_FROM_THIS_MACHINE = frozenset(
         "cmd:mount.efs",
         "cmd:mount.lustre",
         "cmd:lctl",
+        "cmd:sackd",  # "sackd"
     }
 )
 
@@ -430,8 +446,20 @@ def patch_slurmd_elastic(text: str) -> str:
     return text.replace(slurmd, slurmd + "-b ")
 
 
+# "sackd": the login nodes' unit runs the stand-in.
+SACKD_UNIT_PATH = "/etc/systemd/system/slurmstack-sackd.service"
+
+
+def patch_sackd_unit(text: str) -> str:
+    sackd = "ExecStart=/usr/sbin/sackd "
+    if sackd not in text:
+        raise ValueError(f"the sackd unit no longer runs {sackd!r}")
+    return text.replace(sackd, "ExecStart=/usr/local/sbin/vcluster-sackd ")
+
+
 STORE_PATCHES = {
     SLURM_CONF_PATH: lambda text: patch_elastic_slurm_conf(patch_slurm_conf(text)),
     "/etc/slurmstack/node.json": patch_node_config,
     SLURMD_ELASTIC_DROPIN: patch_slurmd_elastic,
+    SACKD_UNIT_PATH: patch_sackd_unit,
 }
