@@ -9,7 +9,7 @@ import json
 from ...contract import Command
 from ..context import Context
 from ..subcommand import Subcommand
-from . import gpu_jobs, head_metrics, node_metrics, relay
+from . import gpu_jobs, head_metrics, log_shipper, node_metrics, relay
 
 
 def _node_metrics(ctx: Context, _args: argparse.Namespace) -> int:
@@ -36,6 +36,17 @@ def _relay_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _relay(ctx: Context, args: argparse.Namespace) -> int:
     relay.serve(ctx, once=args.once)
+    return 0
+
+
+def _follow_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--once", action="store_true", help="one pass over the files, then stop")
+
+
+def _follow(ctx: Context, args: argparse.Namespace) -> int:
+    sent = log_shipper.follow(ctx, once=args.once)
+    if args.once:
+        print(json.dumps({"events_sent": sent}))
     return 0
 
 
@@ -74,5 +85,12 @@ COMMANDS = (
         _relay,
         _relay_arguments,
         where="head",
+    ),
+    Subcommand(
+        Command.FOLLOW_LOGS,
+        "(a service) this node's Slurm, agent and health-check logs, line by line as they "
+        "grow, to the cluster's CloudWatch Logs groups (stream: the instance id)",
+        _follow,
+        _follow_arguments,
     ),
 )
