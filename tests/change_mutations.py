@@ -175,7 +175,12 @@ MUTATIONS: list[Mutation] = [
     Mutation("pools.name", _rename_pool, DISRUPTIVE, False, why="a renamed pool is a new pool"),
     Mutation("pools.instance_type", _set("pools.1.instance_type", "c7i.4xlarge"), ROLLING),
     Mutation("pools.count", _set("pools.0.count", 4), LIVE),
-    Mutation("pools.max_count", _set("pools.0.max_count", 8), LIVE),
+    # An elastic pool's max_count: live. Making a pool elastic the first time is not: its launch
+    # template turns on instance tags in the metadata (an elastic node reads its launch's id
+    # there), a new version its group rolls out (docs/elastic-pools.md).
+    Mutation(
+        "pools.max_count", _set("pools.0.max_count", 8), LIVE, setup=_set("pools.0.max_count", 6)
+    ),
     Mutation(
         "pools.scale_down_idle_minutes",
         _set("pools.0.scale_down_idle_minutes", 30),

@@ -11,6 +11,7 @@ __all__ = [
     "CONTROLLER_INTERVAL_SECONDS",
     "LAUNCH_RETRY_MAX_SECONDS",
     "LAUNCH_RETRY_SECONDS",
+    "ORPHAN_GRACE_SECONDS",
     "POWER_ENV_PATH",
     "POWER_LOG_PATH",
     "POWER_PROGRAMS",
@@ -119,3 +120,6 @@ POWER_SWEEP_INTERVAL_SECONDS = 60
 # up to LAUNCH_RETRY_MAX_SECONDS, before its nodes are offered to Slurm again.
 LAUNCH_RETRY_SECONDS = 120
 LAUNCH_RETRY_MAX_SECONDS = 1800
+# An elastic instance no node runs on (its address is no node's) is terminated by the sweep
+# this long after its launch: a resume sets its nodes' addresses within seconds of the launch.
+ORPHAN_GRACE_SECONDS = 600

@@ -55,6 +55,7 @@ __all__ = [
     "NCCL_TESTS_DIR",
     "NODE_CONFIG_PATH",
     "NODE_ENV_PATH",
+    "PARAMETERS_CACHE_PATH",
     "POWER_SERVICE",
     "POWER_TIMER",
     "REBOOT_PROGRAM",
@@ -96,6 +97,8 @@ BOOTSTRAP_FAILED = "/var/lib/slurmstack/bootstrap.failed"
 BOOTSTRAP_ENV_PATH = "/etc/slurmstack/bootstrap.env"
 NODE_CONFIG_PATH = "/etc/slurmstack/node.json"
 NODE_ENV_PATH = "/etc/slurmstack/node.env"
+# The deploy-time parameters as read at boot (DeployValues), on /run: read again every boot.
+PARAMETERS_CACHE_PATH = "/run/slurmstack/parameters.json"
 TASK_PROLOG_PATH = "/etc/slurmstack/task-prolog.sh"
 IMDS_FIREWALL_RULES_PATH = "/etc/slurmstack/imds-firewall.nft"
 SLURM_DIR = "/etc/slurm"

@@ -126,9 +126,14 @@ def inline_contract(source: str) -> str:
         node = definitions_of.get(name)
         if node is None:
             value = getattr(contract, name)
-            if not isinstance(value, str | int | tuple):
+            if not isinstance(value, str | int | tuple | frozenset):
                 raise TypeError(f"contract.{name} is neither a definition nor a literal")
-            definitions.append(f"{name} = {value!r}")
+            # A frozenset's repr follows string hashing, which differs per process: sorted, so
+            # the user data (whose change replaces instances) is the same on every run.
+            literal = (
+                f"frozenset({sorted(value)!r})" if isinstance(value, frozenset) else repr(value)
+            )
+            definitions.append(f"{name} = {literal}")
             return
         loads = {
             n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)

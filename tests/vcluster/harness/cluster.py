@@ -29,7 +29,14 @@ from typing import Any, TypeVar
 
 import yaml
 
-from slurmstack.contract import HEAD_ROLE, POOL_TAG, node_name, node_name_prefix
+from slurmstack.contract import (
+    HEAD_ROLE,
+    POOL_ROLE,
+    POOL_TAG,
+    node_name,
+    node_name_prefix,
+    resource_name,
+)
 from slurmstack.node.health.periodic import TARGET_LIFECYCLE_STATE
 from slurmstack.node.slurm import parse_node_line
 from slurmstack.offline import OfflineRun, run_definition
@@ -190,6 +197,7 @@ class VirtualCluster:
         # gzip-compressed, as the stack gives it to EC2; cloud-init decompresses it.
         user_data = gzip.decompress(base64.b64decode(attribute["UserData"]["Value"])).decode()
         tags = {t["Key"]: t["Value"] for t in found.get("Tags", [])}
+        role = tags.get(POOL_TAG, HEAD)
         instance = Instance(
             instance_id=instance_id,
             address=found["PrivateIpAddress"],
@@ -197,8 +205,18 @@ class VirtualCluster:
             availability_zone=found["Placement"]["AvailabilityZone"],
             user_data=user_data,
             mac=found["NetworkInterfaces"][0]["MacAddress"],
+            tags=tags if role != HEAD and self.tags_in_metadata(role) else None,
         )
-        return instance, tags.get(POOL_TAG, HEAD)
+        return instance, role
+
+    def tags_in_metadata(self, pool: str) -> bool:
+        """Whether the pool's launch template puts the instance's tags in its metadata (moto
+        keeps the option with the template, not with the instances it launches from it)."""
+        versions = self.aws.client("ec2").describe_launch_template_versions(
+            LaunchTemplateName=resource_name(self.plan.name, POOL_ROLE, pool), Versions=["$Default"]
+        )["LaunchTemplateVersions"]
+        options = versions[0]["LaunchTemplateData"].get("MetadataOptions", {})
+        return options.get("InstanceMetadataTags") == "enabled"
 
     def hardware(self, role: str) -> Hardware:
         if role == HEAD:

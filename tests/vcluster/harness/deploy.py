@@ -279,6 +279,14 @@ def instance_address(aws: MotoServer, instance_id: str) -> str:
     return str(found["Reservations"][0]["Instances"][0]["PrivateIpAddress"])
 
 
+def _metadata_options(given: dict[str, object]) -> dict[str, object]:
+    """A launch template's metadata options as the program gives them, in EC2's words."""
+    names = {"httpTokens": "HttpTokens", "httpEndpoint": "HttpEndpoint",
+             "httpPutResponseHopLimit": "HttpPutResponseHopLimit",
+             "instanceMetadataTags": "InstanceMetadataTags"}  # fmt: skip
+    return {ec2: given[ours] for ours, ec2 in names.items() if given.get(ours) is not None}
+
+
 def launch_template_id(group: RecordedResource) -> str:
     """The group's launch template: its own, or (a spot pool's) its mixed instances policy's."""
     if group.inputs.get("launchTemplate"):
@@ -308,6 +316,7 @@ def create_group(
             "ImageId": PLACEHOLDER_AMI,
             "InstanceType": template.inputs["instanceType"],
             "UserData": template.inputs["userData"],
+            "MetadataOptions": _metadata_options(template.inputs.get("metadataOptions") or {}),
         },
     )
     name = str(group.inputs["name"])

@@ -243,11 +243,13 @@ STAND_INS: tuple[StandIn, ...] = (
     StandIn(
         "power-timeouts",
         "an elastic cluster's SuspendTimeout=120, ResumeTimeout=1800, a requeued job's wait "
-        "of CredExpire + 1 s (120 s by default: job_mgr.c), and the launch retry (120 s, "
-        "doubling to 1800) in the head's node.json",
+        "of CredExpire + 1 s (120 s by default: job_mgr.c), the launch retry (120 s, "
+        "doubling to 1800) and the sweep's grace for an instance no node runs on (600 s) in "
+        "the head's node.json",
         "a scenario would wait minutes for each",
         "SuspendTimeout=5, ResumeTimeout=120, AuthInfo=cred_expire=10 in the stored slurm.conf; "
-        "a launch retry of 5 s, doubling to 20, in the head's stored node.json",
+        "a launch retry of 5 s, doubling to 20, and a grace of 30 s in the head's stored "
+        "node.json",
     ),
     StandIn(
         "cloud-node-visibility",
@@ -394,6 +396,7 @@ ELASTIC_MARKER = "ResumeProgram="
 ELASTIC_OVERRIDES = {"SuspendTimeout": "5", "ResumeTimeout": "120"}
 ELASTIC_ADDITIONS = ("AuthInfo=cred_expire=10", "PrivateData=cloud")
 LAUNCH_RETRY = {"first_seconds": 5, "max_seconds": 20}
+ORPHAN_GRACE_SECONDS = 30
 
 
 def patch_elastic_slurm_conf(text: str) -> str:
@@ -412,6 +415,7 @@ def patch_node_config(text: str) -> str:
     if not data.get("elastic_pools"):  # the launch retry is at its default, so not written
         return text
     data["launch_retry"] = LAUNCH_RETRY
+    data["orphan_grace_seconds"] = ORPHAN_GRACE_SECONDS
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
