@@ -2,7 +2,7 @@
 from a laptop with the operator's own credentials (read-only calls). Every node's log shipper
 (`slurmstack-node follow-logs`) writes its files into one group per LogSource, in a stream
 named by its instance id; NODE is that id, the Slurm node name (a pool's dynamic name from the
-instance's address, an elastic node's from its node-name tag) or "head"."""
+instance's address, an elastic node's from its launch's object in the bucket) or "head"."""
 
 from __future__ import annotations
 
@@ -15,14 +15,17 @@ from typing import Any
 from slurmstack.contract import (
     CLUSTER_TAG,
     HEAD_ROLE,
-    NODE_NAME_TAG,
+    LAUNCH_TAG,
     POOL_TAG,
     ROLE_TAG,
+    DeployParameter,
     LogSource,
+    launch_key,
     log_group_name,
     log_group_prefix,
     node_name,
     node_name_prefix,
+    read_launch_names,
 )
 from slurmstack.plan import ClusterPlan
 
@@ -64,14 +67,42 @@ def since_millis(text: str, now: float) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def _names(plan: ClusterPlan, instance: dict[str, Any]) -> set[str]:
+def _tags(instance: dict[str, Any]) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
+
+
+def elastic_names(
+    session: Any, plan: ClusterPlan, instances: list[dict[str, Any]]
+) -> dict[str, str]:
+    """Instance id -> Slurm name of the elastic instances: the head writes each launch's names
+    to the bucket (contract LAUNCH_TAG), as EC2 cannot tag each instance of one request."""
+    launches = {_tags(i)[LAUNCH_TAG] for i in instances if LAUNCH_TAG in _tags(i)}
+    if not launches:
+        return {}
+    ssm = session.client("ssm", region_name=plan.region)
+    s3 = session.client("s3", region_name=plan.region)
+    try:
+        bucket = ssm.get_parameter(Name=plan.parameter(DeployParameter.BUCKET))["Parameter"]
+    except ssm.exceptions.ParameterNotFound:
+        return {}
+    names: dict[str, str] = {}
+    for launch in sorted(launches):
+        try:
+            body = s3.get_object(Bucket=bucket["Value"], Key=launch_key(launch))["Body"].read()
+        except s3.exceptions.NoSuchKey:
+            continue
+        names |= read_launch_names(body)
+    return names
+
+
+def _names(plan: ClusterPlan, instance: dict[str, Any], elastic: dict[str, str]) -> set[str]:
     """The names NODE may give this instance."""
-    tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
+    tags = _tags(instance)
     names = {instance["InstanceId"]}
     if tags.get(ROLE_TAG) == HEAD_ROLE:
         names.add("head")
-    if NODE_NAME_TAG in tags:
-        names.add(tags[NODE_NAME_TAG])
+    if instance["InstanceId"] in elastic:
+        names.add(elastic[instance["InstanceId"]])
     address = instance.get("PrivateIpAddress")
     if address and tags.get(POOL_TAG) in {p.name for p in plan.pools}:
         names.add(node_name(node_name_prefix(tags[POOL_TAG]), address))
@@ -88,7 +119,8 @@ def resolve(session: Any, plan: ClusterPlan, node: str) -> str:
     """The instance id whose stream holds ``node``'s logs."""
     ec2 = session.client("ec2", region_name=plan.region)
     instances = cluster_instances(ec2, plan)
-    matches = [i for i in instances if node in _names(plan, i)]
+    elastic = elastic_names(session, plan, instances) if not INSTANCE_ID.match(node) else {}
+    matches = [i for i in instances if node in _names(plan, i, elastic)]
     if matches:  # a name reused by a replacement: the newest instance
         return str(max(matches, key=lambda i: str(i.get("LaunchTime", "")))["InstanceId"])
     if INSTANCE_ID.match(node):  # an instance EC2 no longer lists: its stream outlives it

@@ -17,10 +17,13 @@ from typer.testing import CliRunner
 from slurmstack.cli import app
 from slurmstack.contract import (
     CLUSTER_TAG,
-    NODE_NAME_TAG,
+    LAUNCH_TAG,
     POOL_TAG,
     ROLE_TAG,
+    DeployParameter,
     LogSource,
+    launch_key,
+    launch_names_text,
     log_group_name,
     node_name,
     node_name_prefix,
@@ -95,7 +98,15 @@ def test_a_workers_logs_by_its_slurm_name_oldest_first(aws) -> None:
 
 def test_the_head_and_an_elastic_node_by_their_names(aws) -> None:
     head = launch(aws, **{ROLE_TAG: "head"})
-    elastic = launch(aws, **{ROLE_TAG: "pool", POOL_TAG: POOL, NODE_NAME_TAG: f"{POOL}-e3"})
+    elastic = launch(aws, **{ROLE_TAG: "pool", POOL_TAG: POOL, LAUNCH_TAG: "fleet-1"})
+    aws.client("s3").create_bucket(Bucket="llm-train-bucket")
+    aws.client("ssm").put_parameter(
+        Name=PLAN.parameter(DeployParameter.BUCKET), Value="llm-train-bucket", Type="String"
+    )
+    names = launch_names_text({elastic["InstanceId"]: f"{POOL}-e3"})
+    aws.client("s3").put_object(
+        Bucket="llm-train-bucket", Key=launch_key("fleet-1"), Body=names.encode()
+    )
     write(aws, LogSource.SLURMCTLD, head["InstanceId"], "slurmctld up", at=time.time())
     write(aws, LogSource.SLURMD, elastic["InstanceId"], "elastic slurmd", at=time.time())
     assert run("head").stdout.endswith("slurmctld: slurmctld up\n")
