@@ -128,10 +128,17 @@ class Shipper:
 
     def ship(self) -> int:
         """One pass over every file; returns the events sent."""
-        sent = 0
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        sent, failed = 0, None
         for source, paths in self.files.items():
             for node_path in paths:
-                sent += self._follow(source, node_path)
+                try:
+                    sent += self._follow(source, node_path)
+                except (BotoCoreError, ClientError) as exc:  # one group's trouble: not the rest's
+                    failed = failed or exc
+        if failed is not None:
+            raise failed
         return sent
 
     def _save(self, node_path: str, inode: int, offset: int) -> None:

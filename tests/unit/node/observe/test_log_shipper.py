@@ -136,11 +136,13 @@ def test_a_file_truncated_in_place_is_read_from_its_start(aws, tmp_path: Path) -
 def test_a_failed_call_moves_no_cursor(aws, tmp_path: Path) -> None:
     ctx = node(tmp_path, aws)
     append(ctx, SLURMD_LOG_PATH, "kept for the next pass\n")
+    append(ctx, HEALTH_LOG_PATH, "another group: not held up\n")
     aws.client("logs", region_name=PLAN.region).delete_log_group(
         logGroupName=log_group_name(PLAN.name, LogSource.SLURMD)
     )
     with pytest.raises(Exception, match=r"ResourceNotFound|does not exist"):
         follow(ctx, once=True)
+    assert shipped(aws, LogSource.HEALTH_CHECK) == ["another group: not held up"]
     node(tmp_path, aws)  # the group is back
     follow(ctx, once=True)
     assert shipped(aws, LogSource.SLURMD) == ["kept for the next pass"]
