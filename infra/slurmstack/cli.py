@@ -351,6 +351,65 @@ def status(
     print("\n".join(status_lines(found)))
 
 
+@app.command(short_help="Read one node's logs from CloudWatch Logs.")
+def logs(
+    file: DefinitionFile,
+    node: Annotated[
+        str,
+        typer.Argument(
+            metavar="NODE", help="A Slurm node name (sinfo -N), 'head', or an instance id."
+        ),
+    ],
+    source: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--source",
+            help="Only these logs (repeatable): "
+            "slurmctld, slurmdbd, slurmd, agent, health-check. Default: all.",
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="From an age ago (30s, 10m, 2h, 1d) or a time (ISO 8601)."),
+    ] = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing new lines (Ctrl-C stops).")
+    ] = False,
+) -> None:
+    """Print a node's logs (Slurm's, the agent's, the health checks'), oldest first, from the
+    cluster's CloudWatch Logs groups, where every node's log shipper writes them."""
+    import time
+
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from slurmstack.contract import LogSource
+    from slurmstack.node_logs import LogsError, node_logs, since_millis
+    from slurmstack.plan import build_plan
+
+    plan = build_plan(_validated_or_exit(file).spec)
+    known = [s.value for s in LogSource]
+    unknown = [s for s in source or [] if s not in known]
+    try:
+        if unknown:
+            raise LogsError(f"--source {unknown[0]!r}: not one of {', '.join(known)}")
+        sources = [LogSource(s) for s in source] if source else list(LogSource)
+        start = since_millis(since, time.time()) if since else None
+        for event in node_logs(
+            boto3.Session(), plan, node, sources, start, follow=follow, sleep=time.sleep
+        ):
+            print(event.line(), flush=follow)
+    except LogsError as error:
+        print(f"{file}: {error}", file=sys.stderr)
+        raise typer.Exit(EXIT_INVALID) from None
+    except (BotoCoreError, ClientError) as error:
+        print(
+            f"{file}: could not read {plan.name}'s logs from AWS ({plan.region}): {error}",
+            file=sys.stderr,
+        )
+        raise typer.Exit(EXIT_INVALID) from None
+
+
 @app.command(short_help="List the instance types slurmstack knows, with facts and prices.")
 def catalog(
     region: Annotated[

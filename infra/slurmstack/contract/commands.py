@@ -69,6 +69,8 @@ class Command(enum.StrEnum):
     GPU_JOB_START = "gpu-job-start"
     GPU_JOB_END = "gpu-job-end"
     ALERT_RELAY = "alert-relay"
+    FOLLOW_LOGS = "follow-logs"
+    DIAG = "diag"
     # Rollouts and permissions (slurmstack.node.boot.join_hook, slurmstack.node.power.launch_check).
     JOINED = "joined"
     LAUNCH_CHECK = "launch-check"

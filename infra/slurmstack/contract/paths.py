@@ -60,6 +60,7 @@ __all__ = [
     "POWER_TIMER",
     "REBOOT_PROGRAM",
     "SLURMCTLD_DROPIN_PATH",
+    "SLURMCTLD_LOG_PATH",
     "SLURMCTLD_UNIT",
     "SLURMDBD_CONF_PATH",
     "SLURMDBD_CONF_RENDERED_PATH",
@@ -103,6 +104,7 @@ IMDS_FIREWALL_RULES_PATH = "/etc/slurmstack/imds-firewall.nft"
 SLURM_DIR = "/etc/slurm"
 SLURM_CONF_PATH = f"{SLURM_DIR}/slurm.conf"
 SLURMD_LOG_PATH = "/var/log/slurm/slurmd.log"  # SlurmdLogFile
+SLURMCTLD_LOG_PATH = "/var/log/slurm/slurmctld.log"  # SlurmctldLogFile
 SYSTEMD_DIR = "/etc/systemd/system"
 NCCL_CONF_PATH = "/etc/nccl.conf"
 FABRIC_PROFILE_PATH = "/etc/profile.d/slurmstack-fabric.sh"
