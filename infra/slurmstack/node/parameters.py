@@ -3,13 +3,16 @@ answers every one a pool node reads (the head's take two), and the answer is kep
 in PARAMETERS_CACHE_PATH (on /run), where the first-boot script left it, so a pool node's boot
 makes one Parameter Store call, not one per value and step. A value asked for that the answer
 lacks (not there yet at deploy time, or beyond the node's role), or an answer older than the
-caller accepts, is read again, all at once."""
+caller accepts, is read again, all at once. Once the boot is done (BOOTSTRAP_DONE), every value is
+read afresh: what runs later (a pushed configuration, slurmd's restart after the head was
+replaced) runs because a value changed."""
 
 from __future__ import annotations
 
 import contextlib
 
 from ..contract import (
+    BOOTSTRAP_DONE,
     PARAMETERS_CACHE_PATH,
     PARAMETERS_FRESH_SECONDS,
     DeployParameter,
@@ -50,8 +53,10 @@ def get(
     ctx: Context, key: DeployParameter, max_age: float = PARAMETERS_FRESH_SECONDS
 ) -> str | None:
     """The value of ``key``, from the boot's answer when it has it and is at most ``max_age``
-    seconds old, else from a new one; None while the parameter does not exist."""
-    known = cached(ctx)
+    seconds old and the node is still booting, else from a new one; None while the parameter
+    does not exist."""
+    booting = not ctx.path(BOOTSTRAP_DONE).exists()
+    known = cached(ctx) if booting else None
     fresh = known is not None and float(ctx.clock()) - known.read_at <= max_age
     if known is not None and fresh and key.value in known.values:
         return known.values[key.value]

@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError, NoCredenti
 from slurmstack import contract
 from slurmstack.contract import (
     AWS_MAX_ATTEMPTS,
+    BOOTSTRAP_DONE,
     EXIT_RETRYABLE,
     GET_PARAMETERS_MAX,
     HEAD_ROLE,
@@ -112,6 +113,23 @@ def test_a_value_missing_from_the_boots_answer_is_read_again(aws, tmp_path: Path
     assert node.get_parameter(DeployParameter.HEAD_ADDRESS) == "10.42.0.10"
     assert node.get_parameter(DeployParameter.BUCKET) is not None  # in the same answer
     assert [c for c in calls if c != "PutParameter"] == ["GetParameters", "GetParameters"]
+
+
+def test_after_the_boot_every_value_is_read_afresh(aws, tmp_path: Path) -> None:
+    """A pushed configuration (a new manifest) or a replaced head (a new address) changes a
+    parameter the boot's answer holds: once booted, the node reads it again."""
+    publish_config(aws, "train")
+    ssm = aws.client("ssm")
+    name = PLAN.parameter(DeployParameter.HEAD_ADDRESS)
+    ssm.put_parameter(Name=name, Value="10.42.0.10", Type="String")
+    node = make_node(tmp_path, aws, "train")
+    assert node.get_parameter(DeployParameter.HEAD_ADDRESS) == "10.42.0.10"
+    ssm.put_parameter(Name=name, Value="10.42.0.99", Type="String", Overwrite=True)
+    assert node.get_parameter(DeployParameter.HEAD_ADDRESS) == "10.42.0.10"  # booting: kept
+    done = tmp_path / BOOTSTRAP_DONE.lstrip("/")
+    done.parent.mkdir(parents=True, exist_ok=True)
+    done.write_text("done")
+    assert node.get_parameter(DeployParameter.HEAD_ADDRESS) == "10.42.0.99"
 
 
 def test_the_heads_boot_reads_every_parameter_ten_names_a_call(aws, tmp_path: Path) -> None:
