@@ -108,6 +108,50 @@ def _byo_network(d: Definition) -> None:
     }
 
 
+# People and login nodes (issue 25): a team of one, then a directory, then login pools.
+CA_PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEx6x8q0mXjz1rPqjC5d3mJrWjAlC9V5fQ0vYH3f3oKp"
+ROLE = "arn:aws:iam::123456789012:role/research-alice"
+LOGIN = {"name": "login", "instance_type": "m7i.2xlarge", "count": 2}
+
+
+def _team(d: Definition) -> None:
+    d["groups"] = [{"name": "research", "gid": 3000}, {"name": "gpu-users", "gid": 3001}]
+    d["users"] = [{"name": "alice", "uid": 2001, "group": "research"}]
+    d["login_pools"] = [dict(LOGIN)]
+
+
+def _add_bob(d: Definition) -> None:
+    d["users"].append({"name": "bob", "uid": 2002, "group": "research"})
+
+
+def _remove_bob(d: Definition) -> None:
+    d["users"] = [u for u in d["users"] if u["name"] != "bob"]
+
+
+def _directory(d: Definition) -> None:
+    d["directory"] = {
+        "uris": ["ldaps://ldap.example.internal"],
+        "search_base": "dc=example,dc=internal",
+        "ca_certificate": CA_PEM,
+    }
+    d["login_pools"] = [dict(LOGIN)]
+
+
+def _bound_directory(d: Definition) -> None:
+    _directory(d)
+    d["directory"]["bind_dn"] = "cn=reader,dc=example,dc=internal"
+    d["directory"]["bind_password_secret"] = "chg/ldap-reader"
+
+
+def _login(d: Definition) -> None:
+    d["login_pools"] = [dict(LOGIN)]
+
+
+def _login_behind_balancer(d: Definition) -> None:
+    d["login_pools"] = [{**LOGIN, "ssh_cidrs": ["203.0.113.0/24"], "load_balancer": True}]
+
+
 # Facts of an instance type outside the catalog (instance_facts).
 FACTS = {"vcpus": 4, "cores": 2, "threads_per_core": 2, "memory_mib": 16384, "network_gbps": 12.5}
 
@@ -175,7 +219,12 @@ MUTATIONS: list[Mutation] = [
     Mutation("pools.name", _rename_pool, DISRUPTIVE, False, why="a renamed pool is a new pool"),
     Mutation("pools.instance_type", _set("pools.1.instance_type", "c7i.4xlarge"), ROLLING),
     Mutation("pools.count", _set("pools.0.count", 4), LIVE),
-    Mutation("pools.max_count", _set("pools.0.max_count", 8), LIVE),
+    # An elastic pool's max_count: live. Making a pool elastic the first time is not: its launch
+    # template turns on instance tags in the metadata (an elastic node reads its launch's id
+    # there), a new version its group rolls out (docs/elastic-pools.md).
+    Mutation(
+        "pools.max_count", _set("pools.0.max_count", 8), LIVE, setup=_set("pools.0.max_count", 6)
+    ),
     Mutation(
         "pools.scale_down_idle_minutes",
         _set("pools.0.scale_down_idle_minutes", 30),
@@ -225,6 +274,161 @@ MUTATIONS: list[Mutation] = [
             _set("pools.1.instance_facts", FACTS),
         ),
         ROLLING,
+    ),
+    # People: every account change is pushed to every node (the agent's sync), no reboot;
+    # a removed user is locked, never deleted.
+    Mutation("users.name", _add_bob, LIVE, setup=_team, why="a new user"),
+    Mutation(
+        "users.name",
+        _remove_bob,
+        LIVE,
+        setup=_both(_team, _add_bob),
+        why="a removed user: locked on every node, files and id kept",
+    ),
+    Mutation("users.uid", _set("users.0.uid", 2005), LIVE, setup=_team),
+    Mutation("users.group", _set("users.0.group", "gpu-users"), LIVE, setup=_team),
+    Mutation("users.groups", _set("users.0.groups", ["gpu-users"]), LIVE, setup=_team),
+    Mutation("users.ssh_keys", _set("users.0.ssh_keys", [KEY]), LIVE, setup=_team),
+    Mutation(
+        "users.iam_principal",
+        _set("users.0.iam_principal", ROLE),
+        NONE,
+        setup=_team,
+        why="Run As is a tag on the principal, outside the stack: plan prints the command",
+    ),
+    Mutation("users.admin", _set("users.0.admin", True), LIVE, setup=_team),
+    Mutation("users.locked", _set("users.0.locked", True), LIVE, setup=_team),
+    Mutation("users.shell", _set("users.0.shell", "/bin/zsh"), LIVE, setup=_team),
+    Mutation("groups.name", _set("groups.1.name", "gpu"), LIVE, setup=_team),
+    Mutation("groups.gid", _set("groups.1.gid", 3101), LIVE, setup=_team),
+    Mutation(
+        "directory.type",
+        _set("directory.type", "active_directory"),
+        LIVE,
+        setup=_directory,
+    ),
+    Mutation(
+        "directory.uris",
+        _set("directory.uris", ["ldaps://ldap2.example.internal", "ldaps://ldap.example.internal"]),
+        LIVE,
+        setup=_directory,
+    ),
+    Mutation(
+        "directory.search_base",
+        _set("directory.search_base", "ou=people,dc=example,dc=internal"),
+        LIVE,
+        setup=_directory,
+    ),
+    Mutation(
+        "directory.bind_dn",
+        _set("directory.bind_dn", "cn=sssd,dc=example,dc=internal"),
+        LIVE,
+        setup=_bound_directory,
+    ),
+    Mutation(
+        "directory.bind_password_secret",
+        _set("directory.bind_password_secret", "chg/ldap-sssd"),
+        LIVE,
+        setup=_bound_directory,
+    ),
+    Mutation(
+        "directory.ca_certificate",
+        _set("directory.ca_certificate", CA_PEM.replace("MIIB", "MIIC")),
+        LIVE,
+        setup=_directory,
+        why="a renewed CA",
+    ),
+    Mutation(
+        "directory.admin_group", _set("directory.admin_group", "hpc-admins"), LIVE, setup=_directory
+    ),
+    Mutation(
+        "directory.access_group",
+        _set("directory.access_group", "hpc-users"),
+        LIVE,
+        setup=_directory,
+    ),
+    *(
+        Mutation(
+            f"directory.attributes.{name}",
+            _set(f"directory.attributes.{name}", value),
+            LIVE,
+            setup=_directory,
+        )
+        for name, value in [
+            ("user_name", "sAMAccountName"),
+            ("uid_number", "msSFU30UidNumber"),
+            ("gid_number", "msSFU30GidNumber"),
+            ("home_directory", "unixHomeDirectory"),
+            ("login_shell", "msSFU30LoginShell"),
+            ("ssh_public_key", "altSecurityIdentities"),
+            ("group_name", "sAMAccountName"),
+            ("group_member", "member"),
+        ]
+    ),
+    # Login pools: a pool's image or size rolls that pool only.
+    Mutation(
+        "login_pools.name",
+        _set("login_pools.0.name", "login2"),
+        DISRUPTIVE,
+        False,
+        setup=_login,
+        why="a renamed pool is a new pool: the old one's nodes go with their sessions",
+    ),
+    Mutation(
+        "login_pools.instance_type",
+        _set("login_pools.0.instance_type", "m7i.4xlarge"),
+        ROLLING,
+        setup=_login,
+    ),
+    Mutation("login_pools.count", _set("login_pools.0.count", 3), LIVE, setup=_login),
+    Mutation(
+        "login_pools.ssh_cidrs",
+        _set("login_pools.0.ssh_cidrs", ["203.0.113.0/24"]),
+        LIVE,
+        setup=_login,
+    ),
+    Mutation(
+        "login_pools.load_balancer",
+        _set("login_pools.0.load_balancer", True),
+        LIVE,
+        setup=_both(_login, _set("login_pools.0.ssh_cidrs", ["203.0.113.0/24"])),
+    ),
+    Mutation(
+        "login_pools.ami", _set("login_pools.0.ami", "ami-0123456789abcdef0"), ROLLING, setup=_login
+    ),
+    Mutation(
+        "login_pools.root_volume.size_gib",
+        _set("login_pools.0.root_volume", {"size_gib": 300}),
+        ROLLING,
+        setup=_login,
+    ),
+    Mutation(
+        "login_pools.root_volume.iops",
+        _set("login_pools.0.root_volume", {"iops": 6000}),
+        ROLLING,
+        setup=_login,
+    ),
+    Mutation(
+        "login_pools.root_volume.throughput_mibps",
+        _set("login_pools.0.root_volume", {"throughput_mibps": 500}),
+        ROLLING,
+        setup=_login,
+    ),
+    Mutation(
+        "login_pools.instance_facts",
+        _both(
+            _set("login_pools.0.instance_type", "m9x.large"),
+            _set("login_pools.0.instance_facts", FACTS),
+        ),
+        ROLLING,
+        setup=_login,
+    ),
+    Mutation(
+        "login_pools.count",
+        _set("login_pools.0.count", 3),
+        LIVE,
+        setup=_login_behind_balancer,
+        why="behind the load balancer: the new node joins its target group",
     ),
     Mutation("storage.lustre.capacity_gib", _set("storage.lustre.capacity_gib", 7200), LIVE),
     Mutation(

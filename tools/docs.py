@@ -188,7 +188,8 @@ def node_agent_page() -> str:
 def _room_of(name: str) -> str:
     import importlib
 
-    for room in ("boot", "health", "controller", "power", "accounting", "workload", "observe"):
+    rooms = ("boot", "health", "controller", "power", "accounting", "people", "workload", "observe")
+    for room in rooms:
         module = importlib.import_module(f"slurmstack.node.{room}")
         if any(c.name.value == name for c in module.COMMANDS):
             return room

@@ -181,12 +181,12 @@ def schema() -> None:
     print(json.dumps(definition_schema(), indent=2))
 
 
-@app.command(short_help="Write every file a node would receive, laid out by where it lands.")
+@app.command(short_help="Write every file a node receives, laid out by where it lands.")
 def render(
     file: DefinitionFile,
     out: Annotated[Path, typer.Option("--out", help="Directory to write the files into.")],
 ) -> None:
-    """Write every file a node would receive, laid out by where it lands. A render into a
+    """Write every file a node receives, laid out by where it lands. A render into a
     directory of an earlier one removes the files that one wrote and this one does not."""
     from slurmstack.plan import build_plan
     from slurmstack.render import render_cluster
@@ -351,6 +351,65 @@ def status(
     print("\n".join(status_lines(found)))
 
 
+@app.command(short_help="Read one node's logs from CloudWatch Logs.")
+def logs(
+    file: DefinitionFile,
+    node: Annotated[
+        str,
+        typer.Argument(
+            metavar="NODE", help="A Slurm node name (sinfo -N), 'head', or an instance id."
+        ),
+    ],
+    source: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--source",
+            help="Only these logs (repeatable): "
+            "slurmctld, slurmdbd, slurmd, agent, health-check. Default: all.",
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="From an age ago (30s, 10m, 2h, 1d) or a time (ISO 8601)."),
+    ] = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing new lines (Ctrl-C stops).")
+    ] = False,
+) -> None:
+    """Print a node's logs (Slurm's, the agent's, the health checks'), oldest first, from the
+    cluster's CloudWatch Logs groups, where every node's log shipper writes them."""
+    import time
+
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from slurmstack.contract import LogSource
+    from slurmstack.node_logs import LogsError, node_logs, since_millis
+    from slurmstack.plan import build_plan
+
+    plan = build_plan(_validated_or_exit(file).spec)
+    known = [s.value for s in LogSource]
+    unknown = [s for s in source or [] if s not in known]
+    try:
+        if unknown:
+            raise LogsError(f"--source {unknown[0]!r}: not one of {', '.join(known)}")
+        sources = [LogSource(s) for s in source] if source else list(LogSource)
+        start = since_millis(since, time.time()) if since else None
+        for event in node_logs(
+            boto3.Session(), plan, node, sources, start, follow=follow, sleep=time.sleep
+        ):
+            print(event.line(), flush=follow)
+    except LogsError as error:
+        print(f"{file}: {error}", file=sys.stderr)
+        raise typer.Exit(EXIT_INVALID) from None
+    except (BotoCoreError, ClientError) as error:
+        print(
+            f"{file}: could not read {plan.name}'s logs from AWS ({plan.region}): {error}",
+            file=sys.stderr,
+        )
+        raise typer.Exit(EXIT_INVALID) from None
+
+
 @app.command(short_help="List the instance types slurmstack knows, with facts and prices.")
 def catalog(
     region: Annotated[
@@ -404,13 +463,46 @@ def diagram(
         typer.Option("--format", help="mermaid (renders on GitHub) or dot (Graphviz)."),
     ] = DiagramFormat.mermaid,
 ) -> None:
-    """Print a diagram of head node, pools, storage tiers and network."""
+    """Print a diagram: head node, pools, storage and network."""
     from slurmstack.plan import build_plan
     from slurmstack.report import diagram as diagrams
 
     result = _validated_or_exit(file)
     plan = build_plan(result.spec)
     print(diagrams.mermaid(plan) if format is DiagramFormat.mermaid else diagrams.dot(plan), end="")
+
+
+@app.command("ssh-config")
+def ssh_config_command(
+    user: Annotated[str, typer.Option("--user", help="Your login name on the cluster.")],
+    outputs: Annotated[
+        Path | None,
+        typer.Option(
+            "--outputs",
+            dir_okay=False,
+            help="The stack's outputs in JSON, from `pulumi stack output` (default: standard "
+            "input).",
+        ),
+    ] = None,
+    identity_file: Annotated[
+        str,
+        typer.Option("--identity-file", help="Your private key (its .pub is in users[].ssh_keys)."),
+    ] = "~/.ssh/id_ed25519",
+) -> None:
+    """Print a ~/.ssh/config block for the login pools.
+
+    SSH through Session Manager (AWS-StartSSHSession) with your own key, or directly through a
+    pool's load balancer."""
+    from slurmstack.ssh_config import OutputsError, ssh_config
+
+    try:
+        text = outputs.read_text() if outputs is not None else sys.stdin.read()
+        document = json.loads(text)
+        if not isinstance(document, dict):
+            raise OutputsError("expected the JSON object `pulumi stack output --json` prints")
+        print(ssh_config(document, user, identity_file), end="")
+    except (OSError, json.JSONDecodeError, OutputsError) as exc:
+        _usage_error(f"ssh-config: {exc}")
 
 
 def main() -> None:

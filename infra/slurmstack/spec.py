@@ -8,15 +8,12 @@ Schema (``slurmstack schema``) and docs/reference/configuration.md come from her
 from __future__ import annotations
 
 import enum
-import re
 from ipaddress import IPv4Network
 from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     StringConstraints,
     WithJsonSchema,
@@ -26,6 +23,13 @@ from pydantic import (
 from slurmstack.catalog import InstanceFacts
 from slurmstack.contract import DatabaseType, Remedy
 from slurmstack.slurm_releases import DEFAULT_VERSION, VERSION_PATTERN
+from slurmstack.spec_base import (
+    SECRET_ID_PATTERN,
+    Model,
+    UserName,
+    matching,
+)
+from slurmstack.spec_people import DirectorySpec, GroupSpec, UserSpec
 
 # Cluster and pool names end up in AWS resource names, Slurm partition/nodeset names and
 # host names, so they follow the strictest of those: DNS-label characters, lowercase.
@@ -81,12 +85,6 @@ PlacementGroupName = Annotated[
     StringConstraints(pattern=PLACEMENT_GROUP_PATTERN),
     AfterValidator(_not_a_yes_no_word),
 ]
-
-
-class Model(BaseModel):
-    """Base for every definition model: immutable, unknown keys refused."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
 
 
 class NetworkSpec(Model):
@@ -306,6 +304,46 @@ class PoolSpec(Model):
         return self.max_nodes - self.count
 
 
+LOGIN_NODES_MAX = 100
+
+
+class LoginPoolSpec(Model):
+    """A pool of login nodes: where people log in, build and submit jobs. An Auto Scaling
+    group of one instance type running the Slurm clients (configless, through sackd), the
+    shared file systems, the same image, health checks and metadata firewall as every node,
+    and no slurmctld, slurmd or cluster secret beyond the munge key clients need."""
+
+    name: PoolName = Field(description="Login pool name (its Auto Scaling group's).")
+    instance_type: str = Field(description="EC2 instance type, e.g. m7i.2xlarge.")
+    count: int = Field(
+        default=1, ge=1, le=LOGIN_NODES_MAX, description="Login nodes the group keeps running."
+    )
+    ssh_cidrs: list[Cidr] = Field(
+        default_factory=list,
+        description=(
+            "CIDRs allowed to reach the login nodes on port 22. Empty (the default): SSH only "
+            "through Session Manager (AWS-StartSSHSession), no inbound port."
+        ),
+    )
+    load_balancer: bool = Field(
+        default=False,
+        description=(
+            "A Network Load Balancer in front of the pool's port 22 (with ssh_cidrs): one "
+            "address for every login node; its nodes share one host key, so a replaced node "
+            "is the host users already trust."
+        ),
+    )
+    ami: AmiId | None = Field(
+        default=None,
+        description="Your own image for the login nodes. Default: the head node's image.",
+    )
+    root_volume: RootVolume = Field(default_factory=RootVolume, description="Root volume.")
+    instance_facts: InstanceFacts | None = Field(
+        default=None,
+        description="Facts for an instance type the catalog lacks (see the catalog record).",
+    )
+
+
 class LustreDeployment(enum.StrEnum):
     SCRATCH_1 = "SCRATCH_1"
     SCRATCH_2 = "SCRATCH_2"
@@ -413,27 +451,11 @@ SettingValue = str | int | float | bool
 # Slurm's own object names: sacctmgr folds account and QoS names to lowercase, so the
 # definition writes them so; user names are Linux login names (useradd's default pattern).
 SLURM_OBJECT_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
-USER_NAME_PATTERN = r"^[a-z_][a-z0-9_.-]{0,30}[$]?$"
 # A trackable resource as sacctmgr writes it in limits: cpu, mem (MiB), node, billing, or a
 # GRES with an optional type (gres/gpu, gres/gpu:h100, gres/neuron).
 TRES_PATTERN = r"^(cpu|mem|node|billing|gres/[a-z][a-z0-9_]*(:[a-z0-9][a-z0-9_.-]*)?)$"
 DB_IDENTIFIER_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,31}$"
-# A Secrets Manager secret by name or ARN (names: letters, digits and /_+=.@-, up to 512).
-SECRET_ID_PATTERN = (
-    r"^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:)?[A-Za-z0-9/_+=.@-]{1,512}$"
-)
-
-
-def _matching(pattern: str, what: str) -> AfterValidator:
-    """A pattern check whose message says what was expected (the schema keeps the pattern)."""
-    compiled = re.compile(pattern)
-
-    def check(value: str) -> str:
-        if not compiled.match(value):
-            raise ValueError(f"expected {what} (got {value!r})")
-        return value
-
-    return AfterValidator(check)
+_matching = matching
 
 
 SlurmObjectName = Annotated[
@@ -444,11 +466,6 @@ SlurmObjectName = Annotated[
         "digit, at most 63 characters (sacctmgr folds account and QoS names to lowercase)",
     ),
     WithJsonSchema({"type": "string", "pattern": SLURM_OBJECT_PATTERN}),
-]
-UserName = Annotated[
-    str,
-    _matching(USER_NAME_PATTERN, "a Linux login name: lowercase, such as alice or j.doe"),
-    WithJsonSchema({"type": "string", "pattern": USER_NAME_PATTERN}),
 ]
 TresName = Annotated[
     str,
@@ -1040,6 +1057,25 @@ class ClusterSpec(Model):
     network: NetworkSpec = Field(default_factory=NetworkSpec, description="Networking.")
     head_node: HeadNodeSpec = Field(description="The Slurm head node.")
     pools: list[PoolSpec] = Field(min_length=1, max_length=64, description="Worker pools.")
+    login_pools: list[LoginPoolSpec] = Field(
+        default_factory=list,
+        max_length=8,
+        description=(
+            "Login nodes (docs/people-and-login-nodes.md). None: people work through the head "
+            "node's Session Manager shell, as operators do."
+        ),
+    )
+    users: list[UserSpec] = Field(
+        default_factory=list,
+        max_length=5000,
+        description="People: the same accounts on every node (local accounts win over directory).",
+    )
+    groups: list[GroupSpec] = Field(
+        default_factory=list, max_length=1000, description="Groups the users name."
+    )
+    directory: DirectorySpec | None = Field(
+        default=None, description="People from LDAP or Active Directory, through SSSD."
+    )
     storage: StorageSpec = Field(default_factory=StorageSpec, description="Storage tiers.")
     slurm: SlurmSpec = Field(default_factory=SlurmSpec, description="Slurm options.")
     nccl: NcclSpec = Field(default_factory=NcclSpec, description="NCCL/libfabric overrides.")

@@ -61,6 +61,31 @@ def test_each_field_change_gets_its_class(mutation: Mutation) -> None:
         assert touched == [], f"an ordinary change replaces or deletes {touched}"
 
 
+def _mutation(field: str, why: str = "") -> Mutation:
+    return next(m for m in MUTATIONS if m.field == field and (not why or m.why == why))
+
+
+@pytest.mark.parametrize(
+    "why", ["a new user", "a removed user: locked on every node, files and id kept"]
+)
+def test_a_user_added_or_removed_is_pushed_to_every_node_without_reboot(why: str) -> None:
+    plan = planned(_mutation("users.name", why))
+    assert plan.worst is Effect.LIVE
+    pushes = [c.consequence.what for c in plan.of_class(Effect.LIVE)]
+    assert any("every node" in what and "no reboot" in what for what in pushes), pushes
+    touched = {c.change.state.type for c in plan.changes if c.change.action is not Action.UPDATE}
+    assert touched <= {"aws:s3/bucketObjectv2:BucketObjectv2"}, touched
+
+
+@pytest.mark.parametrize("field", ["login_pools.ami", "login_pools.instance_type"])
+def test_a_login_pools_image_or_size_rolls_that_pool_only(field: str) -> None:
+    plan = planned(_mutation(field))
+    rolled = [c.change.state.name for c in plan.of_class(Effect.ROLLING)]
+    assert rolled == ["chg-login-login"]
+    groups = [c.change.state.name for c in plan.changes if c.change.state.type == GROUP]
+    assert groups == ["chg-login-login"], "a worker pool's group changes too"
+
+
 def test_every_input_the_program_sets_is_in_the_replacement_data() -> None:
     """A new input (or resource type) in the stack needs its provider rule: without one a
     force-new change would pass as an update."""

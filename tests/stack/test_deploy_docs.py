@@ -1,5 +1,6 @@
 """docs/deploying.md ("Deploying for real") stays true to the program: every AWS service the program
-creates resources of is in the deployer's IAM table, and the documented commands exist."""
+creates resources of (for the examples and a team's login pool behind its load balancer) is in
+the deployer's IAM table, and the documented commands exist."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 
 import pytest
 
+from stack.test_login_pools import OFFICE, team
 from support.stack import EXAMPLE_IDS, REPO, example, run_ok
 
 pytestmark = pytest.mark.stack
@@ -24,6 +26,7 @@ IAM_PREFIX = {
     "fsx": "fsx",
     "iam": "iam",
     "imagebuilder": "imagebuilder",
+    "lb": "elasticloadbalancing",
     "s3": "s3",
     "secretsmanager": "secretsmanager",
     "ssm": "ssm",
@@ -40,8 +43,10 @@ def test_the_iam_table_names_every_service_the_program_uses() -> None:
     table = _section("# Deploying for real")
     listed = set(re.findall(r"^\| `([a-z0-9]+)` \|", table, re.M))
     used = set()
-    for stem in EXAMPLE_IDS:
-        for resource in run_ok(example(stem)).custom:
+    definitions = [example(stem) for stem in EXAMPLE_IDS]
+    definitions.append(team(ssh_cidrs=[OFFICE], load_balancer=True))
+    for definition in definitions:
+        for resource in run_ok(definition).custom:
             provider, module = resource.type.split(":")[:2]
             if provider == "aws":
                 module = module.split("/")[0]

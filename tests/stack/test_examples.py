@@ -92,6 +92,8 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
     # head: 3 Slurm port ranges x (workers, self) + one per ssh CIDR; workers: self, head
     # ingress; storage: Lustre 2 port ranges x 3 peers, NFS x 2 peers, EFA extras.
     ingress = 6 + len(spec.network.ssh_cidrs) + 2
+    # slurmdbd from the workers (sacct, sshare where jobs run), with accounting on.
+    ingress += 1 if spec.slurm.accounting.enabled else 0
     egress = 1 + 2
     if plan.lustre is not None:
         ingress += 6
@@ -125,8 +127,9 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
             T_VOLUME: 1,
             "aws:ec2/volumeAttachment:VolumeAttachment": 1,
             "aws:s3/bucketObjectv2:BucketObjectv2": store_objects,
-            "aws:ssm/document:Document": 1,
-            "aws:ssm/association:Association": 1,
+            # apply-config (the head node) and sync-nodes (every node: files and people).
+            "aws:ssm/document:Document": 2,
+            "aws:ssm/association:Association": 2,
             T_LT: len(plan.pools),
             T_ASG: len(plan.pools),
             # Each pool's drain hook and join hook (launches wait until the node is in Slurm).

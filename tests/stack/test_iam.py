@@ -244,6 +244,7 @@ def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
         # test_nodes_pull_images_from_the_accounts_ecr_and_push_none).
         f"arn:aws:ecr:{region}:{ACCOUNT_ID}:repository/*",
         f"{iam.bucket_arn}/logs/*",  # the head reads the nodes' logs
+        f"{iam.bucket_arn}/launches/*",  # the elastic launches' names (head writes, nodes read)
         *(f"{iam.bucket_arn}/logs/{p.name}/${{ec2:SourceInstanceARN}}/*" for p in plan.pools),
         # Observing (tests/stack/test_monitoring.py): the alert topic, the cluster's log groups
         # and, for PutEvents only, the account's default bus.

@@ -53,14 +53,15 @@ def test_config_store_objects_manifest_and_association() -> None:
     # Uploaded only after every object it names, and published only after it is uploaded.
     assert {o.urn for o in objects.values()} <= set(manifest_object.options.depends_on)
     assert manifest_object.urn in param.options.depends_on
-    association = result.one(T_ASSOCIATION)
+    apply_config = f"{plan.name}-apply-config"
+    association = result.one(T_ASSOCIATION, apply_config)
     head = result.one(T_INSTANCE)
     assert association.inputs["targets"] == [{"key": "InstanceIds", "values": [head.id]}]
     assert association.inputs["parameters"] == {
         "ManifestHash": hashlib.sha256(manifest.encode()).hexdigest()
     }
     assert param.urn in association.options.depends_on
-    document = result.one("aws:ssm/document:Document")
+    document = result.one("aws:ssm/document:Document", apply_config)
     assert association.inputs["name"] == document.inputs["name"]
     content = json.loads(document.inputs["content"])
     commands = content["mainSteps"][0]["inputs"]["runCommand"]

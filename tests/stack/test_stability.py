@@ -79,6 +79,6 @@ def test_pool_changes_leave_head_node_and_storage_alone(change: Any) -> None:
         assert old[urn] == new[urn], f"{urn} changed"
     # The change itself did reach the cluster: through the config store and the groups.
     assert (
-        before.one(T_ASSOCIATION).inputs["parameters"]
-        != after.one(T_ASSOCIATION).inputs["parameters"]
+        before.one(T_ASSOCIATION, "llm-train-apply-config").inputs["parameters"]
+        != after.one(T_ASSOCIATION, "llm-train-apply-config").inputs["parameters"]
     )

@@ -29,6 +29,13 @@ CASES = [
         "tags",
         "an elastic node's instance holds 50 and slurmstack adds 6",
     ),
+    # An elastic instance's tags are in its instance metadata, which refuses such keys.
+    Case(
+        "elastic-tag-keys",
+        both(set_in("tags", {"cost center/team": "ml"}), set_in("pools.1.max_count", 4)),
+        "tags.cost center/team",
+        "cannot be in the instance metadata",
+    ),
     Case(
         "elastic-reserved-capacity",
         set_in("pools.0.max_count", 8),

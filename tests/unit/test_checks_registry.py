@@ -18,6 +18,7 @@ FAMILIES = [
     "storage",
     "slurm",
     "accounting",
+    "people",
     "nccl",
     "tags",
     "images",

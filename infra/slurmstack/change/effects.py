@@ -122,8 +122,26 @@ LIVE_MEANING = {
     "aws:ebs/volume:Volume": "modified while attached",
     "aws:ec2/instance:Instance": "modified while running",
 }
+# Made anew, these act at once on what runs (a created resource is otherwise "no effect":
+# nothing uses it yet).
+CREATE_LIVE = {
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "the port opens at once",
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": "the traffic is allowed at once",
+    DATA_REPOSITORY: "the bucket's prefix appears in the file system",
+}
 GROUP_SIZE = {"desiredCapacity", "minSize", "maxSize"}
 GROUP_TEMPLATE = {"launchTemplate", "mixedInstancesPolicy"}
+ASSOCIATION = "aws:ssm/association:Association"
+# The push that targets the cluster's tag rather than the head (stack/config_store.py).
+EVERY_NODE_PUSH = (
+    "every node (workers, login nodes, head) pulls its files and applies the people "
+    "(accounts, groups, keys, directory) in place, no reboot"
+)
+
+
+def _targets_every_node(state: ResourceState) -> bool:
+    targets = state.inputs.get("targets") or []
+    return any(str(t.get("key", "")).startswith("tag:") for t in targets if isinstance(t, dict))
 
 
 @dataclass(frozen=True)
@@ -254,6 +272,8 @@ def _update(change: ResourceChange, context: Context) -> Consequence:
         return Consequence(Effect.LIVE, f"{_subject(state)}: {which} hook settings")
     changed = ", ".join(sorted(change.changed))
     meaning = LIVE_MEANING.get(state.type, "updated in place")
+    if state.type == ASSOCIATION and _targets_every_node(state):
+        meaning = EVERY_NODE_PUSH
     return Consequence(Effect.LIVE, f"{state.name} ({changed}): {meaning}")
 
 
@@ -325,10 +345,8 @@ def classify(change: ResourceChange, context: Context) -> Consequence:
             return Consequence(
                 Effect.LIVE, f"{_subject(state)} added: {nodes} always-on nodes boot and join"
             )
-        if state.type == DATA_REPOSITORY:
-            return Consequence(
-                Effect.LIVE, f"{state.name}: the bucket's prefix appears in the file system"
-            )
+        if state.type in CREATE_LIVE:
+            return Consequence(Effect.LIVE, f"{state.name}: {CREATE_LIVE[state.type]}")
         return Consequence(Effect.NONE, f"{state.name}: created")
     if change.action is Action.UPDATE:
         return _update(change, context)

@@ -2,8 +2,8 @@
 that yields findings with a path; all rules run and every finding is collected.
 
 Rules live in one module per resource family (names, region, instances, capacity, elastic,
-network, storage, slurm, accounting, nccl, tags, images, health). The rule id is the function name with dashes for
-underscores; the comment above each rule says why it exists.
+network, storage, slurm, accounting, people, nccl, tags, images, health). The rule id is the
+function name with dashes for underscores; the comment above each rule says why it exists.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from slurmstack.checks import (  # noqa: E402
     names,
     nccl,
     network,
+    people,
     region,
     slurm,
     storage,
@@ -71,6 +72,7 @@ __all__ = [
     "names",
     "nccl",
     "network",
+    "people",
     "region",
     "rule",
     "rule_id",

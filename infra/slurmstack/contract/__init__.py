@@ -33,6 +33,7 @@ the one door: import every name from ``slurmstack.contract``, never from its mod
 - ``observe``: The exporters' ports, the agent's metrics and scrape targets, the GPU-to-job
   files, the alert event's schema.
 - ``image``: What a node's image must hold, and where the image build finds its inputs.
+- ``people``: identities.json: the people every node knows, their ids, login pools' names.
 - ``acceptance``: acceptance.json: what acceptance expects of each pool's nodes, and how it
   tests them.
 """
@@ -50,6 +51,7 @@ from . import (
     node_config,
     observe,
     paths,
+    people,
     reasons,
     repair,
     store,
@@ -65,6 +67,7 @@ from .names import *
 from .node_config import *
 from .observe import *
 from .paths import *
+from .people import *
 from .reasons import *
 from .repair import *
 from .store import *
@@ -82,6 +85,7 @@ __all__ = sorted(
         *node_config.__all__,
         *observe.__all__,
         *paths.__all__,
+        *people.__all__,
         *reasons.__all__,
         *repair.__all__,
         *store.__all__,

@@ -12,12 +12,14 @@ __all__ = [
     "DRAIN_HOOK_NAME",
     "ELASTIC_MARK",
     "ELASTIC_TAG",
+    "GET_PARAMETERS_MAX",
     "HEAD_ROLE",
     "IMAGE_TAG",
     "JOIN_HOOK_HEARTBEAT_SECONDS",
     "JOIN_HOOK_NAME",
+    "LAUNCH_TAG",
     "NODE_INDEX_MAX",
-    "NODE_NAME_TAG",
+    "POOL_PARAMETERS",
     "POOL_ROLE",
     "POOL_TAG",
     "ROLE_TAG",
@@ -35,6 +37,7 @@ __all__ = [
     "node_name",
     "node_name_pattern",
     "node_name_prefix",
+    "parameter_calls",
     "parameter_name",
     "parameter_prefix",
     "resource_name",
@@ -137,10 +140,13 @@ POOL_TAG = f"{TAG_PREFIX}pool"
 IMAGE_TAG = f"{TAG_PREFIX}image"  # on an Image Builder image: the key of the image it is
 # On an instance the power programs launched (value: its pool), from the launch itself: the
 # node agent knows by it to wait for its name, the head's role may terminate only such
-# instances. Its Slurm node name follows as NODE_NAME_TAG once EC2 has said which instance
-# takes which name.
+# instances. LAUNCH_TAG, also from the launch, is the id of the launch (one EC2 Fleet request):
+# the head writes one object per launch to the bucket (launch_key: instance -> node name) as
+# soon as EC2 has said which instances it launched, and the node reads its name there. EC2
+# cannot give each instance of one request a tag of its own, and a CreateTags call per instance
+# is what a thousand-node launch cannot afford.
 ELASTIC_TAG = f"{TAG_PREFIX}elastic"
-NODE_NAME_TAG = f"{TAG_PREFIX}node-name"
+LAUNCH_TAG = f"{TAG_PREFIX}launch"
 
 
 def resource_tags(
@@ -196,6 +202,32 @@ def parameter_prefix(cluster: str) -> str:
 def parameter_name(prefix: str, key: DeployParameter | str) -> str:
     """Full SSM parameter name of a deploy-time value, e.g. /slurmstack/llm-train/head/address."""
     return f"{prefix}/{key}"
+
+
+# GetParameters takes at most ten names a call (AWS Systems Manager API Reference,
+# GetParameters: Names, 1 to 10 items).
+GET_PARAMETERS_MAX = 10
+# What a pool node reads (its boot and its agent): one GetParameters call. The head reads every
+# DeployParameter (two calls: it is one node).
+POOL_PARAMETERS = tuple(
+    k.value
+    for k in (
+        DeployParameter.HEAD_ADDRESS,
+        DeployParameter.BUCKET,
+        DeployParameter.LUSTRE_DNS,
+        DeployParameter.LUSTRE_MOUNT_NAME,
+        DeployParameter.EFS_ID,
+        DeployParameter.CONFIG_MANIFEST,
+    )
+)
+
+
+def parameter_calls(prefix: str, role: str, also: str = "") -> list[list[str]]:
+    """The names of the deploy-time parameters a node of ``role`` reads (and ``also``, a key
+    asked for beyond them), as GetParameters calls of at most GET_PARAMETERS_MAX names."""
+    keys = [k for k in DeployParameter if role == HEAD_ROLE or k in POOL_PARAMETERS or k == also]
+    names = [parameter_name(prefix, k) for k in keys]
+    return [names[i : i + GET_PARAMETERS_MAX] for i in range(0, len(names), GET_PARAMETERS_MAX)]
 
 
 def munge_secret_name(cluster: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from .commands import LAUNCH_RETRY_MAX_SECONDS, LAUNCH_RETRY_SECONDS
+from .commands import LAUNCH_RETRY_MAX_SECONDS, LAUNCH_RETRY_SECONDS, ORPHAN_GRACE_SECONDS
 from .names import HEAD_ROLE
 from .repair import RepairPolicy
 
@@ -71,6 +71,9 @@ class ElasticPool:
     placement_group: str | None = None  # the cluster placement group the nodes launch into
     max_spot_price: str | None = None
     tags: dict[str, str] = field(default_factory=dict)  # its instances' tags (ELASTIC_TAG too)
+    # Its partition gives jobs whole nodes (OverSubscribe=EXCLUSIVE): a multi-node job's nodes
+    # launch all or nothing where Slurm's resume file does not say whether a job is exclusive.
+    exclusive: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,7 @@ class NodeConfig:
     state_volume: StateVolume | None = None
     elastic_pools: tuple[ElasticPool, ...] = ()  # what the power programs launch
     launch_retry: LaunchRetry = field(default_factory=LaunchRetry)
+    orphan_grace_seconds: int = ORPHAN_GRACE_SECONDS  # the sweep's, for an unowned instance
     pools: tuple[PoolRef, ...] = ()  # the pools whose nodes the controller looks after
     repair: RepairPolicy | None = None  # the controller's policy
     # A pool's node.

@@ -7,7 +7,16 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from .paths import STATE_VOLUME_MOUNT
+from .commands import POWER_LOG_PATH
+from .paths import (
+    CONTROLLER_LOG_PATH,
+    EVENTS_LOG_PATH,
+    HEALTH_LOG_PATH,
+    SLURMCTLD_LOG_PATH,
+    SLURMD_LOG_PATH,
+    SLURMDBD_LOG_FILE,
+    STATE_VOLUME_MOUNT,
+)
 
 __all__ = [
     "ALERTMANAGER_PORT",
@@ -23,6 +32,10 @@ __all__ = [
     "GPU_JOB_DIR",
     "GRAFANA_PORT",
     "GRAFANA_UNIT",
+    "HEAD_LOG_FILES",
+    "LOG_SHIPPER_INTERVAL_SECONDS",
+    "LOG_SHIPPER_STATE_PATH",
+    "LOG_SHIPPER_UNIT",
     "METRICS_DIR",
     "METRICS_TIMER",
     "MONITORING_CONFIG_PATH",
@@ -37,6 +50,7 @@ __all__ = [
     "SCRAPE_TARGETS_DIR",
     "SLURMCTLD_METRICS_PATHS",
     "SLURM_NATIVE_METRICS_VERSION",
+    "WORKER_LOG_FILES",
     "LogSource",
     "Metric",
     "MonitoringConfig",
@@ -68,6 +82,7 @@ ALERTMANAGER_UNIT = "slurmstack-alertmanager.service"
 GRAFANA_UNIT = "slurmstack-grafana.service"
 ALERT_RELAY_UNIT = "slurmstack-alert-relay.service"
 METRICS_TIMER = "slurmstack-metrics.timer"
+LOG_SHIPPER_UNIT = "slurmstack-log-shipper.service"  # every node's `follow-logs`
 MONITORING_UNITS = (
     NODE_EXPORTER_UNIT,
     DCGM_EXPORTER_UNIT,
@@ -76,6 +91,7 @@ MONITORING_UNITS = (
     ALERT_RELAY_UNIT,
     GRAFANA_UNIT,
     METRICS_TIMER,
+    LOG_SHIPPER_UNIT,
 )
 
 # The agent's metrics: files node_exporter's textfile collector serves (*.prom, written whole
@@ -136,6 +152,26 @@ def log_group_prefix(cluster: str) -> str:
 
 def log_group_name(cluster: str, source: LogSource) -> str:
     return f"{log_group_prefix(cluster)}{source.value}"
+
+
+# The files each kind of node follows into its LogSource's group (`follow-logs`, a service on
+# every node): new complete lines, each file from where the last pass stopped. The agent's
+# programs write their own files (the controller's decisions, the events, the power
+# programs'); what they print goes to the journal, which stays on the node.
+HEAD_LOG_FILES = {
+    LogSource.SLURMCTLD: (SLURMCTLD_LOG_PATH,),
+    LogSource.SLURMDBD: (SLURMDBD_LOG_FILE,),
+    LogSource.AGENT: (CONTROLLER_LOG_PATH, EVENTS_LOG_PATH, POWER_LOG_PATH),
+}
+WORKER_LOG_FILES = {
+    LogSource.SLURMD: (SLURMD_LOG_PATH,),
+    LogSource.AGENT: (EVENTS_LOG_PATH,),
+    LogSource.HEALTH_CHECK: (HEALTH_LOG_PATH,),
+}
+# Where each file was read up to (its inode and byte offset): survives the service's restarts
+# and the node's reboots, so no line is sent twice.
+LOG_SHIPPER_STATE_PATH = "/var/lib/slurmstack/log-shipper.json"
+LOG_SHIPPER_INTERVAL_SECONDS = 5
 
 
 class Metric(enum.StrEnum):

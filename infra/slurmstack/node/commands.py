@@ -5,7 +5,7 @@ subcommand is one Subcommand in its room's ``commands`` module."""
 
 from __future__ import annotations
 
-from . import accounting, boot, controller, health, observe, power, workload
+from . import accounting, boot, controller, health, observe, people, power, workload
 from .subcommand import Subcommand
 
 COMMANDS: tuple[Subcommand, ...] = (
@@ -14,6 +14,7 @@ COMMANDS: tuple[Subcommand, ...] = (
     *controller.COMMANDS,
     *power.COMMANDS,
     *accounting.COMMANDS,
+    *people.COMMANDS,
     *workload.COMMANDS,
     *observe.COMMANDS,
 )

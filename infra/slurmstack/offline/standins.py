@@ -177,6 +177,36 @@ def _asg(ctx: Context) -> tuple[str, dict[str, Any]]:
     }
 
 
+def _load_balancer(ctx: Context) -> tuple[str, dict[str, Any]]:
+    """A Network Load Balancer: its id is its ARN (loadbalancer/net/<name>/<16 hex>); its
+    DNS name is <name>-<16 hex>.elb.<region>.amazonaws.com, as ELB hands them out."""
+    name = ctx.physical_name()
+    suffix = _digest("elb", ctx.name)[:16]
+    arn = ctx.arn("elasticloadbalancing", f"loadbalancer/net/{name}/{suffix}")
+    return arn, {
+        "arn": arn,
+        "name": name,
+        "dnsName": f"{name}-{suffix}.elb.{ctx.region}.amazonaws.com",
+    }
+
+
+def _target_group(ctx: Context) -> tuple[str, dict[str, Any]]:
+    name = ctx.physical_name()
+    arn = ctx.arn("elasticloadbalancing", f"targetgroup/{name}/{_digest('tg', ctx.name)[:16]}")
+    return arn, {"arn": arn, "name": name}
+
+
+def _listener(ctx: Context) -> tuple[str, dict[str, Any]]:
+    balancer = str(ctx.inputs.get("loadBalancerArn", ""))
+    prefix = (
+        balancer.replace(":loadbalancer/", ":listener/", 1)
+        if balancer
+        else ctx.arn("elasticloadbalancing", f"listener/net/{ctx.name}")
+    )
+    arn = f"{prefix}/{_digest('listener', ctx.name)[:16]}"
+    return arn, {"arn": arn}
+
+
 def _volume(ctx: Context) -> tuple[str, dict[str, Any]]:
     vid = hex_id("vol", ctx.name)
     return vid, {"arn": ctx.arn("ec2", f"volume/{vid}")}
@@ -401,6 +431,9 @@ STAND_INS: dict[str, StandIn] = {
     "aws:ec2/volumeAttachment:VolumeAttachment": _simple("vai"),
     "aws:ebs/volume:Volume": _volume,
     "aws:autoscaling/group:Group": _asg,
+    "aws:lb/loadBalancer:LoadBalancer": _load_balancer,
+    "aws:lb/targetGroup:TargetGroup": _target_group,
+    "aws:lb/listener:Listener": _listener,
     "aws:fsx/lustreFileSystem:LustreFileSystem": _lustre,
     "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": _dra,
     "aws:efs/fileSystem:FileSystem": _efs,

@@ -5,7 +5,8 @@ definition is decided here, once, one module per concern: ``pools`` (Slurm's vie
 pool's nodes, EFA layout, placement, mounts, NCCL environment), ``head``, ``storage``
 (mounts, Lustre), ``network`` (subnets, where the head sits), ``slurm`` (MaxNodeCount,
 GresTypes, extra keys), ``images`` (the node images baked, and what each node's image must
-hold), ``health`` (the checks nodes run, the head controller's repair policy), ``accounting``
+hold), ``health`` (the checks nodes run, the head controller's repair policy), ``people`` (the
+accounts every node creates, the directory, the login pools), ``accounting``
 (slurmdbd, its database, accounts, users, QoS and the usage report's prices); ``cluster`` puts
 them together (``build_plan``). Rules the checks apply too live in modules of their own
 (slurmstack.rules.efa, slurmstack.rules.subnets, slurmstack.rules.fsx, slurmstack.rules.accounting). ``build_plan``
@@ -43,6 +44,7 @@ from slurmstack.plan.images import (
     own_ami,
     role_image_contract,
 )
+from slurmstack.plan.people import LoginPoolPlan, identities
 from slurmstack.plan.pools import (
     MEMORY_HEADROOM_FRACTION,
     MEMORY_HEADROOM_MIN_MIB,
@@ -95,6 +97,7 @@ __all__ = [
     "ImageKind",
     "ImagePlan",
     "InterfaceType",
+    "LoginPoolPlan",
     "LustrePlan",
     "MountPlan",
     "NetworkInterfacePlan",
@@ -106,6 +109,7 @@ __all__ = [
     "efa_interfaces",
     "existing_placement_group",
     "head_packages",
+    "identities",
     "image_contract",
     "image_of",
     "image_pins",

@@ -18,6 +18,7 @@ from slurmstack.plan.errors import PlanError
 from slurmstack.plan.head import HeadPlan
 from slurmstack.plan.health import HealthPlan, plan_health
 from slurmstack.plan.network import head_in_public_subnet
+from slurmstack.plan.people import LoginPoolPlan, plan_login_pool
 from slurmstack.plan.pools import PoolPlan, plan_pool
 from slurmstack.plan.slurm import gres_types, slurm_max_node_count, slurm_settings
 from slurmstack.plan.storage import LustrePlan, MountPlan, plan_lustre, shared_mounts
@@ -42,6 +43,18 @@ class ClusterPlan:
     public_subnet_cidr: ipaddress.IPv4Network | None
     compute_subnet_cidr: ipaddress.IPv4Network | None
     health: HealthPlan
+    login_pools: tuple[LoginPoolPlan, ...] = ()
+
+    @property
+    def users(self) -> int:
+        """People the definition declares (a directory's are not counted)."""
+        return len(self.spec.users)
+
+    def login_pool(self, name: str) -> LoginPoolPlan:
+        for pool in self.login_pools:
+            if pool.name == name:
+                return pool
+        raise KeyError(name)
 
     @property
     def max_node_count(self) -> int:
@@ -160,4 +173,5 @@ def build_plan(spec: ClusterSpec, catalog: Catalog | None = None) -> ClusterPlan
         public_subnet_cidr=public,
         compute_subnet_cidr=compute,
         health=plan_health(spec.health),
+        login_pools=tuple(plan_login_pool(p, catalog) for p in spec.login_pools),
     )

@@ -23,12 +23,16 @@ from slurmstack.contract import (
     HEAD_ROLE,
     IMAGE_ACCOUNTING_ITEMS,
     IMAGE_BASE_ITEMS,
+    IMAGE_DIRECTORY_ITEMS,
     IMAGE_HEAD_ITEMS,
     IMAGE_LOCAL_DATABASE_ITEMS,
+    IMAGE_LOGIN_ITEMS,
     IMAGE_MOUNT_ITEMS,
     IMAGE_SCRATCH_ITEMS,
     IMAGE_WORKER_ITEMS,
     MountKind,
+    is_login_role,
+    login_pool_of,
 )
 from slurmstack.image_pins import image_pins
 from slurmstack.plan.accounting import accounting_plan
@@ -184,11 +188,17 @@ class ImagePlan:
 def own_ami(plan: ClusterPlan, role: str) -> str | None:
     """The AMI the definition names for ``role`` (its own key first, then image.ami)."""
     spec = plan.spec
-    own = spec.head_node.ami if role == HEAD_ROLE else plan.pool(role).ami
+    if is_login_role(role):
+        # A login pool boots the head's own AMI unless it names one.
+        own = plan.login_pool(login_pool_of(role)).ami or spec.head_node.ami
+    else:
+        own = spec.head_node.ami if role == HEAD_ROLE else plan.pool(role).ami
     return own or spec.image.ami
 
 
 def _facts(plan: ClusterPlan, role: str) -> InstanceFacts:
+    if is_login_role(role):
+        return plan.login_pool(login_pool_of(role)).facts
     return plan.head.facts if role == HEAD_ROLE else plan.pool(role).facts
 
 
@@ -212,7 +222,8 @@ def _packages(kind: ImageKind, serves_head: bool) -> tuple[str, ...]:
     CPU images carry both daemons: the head and CPU pools share them."""
     table = image_pins()["packages"]
     # enroot's runtime dependencies: it is built from source, not installed as a .deb.
-    wanted = [*table["common"], *image_pins()["enroot"]["runtime_packages"], *table["worker"]]
+    wanted = [*table["common"], *table["people"], *image_pins()["enroot"]["runtime_packages"]]
+    wanted += table["worker"]
     wanted += table["monitoring"]
     if kind is ImageKind.CPU:
         # CPU pools run MPI over EFA with the EFA installer's libfabric and Open MPI, as the
@@ -242,7 +253,7 @@ def image_plans(plan: ClusterPlan) -> tuple[ImagePlan, ...]:
     # By kind, architecture and Slurm release: a pool lagging the head in a staged upgrade
     # (pools[].slurm_version) boots an image of its own release.
     groups: dict[tuple[ImageKind, Architecture, str], list[str]] = {}
-    for role in (HEAD_ROLE, *(p.name for p in plan.pools)):
+    for role in (HEAD_ROLE, *(p.name for p in plan.pools), *(p.role for p in plan.login_pools)):
         if own_ami(plan, role) is not None:
             continue
         facts = _facts(plan, role)
@@ -273,7 +284,8 @@ def image_plans(plan: ClusterPlan) -> tuple[ImagePlan, ...]:
 
 
 def _slurm_version(plan: ClusterPlan, role: str) -> str:
-    if role == HEAD_ROLE:
+    # Login nodes run the head's release: their clients (and sackd) talk to slurmctld.
+    if role == HEAD_ROLE or is_login_role(role):
         return plan.spec.slurm.version
     spec = next(p for p in plan.spec.pools if p.name == role)
     return pool_slurm_version(plan.spec, spec)
@@ -310,7 +322,8 @@ def parent_available(kind: ImageKind, arch: Architecture) -> bool:
 def image_contract(image: ImagePlan) -> tuple[str, ...]:
     """What the image's test phase checks with the boot's own check: everything any node of
     its kind may need (a role's own contract is a subset: no scratch, no Lustre, ...)."""
-    items = [*IMAGE_BASE_ITEMS, *IMAGE_WORKER_ITEMS, *IMAGE_SCRATCH_ITEMS]
+    items = [*IMAGE_BASE_ITEMS, *IMAGE_WORKER_ITEMS, *IMAGE_SCRATCH_ITEMS, *IMAGE_LOGIN_ITEMS]
+    items += IMAGE_DIRECTORY_ITEMS
     items += [item for group in IMAGE_MOUNT_ITEMS.values() for item in group]
     if image.kind is ImageKind.CPU or image.serves_head:
         items += [*IMAGE_HEAD_ITEMS, *IMAGE_ACCOUNTING_ITEMS, *IMAGE_LOCAL_DATABASE_ITEMS]
@@ -332,6 +345,9 @@ def role_image_contract(plan: ClusterPlan, role: str) -> tuple[str, ...]:
             if accounting.database.local:
                 items += IMAGE_LOCAL_DATABASE_ITEMS
         mounts = plan.mounts
+    elif is_login_role(role):
+        items += IMAGE_LOGIN_ITEMS
+        mounts = plan.mounts
     else:
         pool = plan.pool(role)
         items += IMAGE_WORKER_ITEMS
@@ -341,4 +357,6 @@ def role_image_contract(plan: ClusterPlan, role: str) -> tuple[str, ...]:
     for kind in (MountKind.EFS, MountKind.LUSTRE):
         if any(m.kind is kind for m in mounts):
             items += IMAGE_MOUNT_ITEMS[kind]
+    if plan.spec.directory is not None:
+        items += IMAGE_DIRECTORY_ITEMS
     return tuple(items)

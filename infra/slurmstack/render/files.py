@@ -14,6 +14,7 @@ from slurmstack.contract import (
     SLURMCTLD_DROPIN_PATH,
     SLURMD_ELASTIC_DROPIN_SOURCE,
     TASK_PROLOG_PATH,
+    is_login_role,
 )
 from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.render import jobs, nccl, slurm
@@ -21,7 +22,8 @@ from slurmstack.render.accounting import accounting_files
 from slurmstack.render.cloud_init import CLOUD_INIT, user_data
 from slurmstack.render.monitoring import head_monitoring_files, pool_monitoring_files
 from slurmstack.render.node import agent_files, node_config
-from slurmstack.render.roles import pool_named, roles
+from slurmstack.render.people import identities_file, login_files
+from slurmstack.render.roles import login_pool_named, pool_named, roles
 
 from ..contract import dump_document
 
@@ -43,6 +45,7 @@ def head_files(plan: ClusterPlan) -> dict[str, str]:
         **agent_files(),
         **jobs.head_jobs_files(plan),
         **jobs.ecr_token_units(plan, "head node"),
+        **identities_file(plan),
         **head_monitoring_files(plan),
     }
 
@@ -57,6 +60,7 @@ def pool_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
         **agent_files(),
         **jobs.pool_jobs_files(plan, pool),
         **jobs.ecr_token_units(plan, f"node of pool {pool.name}"),
+        **identities_file(plan),
         **pool_monitoring_files(plan, pool),
     }
     optional = {
@@ -72,17 +76,22 @@ def pool_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
 def role_files(plan: ClusterPlan, role: str) -> dict[str, str]:
     if role == HEAD_ROLE:
         return head_files(plan)
+    if is_login_role(role):
+        return login_files(plan, login_pool_named(plan, role))
     return pool_files(plan, pool_named(plan, role))
 
 
 def _prefix(role: str) -> str:
-    return HEAD_ROLE if role == HEAD_ROLE else f"pools/{role}"
+    """head, pools/<pool>, login/<pool> (a login role is already its layout)."""
+    if role == HEAD_ROLE or is_login_role(role):
+        return role
+    return f"pools/{role}"
 
 
 def render_cluster(plan: ClusterPlan) -> dict[str, str]:
     """Every file a node receives, keyed by a relative path mirroring where it lands:
-    "head/..." for the head node, "pools/<pool>/..." per pool, the cloud-init documents at
-    "<role>/cloud-init.yaml"."""
+    "head/..." for the head node, "pools/<pool>/..." per pool, "login/<pool>/..." per login
+    pool, the cloud-init documents at "<role>/cloud-init.yaml"."""
     out: dict[str, str] = {}
     for role in roles(plan):
         prefix = _prefix(role)

@@ -20,6 +20,7 @@ from slurmstack.contract import (
     GPU_JOB_DIR,
     GRAFANA_PORT,
     GRAFANA_UNIT,
+    LOG_SHIPPER_UNIT,
     METRICS_DIR,
     METRICS_TIMER,
     MONITORING_CONFIG_PATH,
@@ -115,6 +116,12 @@ def metrics_units(plan: ClusterPlan, observe: ObservabilityPlan, head: bool) -> 
         where="the head node" if head else "every node",
     )
     return {unit_path(METRICS_SERVICE): service, unit_path(METRICS_TIMER): timer}
+
+
+def log_shipper_unit(plan: ClusterPlan) -> str:
+    """Every node's `follow-logs`: root, as only root reaches the instance's credentials (the
+    metadata firewall) and reads slurmctld's and slurmd's logs."""
+    return _unit(plan, "log shipper", agent_command(Command.FOLLOW_LOGS))
 
 
 def prometheus_config(plan: ClusterPlan, observe: ObservabilityPlan) -> dict[str, Any]:
@@ -215,6 +222,7 @@ def head_monitoring_files(plan: ClusterPlan) -> dict[str, str]:
             "Alertmanager, to the alert relay", alertmanager_config()
         ),
         unit_path(NODE_EXPORTER_UNIT): node_exporter_unit(plan),
+        unit_path(LOG_SHIPPER_UNIT): log_shipper_unit(plan),
         unit_path(PROMETHEUS_UNIT): _unit(
             plan,
             "Prometheus",
@@ -246,6 +254,7 @@ def pool_monitoring_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
     observe = observability_plan(plan)
     files = {
         unit_path(NODE_EXPORTER_UNIT): node_exporter_unit(plan),
+        unit_path(LOG_SHIPPER_UNIT): log_shipper_unit(plan),
         **metrics_units(plan, observe, head=False),
     }
     if pool.expected_gpus:

@@ -100,6 +100,7 @@ def elastic_pool(plan: ClusterPlan, pool: PoolPlan) -> ElasticPool:
         placement_group=placement,
         max_spot_price=None if price is None else f"{price:g}",
         tags=dict(sorted(instance_tags.items())),
+        exclusive=pool.exclusive,
     )
 
 

@@ -224,6 +224,21 @@ def _ready(doc: dict[str, Any]) -> Grid:
     return grid
 
 
+def _people(doc: dict[str, Any]) -> Grid:
+    people = doc["people"]
+    directory = people["directory"]
+    who = f"{people['users']} users, {people['groups']} groups"
+    if directory:
+        who += f", and the people of {directory['type']} {', '.join(directory['uris'])}"
+    grid = Grid(f"People: {who}", ["login pool", "nodes", "instance type", "direct SSH from"])
+    for pool in people["login_pools"]:
+        direct = ", ".join(pool["ssh_cidrs"]) or "nowhere (Session Manager only)"
+        if pool["load_balancer"]:
+            direct += " (load balancer)"
+        grid.add(pool["name"], str(pool["count"]), pool["instance_type"], direct)
+    return grid
+
+
 def print_plan(doc: dict[str, Any], console: Console) -> None:
     s = doc["summary"]
     by_model = ", ".join(f"{n} {m}" for m, n in sorted(s["gpus_by_model"].items())) or "none"
@@ -245,6 +260,7 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
         (_storage(doc), []),
         (_images(doc), []),
         (_slurm(doc), []),
+        (_people(doc), [f"  the way in: {doc['people']['way_in']}"]),
         (
             _cost(doc),
             [

@@ -110,7 +110,13 @@ def unit_price(key: str) -> tuple[float, str]:
     return float(entry["value"]), prices["sources"][entry["source"]]
 
 
-def _instance_price(
+def usage_price(item: str, key: str, unit: str) -> UsagePrice:
+    """A usage-billed service: its unit price (service_prices.json) per ``unit``."""
+    value, source = unit_price(key)
+    return UsagePrice(item, f"${value}/{unit}", source)
+
+
+def instance_price(
     instance_type: str, plan: ClusterPlan, facts_price: Any
 ) -> tuple[float | None, str, str]:
     """(USD per instance-hour, source, note) for one instance type."""
@@ -141,7 +147,7 @@ _CAPACITY_NOTES = {
 }
 
 
-def _gp3_hourly(volume: RootVolume | None, size_gib: int) -> float:
+def gp3_hourly(volume: RootVolume | None, size_gib: int) -> float:
     gb, _ = unit_price("gp3_usd_per_gb_month")
     iops, _ = unit_price("gp3_usd_per_iops_month_above_3000")
     tput, _ = unit_price("gp3_usd_per_mibps_month_above_125")
@@ -152,7 +158,7 @@ def _gp3_hourly(volume: RootVolume | None, size_gib: int) -> float:
 
 
 def _pool_lines(pool: PoolPlan, plan: ClusterPlan) -> list[CostLine]:
-    price, source, note = _instance_price(pool.instance_type, plan, pool.facts.price)
+    price, source, note = instance_price(pool.instance_type, plan, pool.facts.price)
     if pool.capacity.type is CapacityType.SPOT and pool.capacity.max_spot_price and price:
         price = min(price, pool.capacity.max_spot_price)
         note = "spot: shown at max_spot_price, the most it can cost"
@@ -183,7 +189,7 @@ def _pool_lines(pool: PoolPlan, plan: ClusterPlan) -> list[CostLine]:
     ]
     _, ebs_source = unit_price("gp3_usd_per_gb_month")
     # Root volumes end with their instances (delete on termination): elastic ones too.
-    per_volume = _gp3_hourly(pool.root_volume, pool.root_volume.size_gib)
+    per_volume = gp3_hourly(pool.root_volume, pool.root_volume.size_gib)
     lines.append(
         CostLine(
             item=f"pool {pool.name}: root volumes",
@@ -230,7 +236,7 @@ def _lustre_line(plan: ClusterPlan) -> CostLine | None:
 def cost_report(plan: ClusterPlan) -> CostReport:
     lines: list[CostLine] = []
     head = plan.head
-    price, source, note = _instance_price(head.instance_type, plan, head.facts.price)
+    price, source, note = instance_price(head.instance_type, plan, head.facts.price)
     lines.append(
         CostLine(
             f"head node: {head.instance_type}", "compute", price, "1 × on-demand", source, note
@@ -241,14 +247,19 @@ def cost_report(plan: ClusterPlan) -> CostReport:
         CostLine(
             "head node: root and Slurm state volumes",
             "storage",
-            _gp3_hourly(head.root_volume, head.root_volume.size_gib)
-            + _gp3_hourly(None, head.state_volume_gib),
+            gp3_hourly(head.root_volume, head.root_volume.size_gib)
+            + gp3_hourly(None, head.state_volume_gib),
             f"{head.root_volume.size_gib} + {head.state_volume_gib} GiB gp3",
             ebs_source,
         )
     )
     for pool in plan.pools:
         lines.extend(_pool_lines(pool, plan))
+    # A team's login pools: a module of its own, built on this one's prices.
+    from slurmstack.report.login_cost import login_lines, login_usage
+
+    for login in plan.login_pools:
+        lines.extend(login_lines(login, plan))
     if plan.spec.network.vpc_id is None:
         nat, nat_source = unit_price("nat_gateway_usd_per_hour")
         ip, _ = unit_price("public_ipv4_usd_per_hour")
@@ -274,27 +285,12 @@ def cost_report(plan: ClusterPlan) -> CostReport:
     from slurmstack.report.monitoring_cost import monitoring_lines, monitoring_usage
 
     lines.extend(monitoring_lines(plan))
-    prices = service_prices()
     usage = [
-        UsagePrice(
-            "S3 bucket storage",
-            f"${prices['s3_usd_per_gb_month']['value']}/GB-month",
-            prices["sources"]["s3-pricing"],
-        ),
-        UsagePrice(
-            "NAT gateway data processed",
-            f"${prices['nat_gateway_usd_per_gb']['value']}/GB",
-            prices["sources"]["vpc-pricing"],
-        ),
+        usage_price("S3 bucket storage", "s3_usd_per_gb_month", "GB-month"),
+        usage_price("NAT gateway data processed", "nat_gateway_usd_per_gb", "GB"),
     ]
     if plan.spec.storage.home is not None:
-        usage.insert(
-            0,
-            UsagePrice(
-                "EFS /home storage",
-                f"${prices['efs_usd_per_gb_month']['value']}/GB-month",
-                prices["sources"]["efs-pricing"],
-            ),
-        )
+        usage.insert(0, usage_price("EFS /home storage", "efs_usd_per_gb_month", "GB-month"))
+    usage.extend(login_usage(plan))
     usage.extend(monitoring_usage(plan))
     return CostReport(tuple(lines), tuple(usage))

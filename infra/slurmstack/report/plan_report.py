@@ -20,6 +20,7 @@ from slurmstack.report.capacity import ClusterCapacity, cluster_capacity
 from slurmstack.report.cost import CostReport, cost_report
 from slurmstack.report.images import images_section
 from slurmstack.report.monitoring_cost import budget_warning
+from slurmstack.report.people import people_section
 from slurmstack.report.readiness import time_to_ready, time_to_ready_range, time_to_stack
 from slurmstack.report.slurm import slurm_section
 from slurmstack.report.timing import Timeline, TimelineRange
@@ -206,6 +207,8 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
             "unpriced": list(cost.unpriced),
             "resources": len(cloud),
             "components": len(resources) - len(cloud),
+            "users": plan.users,
+            "login_nodes": sum(p.count for p in plan.login_pools),
             "time_to_ready_minutes": round(report.ready.total_seconds / 60, 1),
             "time_to_ready_range_minutes": [
                 round(report.ready_range.low_seconds / 60, 1),
@@ -250,6 +253,7 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
         "storage": storage_section(plan, cap),
         "images": images_section(plan),
         "slurm": slurm_section(plan),
+        "people": people_section(plan),
         "cost": {
             "lines": [
                 {

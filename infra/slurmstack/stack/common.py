@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 
-from slurmstack.contract import POOL_ROLE, partition, resource_tags
+from slurmstack.contract import LOGIN_ROLE, POOL_ROLE, partition, resource_tags
 from slurmstack.plan import ClusterPlan
 
 
@@ -29,6 +29,7 @@ class Role(enum.StrEnum):
     POOL = POOL_ROLE
     IMAGE = "image"  # the node images (slurmstack.stack.image)
     ACCOUNTING = "accounting"  # the accounting database (slurmstack.stack.accounting)
+    LOGIN = LOGIN_ROLE  # the login pools (slurmstack.stack.login_pool)
     MONITORING = "monitoring"  # alert topic, log groups, budget (slurmstack.stack.monitoring)
 
 

@@ -7,12 +7,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from slurmstack.contract import LogSource, alert_topic_name, log_group_name, partition
+from slurmstack.contract import (
+    HEAD_LOG_FILES,
+    WORKER_LOG_FILES,
+    LogSource,
+    alert_topic_name,
+    log_group_name,
+    partition,
+)
 from slurmstack.plan import ClusterPlan, PoolPlan
 
-# The log groups each kind of node writes.
-HEAD_LOGS = (LogSource.SLURMCTLD, LogSource.SLURMDBD, LogSource.AGENT)
-WORKER_LOGS = (LogSource.SLURMD, LogSource.AGENT, LogSource.HEALTH_CHECK)
+# The log groups each kind of node writes: those its log shipper follows files into.
+HEAD_LOGS = tuple(HEAD_LOG_FILES)
+WORKER_LOGS = tuple(WORKER_LOG_FILES)
 LOG_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams")
 
 

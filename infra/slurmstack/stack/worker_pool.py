@@ -293,6 +293,10 @@ class WorkerPool(pulumi.ComponentResource):
                 # IMDSv2 token reply dies on the way: a second control behind the rules' forward
                 # drop (slurmstack.imds_firewall).
                 http_put_response_hop_limit=1,
+                # An elastic node reads its launch's tags here, with no API call, at boot
+                # (slurmstack.node.boot.elastic); checks.elastic.elastic_tag_keys keeps every
+                # tag key one the metadata can hold.
+                instance_metadata_tags="enabled" if pool.elastic_nodes else None,
             ),
             block_device_mappings=[root_volume(pool)],
             # A worker that cannot mark itself Unhealthy after a failed boot powers off

@@ -131,7 +131,11 @@ def test_a_permitted_pool_is_an_ok_event_and_nothing_is_launched(tmp_path: Path)
 DENY_FLEETS = {
     "Version": "2012-10-17",
     "Statement": [
-        {"Effect": "Allow", "Action": ["ssm:GetParameter", "ec2:Describe*"], "Resource": "*"}
+        {
+            "Effect": "Allow",
+            "Action": ["ssm:GetParameter", "ssm:GetParameters", "ec2:Describe*"],
+            "Resource": "*",
+        }
     ],
 }
 

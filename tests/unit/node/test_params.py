@@ -70,6 +70,11 @@ def test_head_address_follows_the_parameter(aws, tmp_path: Path) -> None:
     assert params.head_address(node) == "10.42.0.10"
     assert not (tmp_path / "etc/hosts").exists()  # unchanged: nothing rewritten
     ssm.put_parameter(Name=name, Value="10.42.3.3", Type="String", Overwrite=True)
+    # Within a boot the first reading stands (one Parameter Store call per boot) ...
+    assert params.head_address(node) == "10.42.0.10"
+    # ... a slurmd started later reads the parameter again.
+    read_at = node.clock()
+    node.clock = lambda: read_at + params.HEAD_ADDRESS_FRESH_SECONDS + 1
     assert cli.main(["head-address"], ctx=node) == 0
     env = contract.parse_env((tmp_path / "etc/slurmstack/node.env").read_text())
     assert env["SLURMSTACK_HEAD_ADDRESS"] == "10.42.3.3"

@@ -11,8 +11,8 @@ from slurmstack.render import PACKAGE_DIR, agent_modules, bootstrap_source
 
 
 def test_agent_is_self_contained() -> None:
-    """Standard library and boto3 only: it runs on nodes without slurmstack installed; what it
-    imports of slurmstack (relatively) is shipped with it. The bootstrap imports the contract
+    """Standard library and boto3 (botocore with it) only: it runs on nodes without slurmstack
+    installed; what it imports of slurmstack (relatively) is shipped with it. The bootstrap imports the contract
     only, and its copy in the user data imports nothing of slurmstack."""
     import ast
 
@@ -40,7 +40,12 @@ def test_agent_is_self_contained() -> None:
                 names.add(node.module.split(".")[0])
                 if node.module.startswith("slurmstack"):
                     assert (path.name, node.module) == ("bootstrap.py", "slurmstack.contract")
-        assert names <= set(sys.stdlib_module_names) | {"boto3", "__future__", "slurmstack"}, path
+        assert names <= set(sys.stdlib_module_names) | {
+            "boto3",
+            "botocore",
+            "__future__",
+            "slurmstack",
+        }, path
     inlined = ast.parse(bootstrap_source())
     assert not [
         n for n in ast.walk(inlined) if isinstance(n, ast.ImportFrom) and "slurmstack" in n.module
@@ -59,11 +64,13 @@ def test_the_agent_is_a_hallway_and_seven_rooms() -> None:
     node = PACKAGE_DIR / "node"
     hallway = {p.stem for p in node.glob("*.py")} - {"__init__"}
     assert hallway == {
-        "bootstrap", "cli", "commands", "context", "ec2", "events", "logs", "slurm", "subcommand",
-        "system", "metrics_file",
+        "bootstrap", "cli", "commands", "context", "ec2", "events", "logs", "metrics_file",
+        "parameters", "slurm", "subcommand", "system",
     }  # fmt: skip
     rooms = {p.name for p in node.iterdir() if (p / "__init__.py").exists()}
-    assert rooms == {"boot", "health", "controller", "power", "accounting", "workload", "observe"}
+    assert rooms == {
+        "boot", "health", "controller", "power", "accounting", "workload", "people", "observe",
+    }  # fmt: skip
 
 
 def _tree_on_disk(package: Path) -> set[str]:

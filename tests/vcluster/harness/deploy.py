@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
+from typing import Any
 
 from slurmstack import contract
 from slurmstack.contract import Manifest, bundle_text, manifest_json, read_bundle, read_manifest
@@ -140,12 +141,20 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
         Bucket=bucket, **({"CreateBucketConfiguration": where} if where else {})
     )
 
-    secret = _one(run, SECRET)
-    aws.client("secretsmanager").create_secret(
-        Name=secret.inputs["name"],
-        SecretBinary=base64.b64decode(_one(run, SECRET_VERSION).inputs["secretBinary"]),
-        Tags=_tags(secret.inputs.get("tags") or {}),
-    )
+    # Every secret the program makes, with the value its version gives it (the munge key; the
+    # accounting database's password), and the login pools' host key secrets made empty as
+    # the program makes them (their first node stores the key).
+    versions = {str(v.inputs["secretId"]): v.inputs for v in run.of_type(SECRET_VERSION)}
+    for secret in run.of_type(SECRET):
+        version = versions.get(str(secret.id), {})
+        value: dict[str, Any] = {}
+        if "secretBinary" in version:
+            value = {"SecretBinary": base64.b64decode(version["secretBinary"])}
+        elif "secretString" in version:
+            value = {"SecretString": str(version["secretString"])}
+        aws.client("secretsmanager").create_secret(
+            Name=secret.inputs["name"], Tags=_tags(secret.inputs.get("tags") or {}), **value
+        )
 
     security_groups = create_security_groups(run, aws, vpc)
     interface = head_interface(run)
@@ -170,13 +179,15 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
         ssm.put_parameter(Name=name, Value=value, Type=param.inputs["type"], Overwrite=True)
         parameters[name] = value
 
-    document = _one(run, DOCUMENT)
-    ssm.create_document(
-        Name=document.inputs["name"],
-        Content=document.inputs["content"],
-        DocumentType=document.inputs["documentType"],
-        DocumentFormat=document.inputs["documentFormat"],
-    )
+    # The apply-config document (the head node) and sync-nodes (every node).
+    for each in run.of_type(DOCUMENT):
+        ssm.create_document(
+            Name=each.inputs["name"],
+            Content=each.inputs["content"],
+            DocumentType=each.inputs["documentType"],
+            DocumentFormat=each.inputs["documentFormat"],
+        )
+    document = next(d for d in run.of_type(DOCUMENT) if d.inputs["name"].endswith("-apply-config"))
 
     templates = {str(t.id): t for t in run.of_type(LAUNCH_TEMPLATE)}
     groups = {}
@@ -281,6 +292,14 @@ def instance_address(aws: MotoServer, instance_id: str) -> str:
     return str(found["Reservations"][0]["Instances"][0]["PrivateIpAddress"])
 
 
+def _metadata_options(given: dict[str, object]) -> dict[str, object]:
+    """A launch template's metadata options as the program gives them, in EC2's words."""
+    names = {"httpTokens": "HttpTokens", "httpEndpoint": "HttpEndpoint",
+             "httpPutResponseHopLimit": "HttpPutResponseHopLimit",
+             "instanceMetadataTags": "InstanceMetadataTags"}  # fmt: skip
+    return {ec2: given[ours] for ours, ec2 in names.items() if given.get(ours) is not None}
+
+
 def launch_template_id(group: RecordedResource) -> str:
     """The group's launch template: its own, or (a spot pool's) its mixed instances policy's."""
     if group.inputs.get("launchTemplate"):
@@ -290,7 +309,10 @@ def launch_template_id(group: RecordedResource) -> str:
 
 
 def _pool_of(group: RecordedResource) -> str:
+    """The group's pool, or a login pool's role (login/<pool>)."""
     tags = {t["key"]: t["value"] for t in group.inputs["tags"]}
+    if contract.LOGIN_POOL_TAG in tags:
+        return contract.login_role(tags[contract.LOGIN_POOL_TAG])
     return tags[contract.POOL_TAG]
 
 
@@ -310,6 +332,7 @@ def create_group(
             "ImageId": PLACEHOLDER_AMI,
             "InstanceType": template.inputs["instanceType"],
             "UserData": template.inputs["userData"],
+            "MetadataOptions": _metadata_options(template.inputs.get("metadataOptions") or {}),
         },
     )
     name = str(group.inputs["name"])

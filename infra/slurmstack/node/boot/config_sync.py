@@ -28,6 +28,10 @@ CONTROLLER_TIMER_PATH = unit_path(CONTROLLER_TIMER)
 # The reaper's timer of agents before the controller, which the controller's pass now includes:
 # one loop on the head, so an older head's reaper timer is stopped where it is still enabled.
 SUPERSEDED_TIMERS = ("slurmstack-reaper.timer",)
+# The manifest's key changes with every configuration change: sync-config takes it from the
+# boot's reading of the parameters (the first-boot script's, seconds before) only when it is
+# this fresh; run later (the head's SSM association after a change) it reads it again.
+MANIFEST_FRESH_SECONDS = 60.0
 EXECUTABLE_DIRS = ("/usr/local/bin/", "/usr/local/sbin/")
 
 
@@ -50,7 +54,9 @@ def restart_keys(slurm_conf: str) -> dict[str, str]:
 def sync_config(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> list[str]:
     """Bring this role's files up to date with the manifest; return the changed paths."""
     role = ctx.bootstrap_env().role
-    manifest_key = ctx.wait_parameter(DeployParameter.CONFIG_MANIFEST, timeout, poll)
+    manifest_key = ctx.wait_parameter(
+        DeployParameter.CONFIG_MANIFEST, timeout, poll, max_age=MANIFEST_FRESH_SECONDS
+    )
     bucket = ctx.wait_parameter(DeployParameter.BUCKET, timeout, poll)
     s3 = ctx.aws.s3()
 

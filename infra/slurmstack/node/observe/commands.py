@@ -7,9 +7,9 @@ import argparse
 import json
 
 from ...contract import Command
-from ..context import Context
+from ..context import Context, write_atomic
 from ..subcommand import Subcommand
-from . import gpu_jobs, head_metrics, node_metrics, relay
+from . import diag, gpu_jobs, head_metrics, log_shipper, node_metrics, relay
 
 
 def _node_metrics(ctx: Context, _args: argparse.Namespace) -> int:
@@ -36,6 +36,29 @@ def _relay_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _relay(ctx: Context, args: argparse.Namespace) -> int:
     relay.serve(ctx, once=args.once)
+    return 0
+
+
+def _follow_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--once", action="store_true", help="one pass over the files, then stop")
+
+
+def _follow(ctx: Context, args: argparse.Namespace) -> int:
+    sent = log_shipper.follow(ctx, once=args.once)
+    if args.once:
+        print(json.dumps({"events_sent": sent}))
+    return 0
+
+
+def _diag_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", default="/tmp", help="the directory the bundle is written to")
+
+
+def _diag(ctx: Context, args: argparse.Namespace) -> int:
+    name, data = diag.bundle(ctx)
+    path = ctx.path(args.out) / f"{name}.tar.gz"
+    write_atomic(path, data, 0o600)  # root's: it holds the node's logs
+    print(path)
     return 0
 
 
@@ -74,5 +97,19 @@ COMMANDS = (
         _relay,
         _relay_arguments,
         where="head",
+    ),
+    Subcommand(
+        Command.FOLLOW_LOGS,
+        "(a service) this node's Slurm, agent and health-check logs, line by line as they "
+        "grow, to the cluster's CloudWatch Logs groups (stream: the instance id)",
+        _follow,
+        _follow_arguments,
+    ),
+    Subcommand(
+        Command.DIAG,
+        "a read-only bundle of this node for a bug report (.tar.gz): versions, slurm.conf, "
+        "node.json, sinfo and scontrol show node, the agent's state, the logs' tails",
+        _diag,
+        _diag_arguments,
     ),
 )

@@ -52,10 +52,12 @@ def check_launches(ctx: Context, _args: argparse.Namespace) -> int:
 COMMANDS = (
     Subcommand(
         Command.POWER_RESUME,
-        "(slurm.conf's ResumeProgram, run by slurmctld as SlurmUser) launch an instance "
-        "per elastic node of the hostlist with an EC2 Fleet of type instant from the pool's "
-        "launch template, tag it with its node name, set the node's address in Slurm; nodes "
-        "that get none go DOWN with EC2's error (slurmstack:launch: ...) and their pool waits",
+        "(slurm.conf's ResumeProgram, run by slurmctld as SlurmUser) launch the elastic "
+        "nodes of the hostlist: each exclusive multi-node job's (SLURM_RESUME_FILE) all or "
+        "nothing, the rest best effort, in EC2 Fleets of type instant from the pools' launch "
+        "templates; name each launch's instances in one object of the bucket, set their "
+        "addresses in Slurm; nodes that get none go DOWN with EC2's error (slurmstack:launch: "
+        "...) and their pool waits",
         power_program(resume.resume, Command.POWER_RESUME.value),
         hostlist_argument,
         where="head",

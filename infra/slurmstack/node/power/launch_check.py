@@ -71,7 +71,7 @@ def launch_check(ctx: Context) -> dict[str, Any]:
     subnet = ctx.get_parameter(DeployParameter.COMPUTE_SUBNET_ID)
     if not subnet:
         raise AgentError(f"no parameter {ctx.parameter_name(DeployParameter.COMPUTE_SUBNET_ID)}")
-    state = RetryState.load(ctx)
+    refused: dict[str, str] = {}
     for pool in config.elastic_pools:
         permitted, answer = dry_run(ctx, pool, subnet)
         if permitted:
@@ -86,7 +86,9 @@ def launch_check(ctx: Context) -> dict[str, Any]:
             nodes.take_down(ctx, nodes.expand(ctx, pool.node_names), reason)
         except Exception as exc:  # slurmctld not answering: the event above still says it
             record_event(ctx, EVENT, pool.name, False, f"could not set its nodes DOWN: {exc}")
-        state.failed(pool.name, reason, float(ctx.clock()), config.launch_retry)
-    if result["refused"]:
-        state.save(ctx)
+        refused[pool.name] = reason
+    if refused:  # under the power programs' lock: a resume running now loses no change
+        with RetryState.changing(ctx) as state:
+            for name, reason in refused.items():
+                state.failed(name, reason, float(ctx.clock()), config.launch_retry)
     return result

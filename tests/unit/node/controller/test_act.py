@@ -31,7 +31,7 @@ class Session:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    def client(self, _service: str, region_name: str = "") -> Recorder:
+    def client(self, _service: str, region_name: str = "", config: object = None) -> Recorder:
         return Recorder(self.calls)
 
 
