@@ -352,18 +352,22 @@ class AccountingHead:
     def sacctmgr(self, *args: str) -> str:
         return run(["sacctmgr", "-n", "-P", *args], self.cluster).stdout
 
-    def srun(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        # The node must be free first: a job that waits for resources gets its allocation
-        # later, in a message slurmctld (22.05) restricts to the job's user, which srun --uid
-        # (still root then) cannot decode; a GPU pool's Epilog keeps the last job COMPLETING
-        # for a moment.
+    def job(
+        self, user: str, *args: str, command: str, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        """A batch job of ``command`` as ``user`` (sbatch --uid, root's privilege: srun lost
+        --uid in Slurm 23.11), waited for until it ends (--wait: sbatch's exit status is the
+        job's)."""
+        # The node must be free first: a GPU pool's Epilog keeps the last job COMPLETING for a
+        # moment, and each job should start on an idle node.
         wait_for(
             lambda: not run(["squeue", "-h"], self.cluster).stdout.strip(),
             "no job left in the queue",
             self.cluster,
         )
-        cmd = ["srun", "-p", POOL, "-t", "1", "--chdir=/tmp", *args]
-        return run(cmd, self.cluster, check=check, timeout=60)
+        cmd = ["sbatch", "--wait", f"--uid={user}", "-p", POOL, "-t", "1", "--chdir=/tmp",
+               "--output=/dev/null", *args, f"--wrap={command}"]  # fmt: skip
+        return run(cmd, self.cluster, check=check, timeout=90)
 
     def sacct_jobs(self, *fields: str) -> list[dict[str, str]]:
         text = run(
@@ -373,7 +377,8 @@ class AccountingHead:
         return [dict(zip(fields, line.split("|"), strict=True)) for line in text.splitlines()]
 
 
-# Jobs run as system users every Debian has (nobody, daemon, bin); the others are names only
+# Jobs run as system users every Debian has (sys, daemon, bin; not nobody, whom Slurm 26.05
+# refuses to run a job as: uid.c, _uid_from_string); the others are names only
 # (sacctmgr takes users without a login here). games is in no account: enforcement refuses it.
 ACCOUNTING: dict[str, Any] = {
     "accounts": [
@@ -381,7 +386,7 @@ ACCOUNTING: dict[str, Any] = {
             "name": "team-a",
             "description": "Team A",
             "fairshare": 60,
-            "users": ["nobody", "alice"],
+            "users": ["sys", "alice"],
             "qos": ["normal", "big"],
         },
         {"name": "team-b", "fairshare": 30, "users": ["daemon", "bob"]},

@@ -34,11 +34,11 @@ def job_by_user(head: AccountingHead, *fields: str) -> dict[str, dict[str, str]]
 
 
 def test_jobs_are_recorded_with_their_gpu_tres(head: AccountingHead) -> None:
-    head.srun("-A", "team-a", "--uid=nobody", "--gres=gpu:l40s:2", "-c", "1", "sleep", "2")
-    head.srun("-A", "team-b", "--uid=daemon", "--gres=gpu:1", "-c", "4", "sleep", "1")
-    head.srun("-A", "team-c", "--uid=bin", "-c", "24", "sleep", "1")
+    head.job("sys", "-A", "team-a", "--gres=gpu:l40s:2", "-c", "1", command="sleep 2")
+    head.job("daemon", "-A", "team-b", "--gres=gpu:1", "-c", "4", command="sleep 1")
+    head.job("bin", "-A", "team-c", "-c", "24", command="sleep 1")
     # Accounts are declared, so enforcement is on: a user in no account runs nothing.
-    refused = head.srun("--uid=games", "true", check=False)
+    refused = head.job("games", command="true", check=False)
     assert refused.returncode != 0
     assert "invalid account" in refused.stderr.lower(), refused.stderr
     wait_until(
@@ -48,13 +48,13 @@ def test_jobs_are_recorded_with_their_gpu_tres(head: AccountingHead) -> None:
     )
     jobs = job_by_user(head, *JOB_FIELDS)
     assert {user: (j["Account"], j["Partition"]) for user, j in jobs.items()} == {
-        "nobody": ("team-a", "dev"),
+        "sys": ("team-a", "dev"),
         "daemon": ("team-b", "dev"),
         "bin": ("team-c", "dev"),
     }
     tres = {user: parse_tres(job["AllocTRES"]) for user, job in jobs.items()}
     # Asked by type: both the GPU count and the typed count are recorded.
-    assert tres["nobody"]["gres/gpu"] == 2 and tres["nobody"]["gres/gpu:l40s"] == 2
+    assert tres["sys"]["gres/gpu"] == 2 and tres["sys"]["gres/gpu:l40s"] == 2
     assert tres["daemon"]["gres/gpu"] == 1
     assert "gres/gpu" not in tres["bin"] and tres["bin"]["cpu"] == 24
     # slurmctld registered the cluster and the rendered AccountingStorageTRES.
@@ -78,6 +78,21 @@ def test_the_password_is_only_in_the_live_slurmdbd_conf(head: AccountingHead) ->
     assert "Access denied" not in log and head.password not in log
 
 
+def test_slurmdbd_finds_the_database_as_it_asks(head: AccountingHead) -> None:
+    """slurmdbd checks the server's settings at start and logs an error for each it advises
+    against: the rendered MariaDB configuration leaves none (MariaDB 11.8 turns
+    innodb_snapshot_isolation on by default, which stops slurmdbd at a write conflict)."""
+    logs = "".join(
+        path.read_text() for path in (head.root / "log").glob("slurmdbd.*") if path.is_file()
+    )
+    assert "slurmdbd version" in logs
+    assert "innodb_snapshot_isolation" not in logs
+    # The buffer pool is the test's (BUFFER_POOL, smaller than slurmdbd's advice): the one
+    # error left, said so.
+    errors = [line for line in logs.splitlines() if "error:" in line]
+    assert all("innodb_buffer_pool_size" in line for line in errors), errors
+
+
 def test_usage_report_matches_hand_computed_figures(
     head: AccountingHead, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -86,9 +101,9 @@ def test_usage_report_matches_hand_computed_figures(
     cpus = {user: parse_tres(job["AllocTRES"])["cpu"] for user, job in jobs.items()}
     # g6e.12xlarge: 4 GPUs, 48 vCPUs, PRICE (8 USD) an hour. A job pays its share of a node:
     # the larger of GPUs/4 and CPUs/48.
-    assert cpus == {"nobody": 2, "daemon": 4, "bin": 24}
+    assert cpus == {"sys": 2, "daemon": 4, "bin": 24}
     expected = {
-        "team-a": (2 * hours["nobody"], PRICE * max(2 / 4, 2 / 48) * hours["nobody"]),
+        "team-a": (2 * hours["sys"], PRICE * max(2 / 4, 2 / 48) * hours["sys"]),
         "team-b": (1 * hours["daemon"], PRICE * max(1 / 4, 4 / 48) * hours["daemon"]),
         "team-c": (0.0, PRICE * (24 / 48) * hours["bin"]),
     }
@@ -99,15 +114,15 @@ def test_usage_report_matches_hand_computed_figures(
     for account, (gpu_hours, cost) in expected.items():
         assert got[account] == pytest.approx((gpu_hours, cost), rel=1e-9), account
     users = {(r["account"], r["user"]): r["jobs"] for r in report["users"]}
-    assert users == {("team-a", "nobody"): 1, ("team-b", "daemon"): 1, ("team-c", "bin"): 1}
+    assert users == {("team-a", "sys"): 1, ("team-b", "daemon"): 1, ("team-c", "bin"): 1}
     assert report["total"]["gpu_hours"] == pytest.approx(sum(g for g, _ in expected.values()))
     assert report["unpriced_pools"] == []
     # A period that starts one second into the first job counts one second less of it.
-    start = time.mktime(time.strptime(jobs["nobody"]["Start"], "%Y-%m-%dT%H:%M:%S")) + 1
-    end = time.mktime(time.strptime(jobs["nobody"]["End"], "%Y-%m-%dT%H:%M:%S"))
+    start = time.mktime(time.strptime(jobs["sys"]["Start"], "%Y-%m-%dT%H:%M:%S")) + 1
+    end = time.mktime(time.strptime(jobs["sys"]["End"], "%Y-%m-%dT%H:%M:%S"))
     clipped = usage.usage(head.agent(), start, end).as_dict()
     assert clipped["accounts"].keys() == {"team-a"}
-    assert clipped["total"]["gpu_hours"] == pytest.approx(2 * (hours["nobody"] - 1 / 3600))
+    assert clipped["total"]["gpu_hours"] == pytest.approx(2 * (hours["sys"] - 1 / 3600))
     # The agent's command prints the same figures.
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(now - 86400))
     code = cli.main(
@@ -146,7 +161,7 @@ def test_accounts_users_and_qos_follow_the_definition(head: AccountingHead) -> N
     assert assoc[("team-d", "")]["grptres"] == "gres/gpu=4"
     members = {(u, a) for a, u in assoc if u and a != "root"}
     assert members == {
-        ("nobody", "team-a"),
+        ("sys", "team-a"),
         ("alice", "team-a"),
         ("daemon", "team-b"),
         ("bob", "team-b"),
@@ -209,7 +224,7 @@ def test_accounts_users_and_qos_follow_the_definition(head: AccountingHead) -> N
     assert accounts == {"team-a", "team-b", "team-d", "ops"}
     members = {(u, a) for a, u in assoc if u and a != "root"}
     assert members == {
-        ("nobody", "team-a"),
+        ("sys", "team-a"),
         ("alice", "team-a"),
         ("frank", "team-b"),
         ("erin", "ops"),

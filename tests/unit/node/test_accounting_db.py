@@ -215,6 +215,15 @@ def test_with_accounting_off_every_step_says_so_and_does_nothing(tmp_path: Path,
     assert database.accounting_db(ctx) == {"enabled": False}
 
 
+def test_the_local_database_is_made_before_slurmdbd_connects() -> None:
+    """slurmdbd would create a missing database and connect again on the same handle, which
+    MariaDB's client library 3.4 leaves unable to read any result (error 5027): the agent makes
+    the database first, so slurmdbd's first connection succeeds."""
+    lines = database_user_sql("slurm", "pw", "my`db").splitlines()
+    assert lines[0] == "CREATE DATABASE IF NOT EXISTS `my``db`;"
+    assert lines[-1].startswith("GRANT ALL PRIVILEGES ON `my``db`.* TO 'slurm'@'localhost'")
+
+
 def test_sql_and_conf_quoting() -> None:
     assert "IDENTIFIED BY 'it\\'s'" in database_user_sql("slurm", "it's", "db")
     assert "`my``db`.*" in database_user_sql("slurm", "x", "my`db")

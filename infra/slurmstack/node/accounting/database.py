@@ -79,10 +79,21 @@ def sql_identifier(value: str) -> str:
 
 
 def database_user_sql(user: str, password: str, database: str) -> str:
-    """slurmdbd's user on the local server, with this password (set again on every run, so a
-    rotated secret takes effect) and every privilege on its database, which slurmdbd creates."""
+    """slurmdbd's database and its user on the local server, with this password (set again on
+    every run, so a rotated secret takes effect) and every privilege on that database.
+
+    The database is made here, not left to slurmdbd: slurmdbd's first connection names it, and
+    when it is missing slurmdbd creates it and connects again on the same handle
+    (mysql_db_get_db_connection, src/database/mysql_common.c). MariaDB's client library 3.4
+    (libmariadb3 of MariaDB 11.x, Debian 14's) frees a handle's options when a connection fails
+    and allocates them again zeroed, its limit on a result's columns (mysql_init's default
+    0xfffff) becoming 0: slurmdbd's next query, its first, then fails with error 5027
+    ("Number of columns in result (=1) ... exceeds maximum allowed number of columns (=0)").
+    With the database already there the first connection succeeds, so the handle keeps what
+    mysql_init gave it (docs/slurm-versions.md)."""
     account = f"{sql_string(user)}@'localhost'"
     return (
+        f"CREATE DATABASE IF NOT EXISTS {sql_identifier(database)};\n"
         f"CREATE USER IF NOT EXISTS {account} IDENTIFIED BY {sql_string(password)};\n"
         f"ALTER USER {account} IDENTIFIED BY {sql_string(password)};\n"
         f"GRANT ALL PRIVILEGES ON {sql_identifier(database)}.* TO {account};\n"
