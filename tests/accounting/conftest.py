@@ -16,11 +16,8 @@ ADAPTED (a rendered key, the test's value; every other line is used as rendered)
 ADDED (test-only lines):
   slurm.conf      AccountingStoragePass=<the test's munge socket> (slurmctld, sacct and sacctmgr
                   reach slurmdbd through the test's munged, not /run/munge)
-  slurmdbd.conf   AuthInfo=socket=<the test's munge socket>, StorageParameters=SSL_CA=<the
-                  test's CA> (the database speaks TLS with a certificate of that CA: Debian 14's
-                  MariaDB client library, which its Slurm 26.05 links, refuses a server without
-                  TLS, even over the socket; the image's build links Ubuntu 24.04's, which does not)
-  MariaDB's cnf   ssl_cert, ssl_key, ssl_ca (that CA's certificate for localhost), socket
+  slurmdbd.conf   AuthInfo=socket=<the test's munge socket>
+  MariaDB's cnf   socket
                   (<root>/run/mysqld/mysqld.sock, where the agent looks below its root),
                   pid-file and log-error in the test's dir; user=mysql
 STAND-INS:
@@ -256,10 +253,7 @@ class AccountingHead:
                 "LogFile": str(self.root / "log" / "slurmdbd.log"),
             },
         )
-        # TLS only for the Slurm of a root (Debian 14's MariaDB client library demands it).
-        tls = self.make_tls() if slurm_root() is not None else None
-        ssl = f"StorageParameters=SSL_CA={tls['ca']}\n" if tls else ""
-        self.write(contract.SLURMDBD_CONF_RENDERED_PATH, dbd + f"AuthInfo=socket={socket}\n" + ssl)
+        self.write(contract.SLURMDBD_CONF_RENDERED_PATH, dbd + f"AuthInfo=socket={socket}\n")
         cnf = replace_keys(
             files[contract.MARIADB_CONF_PATH],
             {
@@ -268,8 +262,6 @@ class AccountingHead:
             },
             sep=" = ",
         )
-        if tls:
-            cnf += f"ssl_cert = {tls['cert']}\nssl_key = {tls['key']}\nssl_ca = {tls['ca']}\n"
         cnf += (
             f"socket = {self.mysql_socket}\npid-file = {self.mysql_run / 'mariadb.pid'}\n"
             f"log-error = {self.root / 'log' / 'mariadb.err'}\nuser = mysql\n"
@@ -285,32 +277,6 @@ class AccountingHead:
         )
         config = replace(config, slurmdbd_port=self.dbd_port)
         self.write(contract.ACCOUNTING_CONFIG_PATH, contract.dump_document(config))
-
-    def make_tls(self) -> dict[str, str]:
-        """A CA and a certificate for localhost it signed (once per head), readable by the
-        database (mysql) and slurmdbd (slurm)."""
-        tls = self.root / "tls"
-        files = {"ca": tls / "ca.pem", "cert": tls / "server.pem", "key": tls / "server.key"}
-        if files["cert"].exists():
-            return {k: str(v) for k, v in files.items()}
-        tls.mkdir(mode=0o755)
-
-        def openssl(*args: str) -> None:
-            subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
-
-        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-                "/CN=slurmstack test CA", "-keyout", str(tls / "ca.key"), "-out", str(files["ca"]))  # fmt: skip
-        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
-                "-keyout", str(files["key"]), "-out", str(tls / "server.csr"))  # fmt: skip
-        (tls / "ext.cnf").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-        openssl("x509", "-req", "-in", str(tls / "server.csr"), "-CA", str(files["ca"]),
-                "-CAkey", str(tls / "ca.key"), "-CAcreateserial", "-days", "2",
-                "-extfile", str(tls / "ext.cnf"), "-out", str(files["cert"]))  # fmt: skip
-        shutil.chown(files["key"], "mysql", "mysql")
-        files["key"].chmod(0o600)
-        for name in ("ca", "cert"):
-            files[name].chmod(0o644)
-        return {k: str(v) for k, v in files.items()}
 
     def write(self, node_path: str, text: str) -> None:
         path = self.node_path(node_path)

@@ -30,8 +30,8 @@ BIND_ENV = "SLURMSTACK_SLURM_BIND"
 # The commands the tests and the node agent start. Each must exist in the root.
 COMMANDS = ("munged", "slurmctld", "slurmd", "scontrol", "srun", "sinfo", "squeue", "sbatch",
             "slurmdbd", "sacct", "sacctmgr")  # fmt: skip
-# The accounting tests' database, wrapped too where the root has it (Debian 14's root: its
-# MariaDB client library, which its slurmdbd links, refuses the host's older server).
+# The accounting tests' database, wrapped too where the root has it (Debian 14's root: MariaDB
+# 11.8, whose defaults slurmdbd 26.05 checks at start, e.g. innodb_snapshot_isolation).
 DATABASE_COMMANDS = ("mariadbd", "mariadb-install-db", "mariadb")
 # Host directories every wrapped command sees at the same path inside the root.
 SHARED_DIRS = ("/proc", "/sys", "/dev", "/run", "/tmp")
