@@ -198,5 +198,13 @@ def upgrade_steps(accounting: bool, login_nodes: bool = False) -> tuple[UpgradeS
         )
     )
     if login_nodes:
-        steps.append(UpgradeStep("clients", "login nodes", "replaced with the new image", "logins"))
+        steps.append(
+            UpgradeStep(
+                "sackd and the commands",
+                "login pools",
+                "after the head: each login pool's launch template waits for the head's "
+                "replacement, then its instance refresh replaces its nodes with the new image",
+                "a replaced login node's sessions end; the others keep theirs",
+            )
+        )
     return tuple(steps)

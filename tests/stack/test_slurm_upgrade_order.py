@@ -131,3 +131,17 @@ def test_plan_json_names_the_order() -> None:
         (2, "pool gpu", OLDER, True),
         (2, "pool cpu", NEWER, False),
     ]
+
+
+def test_login_pools_wait_for_the_head_and_boot_its_release() -> None:
+    """Clients come last in Slurm's order: a login pool's template waits for the head, as the
+    pools' do, and its nodes boot the image of the head's release."""
+    definition = cluster(NEWER)
+    definition["groups"] = [{"name": "research", "gid": 3000}]
+    definition["users"] = [{"name": "alice", "uid": 2001, "group": "research"}]
+    definition["login_pools"] = [{"name": "login", "instance_type": "m7i.2xlarge", "count": 1}]
+    result = run_ok(definition)
+    head = result.one(T_INSTANCE)
+    (login,) = [t for t in result.of_type(T_LT) if t.name == "tiny-login-login"]
+    assert head.urn in login.options.depends_on
+    assert login.inputs["tags"]["slurmstack:slurm-version"] == NEWER

@@ -7,17 +7,19 @@ import json
 import re
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from slurmstack import slurm_releases as releases
 from slurmstack.checks.slurm import slurm_upgrade_findings
 from slurmstack.cli import app
-from slurmstack.plan import image_plans
+from slurmstack.plan import build_plan, image_plans
 from slurmstack.render.image import build_env
-from slurmstack.report.slurm import upgrade_section
+from slurmstack.report.slurm import order, upgrade_section
 from slurmstack.slurm_releases import controller_accepts
 from slurmstack.spec import ClusterSpec
-from support.examples import example_plan
+from slurmstack.validate import validate_object
+from support.examples import REPO, example_plan
 
 
 def test_one_version_of_record_everywhere() -> None:
@@ -82,6 +84,26 @@ def test_upgrade_section_lists_slurms_order_and_what_pauses() -> None:
     refused = upgrade_section(plan, "23.11.4")
     assert refused["kind"] == "refused" and refused["through"] == ["24.11"]
     assert upgrade_section(plan, "26.05.5")["kind"] == "none"
+
+
+def test_login_pools_come_last_in_the_upgrade_on_the_heads_release() -> None:
+    data = yaml.safe_load((REPO / "examples" / "p5-training.yaml").read_text())
+    data["groups"] = [{"name": "research", "gid": 3000}]
+    data["users"] = [{"name": "alice", "uid": 2001, "group": "research"}]
+    data["login_pools"] = [{"name": "login", "instance_type": "m7i.2xlarge", "count": 1}]
+    result = validate_object(data, source="test")
+    assert result.spec is not None, [f.line() for f in result.findings]
+    plan = build_plan(result.spec)
+    steps = upgrade_section(plan, "24.11.5")["steps"]
+    assert [s["where"] for s in steps] == ["head node", "head node", "every pool", "login pools"]
+    last = order(plan)[-1]
+    assert (last["where"], last["daemons"], last["version"]) == (
+        "login pool login",
+        ["sackd"],
+        "26.05.5",
+    )
+    (image,) = [i for i in image_plans(plan) if "login/login" in i.roles]
+    assert image.slurm.version == "26.05.5" and not image.lags
 
 
 def test_plan_json_and_table_show_the_slurm_version() -> None:

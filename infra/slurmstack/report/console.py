@@ -159,7 +159,8 @@ def _slurm_order(order: list[dict[str, Any]]) -> str:
     text = f"{first['where']} ({', '.join(first['daemons'])} {first['version']})"
     if pools:
         parts = [
-            f"{p['where']} (slurmd {p['version']}{', lags the head' if p['lags_head'] else ''})"
+            f"{p['where']} ({', '.join(p['daemons'])} {p['version']}"
+            f"{', lags the head' if p['lags_head'] else ''})"
             for p in pools
         ]
         text += ", then " + "; ".join(parts)

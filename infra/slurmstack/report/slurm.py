@@ -76,6 +76,17 @@ def order(plan: ClusterPlan) -> list[dict[str, Any]]:
                 "lags_head": version != head,
             }
         )
+    # Login nodes boot the head's release (plan.images) and are replaced after it.
+    for login in plan.login_pools:
+        out.append(
+            {
+                "step": 3,
+                "where": f"login pool {login.name}",
+                "daemons": ["sackd"],
+                "version": head,
+                "lags_head": False,
+            }
+        )
     return out
 
 
@@ -83,7 +94,7 @@ def _steps(plan: ClusterPlan) -> list[dict[str, str]]:
     accounting = accounting_plan(plan) is not None
     return [
         {"daemon": s.daemon, "where": s.where, "how": s.how, "paused": s.paused}
-        for s in upgrade_steps(accounting)
+        for s in upgrade_steps(accounting, login_nodes=bool(plan.login_pools))
     ]
 
 

@@ -167,6 +167,7 @@ class SlurmCluster(pulumi.ComponentResource):
                 image_id=self.images.ami(login.role),
                 network_ready=net.ready,
                 security_ready=self.security.rules_of("login"),
+                controller=[self.head.instance],
                 opts=child,
             )
             for login in plan.login_pools

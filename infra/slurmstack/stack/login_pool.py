@@ -19,7 +19,7 @@ from slurmstack.contract import (
     resource_name,
 )
 from slurmstack.plan import ClusterPlan, LoginPoolPlan
-from slurmstack.stack.common import ROOT_DEVICE, Role, tags
+from slurmstack.stack.common import ROOT_DEVICE, SLURM_VERSION_TAG, Role, tags
 from slurmstack.stack.user_data import encoded_user_data
 from slurmstack.stack.worker_pool import HEALTH_CHECK_GRACE_SECONDS, instance_refresh
 
@@ -45,12 +45,18 @@ class LoginPool(pulumi.ComponentResource):
         image_id: pulumi.Input[str],
         network_ready: Sequence[pulumi.Resource] = (),
         security_ready: Sequence[pulumi.Resource] = (),
+        controller: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         name = resource_name(plan.name, Role.LOGIN, pool.name)
         super().__init__("slurmstack:stack:LoginPool", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        pool_tags = tags(plan, Role.LOGIN, name, **{LOGIN_POOL_TAG: pool.name})
+        pool_tags = tags(
+            plan,
+            Role.LOGIN,
+            name,
+            **{LOGIN_POOL_TAG: pool.name, SLURM_VERSION_TAG: plan.spec.slurm.version},
+        )
 
         # No value: the pool's first node makes the key and stores it (node.people.access).
         # Kept with the stack's other secrets; deleting the pool deletes it after AWS's wait.
@@ -94,7 +100,9 @@ class LoginPool(pulumi.ComponentResource):
             ],
             update_default_version=True,
             tags=pool_tags,
-            opts=child,
+            # Slurm's upgrade order puts clients last: a new release's sackd and commands wait
+            # for the head's (``controller``), as the pools' slurmd do.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(controller)),
         )
         self.load_balancer = None
         target_groups: list[pulumi.Input[str]] = []
