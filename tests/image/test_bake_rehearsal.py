@@ -61,7 +61,9 @@ REHEARSAL_DIFFERENCES = {
     "ENROOT_REPOSITORY, ENROOT_COMMIT, EFS_UTILS_REPOSITORY, EFS_UTILS_COMMIT, PYXIS_URL, "
     "PYXIS_SHA256": "no internet: stand-in sources this test builds, served on loopback, with "
     "their real commits and checksums",
-    "CONTRACT": "less mount.lustre and lctl (the client skipped above)",
+    "CONTRACT": "less mount.lustre and lctl (the client skipped above), and less sackd (below)",
+    "APT_PACKAGES, HELD_PACKAGES": "less sackd: Debian 12's Slurm 22.05 has no sackd package "
+    "(sackd came with Slurm 23.11; Ubuntu 24.04 packages it)",
     "EFA_INSTALLER_URL, EFA_INSTALLER_SHA256": "AWS's EFA installer builds its kernel module and "
     "installs Ubuntu and Amazon Linux packages only: a stand-in tarball of its layout "
     "(tests/image/apt_sources.py), served on loopback with its own sha256, puts Open MPI's "
@@ -72,7 +74,8 @@ REHEARSAL_DIFFERENCES = {
 # records (build.sh `parent`: its packages, which are never removed, and its files of no
 # package) is that root without them, as the bake would find a parent that never had them.
 STAND_IN_PARENT = "the root less the build tools and what only they need (stand_in_parent)"
-SKIPPED_CONTRACT = {"cmd:mount.lustre", "cmd:lctl"}
+SKIPPED_CONTRACT = {"cmd:mount.lustre", "cmd:lctl", "cmd:sackd"}
+NOT_IN_DEBIAN_12 = {"sackd"}
 
 
 def in_ci() -> bool:
@@ -196,7 +199,7 @@ def settings_value(settings: str, key: str) -> str:
 
 
 def rehearsal_packages(settings: str) -> list[str]:
-    apt = settings_value(settings, "APT_PACKAGES").split()
+    apt = [p for p in settings_value(settings, "APT_PACKAGES").split() if p not in NOT_IN_DEBIAN_12]
     build = settings_value(REHEARSAL_BUILD_PACKAGES, "BUILD_PACKAGES").split()
     # The stand-in sources: cloned with git, efs-proxy built by cargo, enroot's helper given
     # capabilities (setcap), the efs-utils .deb's dependencies installed from the root.
@@ -324,11 +327,14 @@ def rehearsal_settings(rooted: Rooted, server: FileServer, artifacts: Artifacts)
     assert isinstance(enroot, GitSource) and isinstance(efs, GitSource)
     items = [c for c in settings_value(settings, "CONTRACT").split() if c not in SKIPPED_CONTRACT]
     held = settings_value(settings, "HELD_PACKAGES").split()
-    held = [p for p in held if not p.startswith("libslurm")] + libslurm
+    held = [p for p in held if not p.startswith("libslurm") and p not in NOT_IN_DEBIAN_12]
+    held += libslurm
+    apt = [p for p in settings_value(settings, "APT_PACKAGES").split() if p not in NOT_IN_DEBIAN_12]
     overrides = {
         "SLURM_VERSION": slurm.split("-")[0],
         "SLURM_PACKAGE_VERSION": slurm,
         "HELD_PACKAGES": " ".join(held),
+        "APT_PACKAGES": " ".join(apt),
         "LUSTRE": "skip",
         "KERNEL_HOLD": "no",
         "BUILD_PACKAGES": settings_value(REHEARSAL_BUILD_PACKAGES, "BUILD_PACKAGES"),
