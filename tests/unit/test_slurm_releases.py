@@ -45,6 +45,20 @@ def test_one_version_of_record_everywhere() -> None:
         assert "Sources" in source.provenance and source.size > 1_000_000
 
 
+def test_sackd_comes_from_the_slurm_build_alone() -> None:
+    """One rule for sackd: the image's Slurm build installs it (with every daemon), so no apt
+    list names it (Debian 12 and Ubuntu 24.04's 23.11 packages differ there, and neither is the
+    pinned release), and every image's contract checks the built one."""
+    plan = example_plan("p5-training")
+    for image in image_plans(plan):
+        settings = build_env(image)
+        (apt,) = re.findall(r"^APT_PACKAGES='([^']*)'$", settings, re.M)
+        (held,) = re.findall(r"^HELD_PACKAGES='([^']*)'$", settings, re.M)
+        assert "sackd" not in apt.split() and "sackd" not in held.split()
+        (contract,) = re.findall(r"^CONTRACT='([^']*)'$", settings, re.M)
+        assert "cmd:sackd" in contract.split()
+
+
 @pytest.mark.parametrize(
     ("old", "new", "hops"),
     [
