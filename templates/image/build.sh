@@ -330,6 +330,9 @@ install_slurm() {
   flags=$(slurm_configure_flags)
   want="$SLURM_VERSION $SLURM_SHA256 $flags"
   if slurm_built "$want"; then
+    # Its users too (each run makes any that are missing): a build laid into the image from a
+    # cache of Slurm's files (the rehearsal's) comes without the root's account files.
+    slurm_users_and_dirs
     log "slurm: $SLURM_VERSION already built"
     return
   fi

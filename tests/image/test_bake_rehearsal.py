@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import slurm_cache
 from apt_sources import efa_installer, lustre_module, parent_dcgm, signed_repository
 from git_sources import GitSource, efs_utils_source, enroot_source
 
@@ -293,26 +294,17 @@ def slurm_tarball() -> Path:
     return Path(out.stdout.strip().splitlines()[-1])
 
 
-def slurm_recipe() -> str:
-    """What the Slurm layer depends on: build.sh's Slurm section, the source, the base root."""
-    script = BUILD_SCRIPT.read_text()
-    section = script[
-        script.index("# --- Slurm, built") : script.index("# --- end of the Slurm section")
-    ]
-    pin = slurm_releases.source(SLURM)
-    assert pin is not None
-    return hashlib.sha256(f"{section}{pin.sha256}".encode()).hexdigest()[:12]
-
-
 @pytest.fixture(scope="module")
 def slurm_layer(
     base_root: Path, slurm_tarball: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
-    """What `build.sh slurm` writes into the base root (the built Slurm, its units, users and
-    stamp), built once per recipe and kept under /var/cache/slurmstack: the image's own
-    build of the pinned source, its tarball served on loopback."""
-    layer = CACHE / f"rehearsal-slurm-{SLURM}-{base_root.name}-{slurm_recipe()}"
-    if (layer / "usr/sbin/slurmd").exists():
+    """What `build.sh slurm` writes into the base root that is Slurm's own (its build, units,
+    directories and stamp), built once per compile recipe and kept under /var/cache/slurmstack
+    (slurm_cache): the image's own build of the pinned source, its tarball served on loopback."""
+    pin = slurm_releases.source(SLURM)
+    assert pin is not None
+    layer = slurm_cache.layer_path(CACHE, SLURM, pin.sha256, BUILD_SCRIPT, base_root)
+    if slurm_cache.is_built(layer):
         return layer
     rooted = _rooted(str(base_root), tmp_path_factory.mktemp("slurm-build"))
     with serve(tmp_path_factory.mktemp("slurm-www"), {slurm_tarball.name: slurm_tarball}) as server:
@@ -322,14 +314,7 @@ def slurm_layer(
         assert f"download: slurm-{SLURM}.tar.gz fetched, checksum ok" in built.stderr
         assert server.served == [f"/{slurm_tarball.name}"]
     shutil.rmtree(rooted.upper / IN_ROOT.lstrip("/"))
-    partial = layer.with_name(layer.name + ".build")
-    shutil.rmtree(partial, ignore_errors=True)
-    # cp -a: owners, modes and any overlay whiteouts (character devices) as they are.
-    subprocess.run(["cp", "-a", str(rooted.upper), str(partial)], check=True, timeout=600)
-    for old in CACHE.glob(f"rehearsal-slurm-{SLURM}-*"):
-        if old != partial:
-            shutil.rmtree(old, ignore_errors=True)
-    partial.rename(layer)
+    slurm_cache.store(rooted.upper, layer)
     return layer
 
 
