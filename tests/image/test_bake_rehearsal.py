@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import slurm_cache
 from apt_sources import efa_installer, lustre_module, parent_dcgm, signed_repository
 from git_sources import GitSource, efs_utils_source, enroot_source
 
 from slurmstack import contract, render, slurm_releases
 from slurmstack.plan import ImageKind, images
 from slurmstack.render import image as build
+from support import slurm_cache
 from support.examples import example_plan
 
 pytestmark = pytest.mark.image
@@ -304,7 +304,7 @@ def slurm_layer(
     pin = slurm_releases.source(SLURM)
     assert pin is not None
     layer = slurm_cache.layer_path(CACHE, SLURM, pin.sha256, BUILD_SCRIPT, base_root)
-    if slurm_cache.is_built(layer):
+    if slurm_cache.is_built(layer, SLURM):
         return layer
     rooted = _rooted(str(base_root), tmp_path_factory.mktemp("slurm-build"))
     with serve(tmp_path_factory.mktemp("slurm-www"), {slurm_tarball.name: slurm_tarball}) as server:
@@ -314,7 +314,7 @@ def slurm_layer(
         assert f"download: slurm-{SLURM}.tar.gz fetched, checksum ok" in built.stderr
         assert server.served == [f"/{slurm_tarball.name}"]
     shutil.rmtree(rooted.upper / IN_ROOT.lstrip("/"))
-    slurm_cache.store(rooted.upper, layer)
+    slurm_cache.store(rooted.upper, layer, SLURM)
     return layer
 
 

@@ -1,15 +1,20 @@
 """A definition with two pools boots: the head node and every instance its Auto Scaling groups
 launched run their rendered user data, every step through the bootstrap runner, and each worker
 registers in its pool's partition, under the name its address gives it, with its pool's feature,
-GRES, CPUs and memory."""
+GRES, CPUs and memory. Every node runs the Slurm the image's own build step made of the pinned
+source (the bake rehearsal's build, laid over the node's /usr: stand-in "slurm-version")."""
 
 from __future__ import annotations
+
+import hashlib
 
 import pytest
 
 from slurmstack import contract
 from vcluster.harness import VirtualCluster
 from vcluster.harness.cloudinit import parse
+from vcluster.harness.image import image_slurm_layer
+from vcluster.harness.standins import SLURM_VERSION_WRITTEN_FOR
 
 pytestmark = pytest.mark.vcluster
 
@@ -70,3 +75,21 @@ def test_every_node_booted_through_the_bootstrap_runner(vcluster: VirtualCluster
         runcmd = parse(node.instance.user_data).runcmd
         steps = [e for e in runcmd if isinstance(e, tuple) and e[0] != "systemctl"]
         assert steps[0][:2] == ("slurmstack-bootstrap", "check"), label
+
+
+def test_every_node_runs_the_images_slurm_build(vcluster: VirtualCluster) -> None:
+    """slurmd -V on every node (and slurmctld's on the head, and the version slurmctld reports
+    for each registered slurmd) is the pinned release the image built, not the host's Slurm;
+    the daemons are the files of the image's build (same bytes)."""
+    assert vcluster.head is not None
+    layer = image_slurm_layer()
+    assert layer is not None
+    built = (layer / "usr/sbin/slurmd").read_bytes()
+    for node in [vcluster.head, *vcluster.workers.values()]:
+        assert node.run("slurmd", "-V").stdout.split() == ["slurm", SLURM_VERSION_WRITTEN_FOR]
+        digest = node.run("sha256sum", "/usr/sbin/slurmd").stdout.split()[0]
+        assert digest == hashlib.sha256(built).hexdigest(), node.label()
+    ctld = vcluster.head.run("slurmctld", "-V").stdout.split()
+    assert ctld == ["slurm", SLURM_VERSION_WRITTEN_FOR]
+    for name, record in vcluster.node_records().items():
+        assert record["Version"] == SLURM_VERSION_WRITTEN_FOR, name

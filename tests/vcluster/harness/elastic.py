@@ -15,9 +15,6 @@ from .cluster import VirtualCluster
 from .node import Node
 
 GONE_STATES = ("shutting-down", "terminated")
-# "vpc-dns": where glibc is told how to resolve host names, and the head's answer.
-NSSWITCH = "/etc/nsswitch.conf"
-HOSTS_FROM_FILES = "hosts: files"
 
 
 class ElasticNodes:
@@ -63,13 +60,9 @@ class ElasticNodes:
 
 def prepare_head(cluster: VirtualCluster) -> None:
     """Stand-in "power-env": the AWS environment every command on a node gets, for the power
-    programs slurmctld runs without one. Stand-in "vpc-dns": the head resolves host names from
-    /etc/hosts only, so a name no one knows is unknown at once, as the VPC's resolver says."""
+    programs slurmctld runs without one."""
     head = cluster.head
     assert head is not None
     keys = ("AWS_ENDPOINT_URL", "AWS_METADATA_SERVICE_TIMEOUT", "AWS_METADATA_SERVICE_NUM_ATTEMPTS")
     text = "".join(f"{k}={head.env[k]}\n" for k in keys)
     head.write_file(POWER_ENV_PATH, text, "0644", "root:root")
-    nsswitch = head.run("cat", NSSWITCH).stdout.splitlines()
-    lines = [HOSTS_FROM_FILES if line.startswith("hosts:") else line for line in nsswitch]
-    head.write_file(NSSWITCH, "\n".join(lines) + "\n", "0644", "root:root")

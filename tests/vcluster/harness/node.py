@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cloudinit import INSTANCE_ID_PATH, SCRIPT_PATH, UserData
+from .image import image_layers
 from .imds import Instance
 from .netns import NETNS_DIR, Fabric
 from .standins import (
@@ -27,13 +28,17 @@ from .standins import (
     NODE_PYTHON_MODULES,
     NODE_SIDE,
     NODE_TOOLS,
+    NSSWITCH,
     NVIDIA_MAJOR,
+    hosts_from_files,
 )
 
 NODE_INIT = NODE_SIDE / "node_init.py"
 CHECKOUT = Path(__file__).resolve().parents[3]
-# Directories a node writes to: each is an overlay on the host's, with the node's own upper layer.
-OVERLAYS = ("/etc", "/var", "/usr/local", "/dev", "/sys/class")
+# Directories a node writes to: each is an overlay on the host's, with the node's own upper layer
+# (/usr's over the image's Slurm too: standins.image_layers). One overlay for all of /usr: the
+# host's root may itself be an overlay, and the kernel stacks overlays two deep at most.
+OVERLAYS = ("/etc", "/var", "/usr", "/dev", "/sys/class")
 TMPFS = (("/run", "mode=0755"), ("/dev/shm", "mode=1777"))
 # What systemd and cloud-init give the commands they run (the standard endpoint override is
 # added per cluster). The metadata service here shares a busy process with moto on a loaded
@@ -59,14 +64,20 @@ class Hardware:
 
 
 def node_files(hardware: Hardware, env: dict[str, str]) -> list[dict[str, str]]:
-    """Files of the node (stand-ins "efa", "kernel-log", "health-check-env"): each EFA device's
-    port state, an empty kernel log of the node's own, the AWS settings of its commands."""
+    """Files of the node (stand-ins "efa", "kernel-log", "health-check-env", "vpc-dns"): each
+    EFA device's port state, an empty kernel log of the node's own, the AWS settings of its
+    commands, host names from /etc/hosts only."""
     ports = [
         {"path": f"/sys/class/infiniband/efa_{i}/ports/1/state", "content": EFA_PORT_ACTIVE}
         for i in range(hardware.efa_devices)
     ]
     aws = "".join(f"{k}={v}\n" for k, v in sorted(env.items()) if k.startswith("AWS_"))
-    return [*ports, {"path": KERNEL_LOG, "content": ""}, {"path": HEALTH_CHECK_ENV, "content": aws}]
+    return [
+        *ports,
+        {"path": KERNEL_LOG, "content": ""},
+        {"path": HEALTH_CHECK_ENV, "content": aws},
+        {"path": NSSWITCH, "content": hosts_from_files(Path(NSSWITCH).read_text())},
+    ]
 
 
 @functools.cache
@@ -144,6 +155,7 @@ class Node:
                     "target": target,
                     "upper": str(self._layer(target) / "upper"),
                     "work": str(self._layer(target) / "work"),
+                    "image_layers": [str(layer) for layer in image_layers().get(target, ())],
                 }
             )
         python_path = _node_python_path()

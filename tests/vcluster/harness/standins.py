@@ -240,10 +240,11 @@ STAND_INS: tuple[StandIn, ...] = (
         "vpc-dns",
         "the VPC's resolver, which answers a name it does not know (a powered-down elastic "
         "node's, which slurmctld may look up to message it) at once",
-        "a namespace here has no resolver: glibc waits out its timeouts, Debian's Slurm retries "
-        "(its retry-getaddrinfo patch), and slurmctld stalls for about 110 s per lookup",
-        "the elastic cluster's head resolves host names from /etc/hosts only (nsswitch.conf "
-        "hosts: files): an unknown name is unknown at once",
+        "a namespace here has no resolver: glibc waits out its timeouts (10 s a lookup), "
+        "Debian's 22.05 retries (its retry-getaddrinfo patch), and slurmctld 24.11 stalls on "
+        "the lookups it makes for its clients until they time out",
+        "every node resolves host names from /etc/hosts only (its nsswitch.conf's hosts: "
+        "files): an unknown name is unknown at once",
     ),
     StandIn(
         "power-timeouts",
@@ -272,18 +273,13 @@ STAND_INS: tuple[StandIn, ...] = (
     StandIn(
         "slurm-version",
         "the definition's slurm.version (26.05.5), built in the image the nodes boot",
-        "the nodes still run this machine's Slurm (Debian 12's 22.05), not the baked image's",
-        "the harness sets slurm.version to 24.11.5, the oldest pinned release, whose "
-        "slurm.conf 22.05 runs (26.05's Exclusive=NODE and HealthCheckTimeout it refuses)",
-    ),
-    StandIn(
-        "sackd",
-        "sackd on login nodes (Slurm's clients configless: the configuration slurmctld serves, in "
-        "/run/slurm/conf, fetched again on every reconfigure)",
-        "Debian 12's Slurm 22.05 has no sackd (Slurm 23.11 brought it)",
-        "the login node's sackd unit runs node_side/sackd.py instead (same unit, same user, same "
-        "/run/slurm/conf): it copies the head's Slurm files from the config store every 5 s; "
-        "22.05's clients read /run/slurm/conf as 26.05's do",
+        "the bake rehearsal (tests/image) builds 24.11.5, the older pinned leg: this "
+        "workplace's Debian mirror does not serve 26.05.5's source; and the nodes' root is this "
+        "machine's (Debian 12, the rehearsal's own base), not the whole baked root",
+        "the harness sets slurm.version to 24.11.5, and lays the rehearsal's Slurm build (what "
+        "build.sh's Slurm step installed: daemons, clients, plugins, units) over each node's "
+        "/usr, so every node runs the image's own build of the pinned source "
+        "(tests/support/slurm_cache.py)",
     ),
     StandIn(
         "amis",
@@ -336,6 +332,17 @@ SLURM_CONF_ADDITIONS = (
 # "slurm-version": what the harness writes the cluster's Slurm files for.
 SLURM_VERSION_WRITTEN_FOR = "24.11.5"
 
+# "vpc-dns": where glibc is told how to resolve host names, and every node's answer.
+NSSWITCH = "/etc/nsswitch.conf"
+
+
+def hosts_from_files(nsswitch: str) -> str:
+    lines = [
+        "hosts: files" if line.startswith("hosts:") else line for line in nsswitch.splitlines()
+    ]
+    return "\n".join(lines) + "\n"
+
+
 # "amis": any well-formed id will do, moto does not look images up.
 PLACEHOLDER_AMI = "ami-0123456789abcdef0"
 
@@ -351,7 +358,6 @@ NODE_TOOLS = {
     "/usr/local/bin/dcgmi": NODE_SIDE / "dcgmi.py",
     "/usr/local/sbin/vcluster-reboot": NODE_SIDE / "reboot.py",  # "reboot"
     "/usr/local/sbin/vcluster-health-check": NODE_SIDE / "health_check.py",  # "health-check-env"
-    "/usr/local/sbin/vcluster-sackd": NODE_SIDE / "sackd.py",  # "sackd"
 }
 # "health-check-env": the environment the HealthCheckProgram's stand-in sets.
 HEALTH_CHECK_ENV = "/etc/vcluster/aws.env"
@@ -372,7 +378,6 @@ ABSENT_FROM_THIS_MACHINE = frozenset(
         "cmd:mount.efs",
         "cmd:mount.lustre",
         "cmd:lctl",
-        "cmd:sackd",  # "sackd"
     }
 )
 
@@ -456,20 +461,8 @@ def patch_slurmd_elastic(text: str) -> str:
     return text.replace(slurmd, slurmd + "-b ")
 
 
-# "sackd": the login nodes' unit runs the stand-in.
-SACKD_UNIT_PATH = "/etc/systemd/system/slurmstack-sackd.service"
-
-
-def patch_sackd_unit(text: str) -> str:
-    sackd = "ExecStart=/usr/sbin/sackd "
-    if sackd not in text:
-        raise ValueError(f"the sackd unit no longer runs {sackd!r}")
-    return text.replace(sackd, "ExecStart=/usr/local/sbin/vcluster-sackd ")
-
-
 STORE_PATCHES = {
     SLURM_CONF_PATH: lambda text: patch_elastic_slurm_conf(patch_slurm_conf(text)),
     "/etc/slurmstack/node.json": patch_node_config,
     SLURMD_ELASTIC_DROPIN: patch_slurmd_elastic,
-    SACKD_UNIT_PATH: patch_sackd_unit,
 }

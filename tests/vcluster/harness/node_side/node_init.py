@@ -7,7 +7,8 @@ stopping a node is one signal. Standard library only: it runs on the system pyth
 
 Spec keys: cgroup_hold (an empty directory); run_directory and keep_visible [path] (kept
 visible in the private /tmp);
-hostname; overlays [{target, upper, work}]; tmpfs [{target, options}];
+hostname; overlays [{target, upper, work, image_layers?}] (image_layers: read-only
+directories laid over the host's, top first); tmpfs [{target, options}];
 devices [{path, major, minor}]; dirs [path]; files [{path, content}] (whatever was at the path
 in the layer below, a device included, is replaced); links [{path, target}]; ready (a file to
 create).
@@ -93,7 +94,9 @@ def runtime_directories() -> None:
 def lay_out(spec: dict) -> None:
     fresh_sysfs(spec["cgroup_hold"])
     for layer in spec["overlays"]:
-        options = f"lowerdir={layer['target']},upperdir={layer['upper']},workdir={layer['work']}"
+        # Read-only layers (the image's) above the host's directory, the node's upper on top.
+        lower = ":".join([*layer.get("image_layers", []), layer["target"]])
+        options = f"lowerdir={lower},upperdir={layer['upper']},workdir={layer['work']}"
         mount("-t", "overlay", "overlay", "-o", options, layer["target"])
     for fs in spec["tmpfs"]:
         os.makedirs(fs["target"], exist_ok=True)

@@ -5,8 +5,10 @@ It reads the same unit files systemd would (/etc/systemd/system, then /lib/syste
 drop-ins from <unit>.d/*.conf) and runs what they say: ConditionPathExists, Requires and the
 units linked in <unit>.requires/ (started first; if one fails, the unit does not start),
 RequiresMountsFor (must be mounted), Environment/EnvironmentFile, User/Group,
-RuntimeDirectory, Limit*, ExecStartPre, then ExecStart as Type says (simple and notify: left running;
-forking: waited for, main pid from PIDFile; oneshot: run to the end). Enabling makes the
+RuntimeDirectory, Limit*, ExecStartPre, then ExecStart as Type says (simple: left running;
+notify: left running once it says READY=1 on the socket NOTIFY_SOCKET names, a listener keeping
+that socket for MAINPID= as long as the service runs; forking: waited for, main pid from PIDFile;
+oneshot: run to the end). Enabling makes the
 [Install] WantedBy and RequiredBy links systemd makes (<target>.wants/, <unit>.requires/).
 Timers are enabled and started but never fire.
 
@@ -22,6 +24,7 @@ import re
 import resource
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -30,6 +33,8 @@ UNIT_DIRS = ("/etc/systemd/system", "/lib/systemd/system")
 STATE = "/run/vcluster-units"  # <unit>.pid of running services, <unit>.active for the rest
 LOGS = "/var/log/vcluster"  # <unit>.log: a unit's output, as the journal would keep it
 STOP_SECONDS = 15
+NOTIFY_SECONDS = 180  # a notify service's time to say READY=1 (a loaded machine is slow)
+NEW_MAIN_SECONDS = 10  # after the main process ends, how long a MAINPID= may still come
 LIMITS = {
     "LimitNOFILE": resource.RLIMIT_NOFILE,
     "LimitMEMLOCK": resource.RLIMIT_MEMLOCK,
@@ -260,6 +265,8 @@ def run_service(name: str, unit: dict[str, list[str]], log) -> int | None:  # ty
         if run(starts[0], unit, env, log) != 0:
             raise UnitError(f"{name}: {' '.join(starts[0])} failed (see {log.name})")
         return main_pid(first(unit, "Service.PIDFile"), name)
+    if kind == "notify":
+        return start_notify(name, starts[0], unit, env, log)
     note(log, f"starting {shlex.join(starts[0])}")
     process = subprocess.Popen(
         starts[0],
@@ -274,6 +281,80 @@ def run_service(name: str, unit: dict[str, list[str]], log) -> int | None:  # ty
     if process.poll() is not None:
         raise UnitError(f"{name}: {starts[0][0]} exited {process.returncode} (see {log.name})")
     return process.pid
+
+
+def notices(sock: socket.socket) -> dict[str, str]:
+    """One sd_notify(3) message ({} when none came within the socket's timeout)."""
+    try:
+        data = sock.recv(4096).decode(errors="replace")
+    except TimeoutError:
+        return {}
+    return dict(line.split("=", 1) for line in data.splitlines() if "=" in line)
+
+
+def start_notify(
+    name: str, words: list[str], unit: dict[str, list[str]], env: dict[str, str], log
+) -> int:  # type: ignore[no-untyped-def]
+    """Type=notify (Slurm's own units run its daemons with --systemd): started with
+    NOTIFY_SOCKET, active once it sends READY=1. MAINPID= moves the main process, as Slurm
+    24.05+ does when it restarts itself for a reconfigure, so the socket stays open while the
+    service runs (a listener process of the node's own, as systemd keeps it)."""
+    path = os.path.join(STATE, f"{name}.notify")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(path)
+    os.chmod(path, 0o666)  # the service's User= sends to it
+    sock.settimeout(0.5)
+    note(log, f"starting {shlex.join(words)} (notify)")
+    process = subprocess.Popen(
+        words,
+        env={**env, "NOTIFY_SOCKET": path},
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+        preexec_fn=as_user(unit),
+        start_new_session=True,
+    )
+    main, deadline = process.pid, time.monotonic() + NOTIFY_SECONDS
+    while True:
+        fields = notices(sock)
+        main = int(fields.get("MAINPID", main))
+        if fields.get("READY") == "1":
+            break
+        if main == process.pid and process.poll() is not None:
+            raise UnitError(f"{name}: {words[0]} exited {process.returncode} (see {log.name})")
+        if time.monotonic() > deadline:
+            raise UnitError(f"{name}: no READY=1 in {NOTIFY_SECONDS} s (see {log.name})")
+    if os.fork() == 0:
+        keep_notified(name, sock, main)
+    sock.close()
+    return main
+
+
+def keep_notified(name: str, sock: socket.socket, main: int) -> None:
+    """The listener: records each new main pid until the service's main process is gone (and
+    no new one was named within NEW_MAIN_SECONDS). Detached from the caller's output, whose
+    readers wait for its end."""
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    pid_file = os.path.join(STATE, f"{name}.pid")
+    gone_since = None
+    while True:
+        fields = notices(sock)
+        if "MAINPID" in fields:
+            main, gone_since = int(fields["MAINPID"]), None
+            with open(pid_file, "w") as handle:
+                handle.write(str(main))
+        if os.path.exists(f"/proc/{main}") and not _zombie(main):
+            continue
+        gone_since = gone_since or time.monotonic()
+        if time.monotonic() - gone_since > NEW_MAIN_SECONDS:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(sock.getsockname())
+            os._exit(0)
 
 
 def main_pid(pid_file: str, name: str) -> int:

@@ -3,12 +3,13 @@ checkout, a branch and a CI run on this machine all find the same one.
 
 The cache holds what `build.sh slurm` writes that is Slurm's own: its programs, libraries,
 plugins, headers and units, /etc/slurm, its spool and log directories, the download and the
-build's stamp. Its key is what the compile reads: build.sh's Slurm section, the pinned source,
-and the compiler's and libraries' versions in the root it was built in; never the root's name,
-which changes whenever any image package list does (a new package for sshd or Prometheus must
-not recompile Slurm). What belongs to the root, not to Slurm (the account files useradd
-rewrote, the linker's cache), is left out: over another root it would hide that root's own
-accounts. `build.sh slurm` makes Slurm's users again when it finds the build done."""
+build's stamp. The virtual cluster lays the same files over its nodes' /usr (current()). Its key
+is what the compile reads: build.sh's Slurm section, the pinned source, and the compiler's and
+libraries' versions in the root it was built in; never the root's name, which changes whenever
+any image package list does (a new package for sshd or Prometheus must not recompile Slurm).
+What belongs to the root, not to Slurm (the account files useradd rewrote, the linker's cache),
+is left out: over another root it would hide that root's own accounts. `build.sh slurm` makes
+Slurm's users again when it finds the build done."""
 
 from __future__ import annotations
 
@@ -68,14 +69,44 @@ def layer_path(cache: Path, version: str, sha256: str, build_script: Path, root:
     return cache / f"rehearsal-slurm-{version}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
-def is_built(layer: Path) -> bool:
+def _current_link(cache: Path, version: str) -> Path:
+    return cache / f"rehearsal-slurm-{version}-current"
+
+
+def _point_at(layer: Path, version: str) -> None:
+    """The image tests' layer of ``version`` becomes the one current() names (a new link
+    renamed over the old: a reader never finds none)."""
+    link = _current_link(layer.parent, version)
+    fresh = link.with_name(link.name + f".{os.getpid()}")
+    fresh.unlink(missing_ok=True)
+    fresh.symlink_to(layer.name)
+    fresh.rename(link)
+
+
+def is_built(layer: Path, version: str) -> bool:
     if (layer / "usr/sbin/slurmd").exists():
         os.utime(layer)  # in use: see store()
+        _point_at(layer, version)
         return True
     return False
 
 
-def store(upper: Path, layer: Path) -> None:
+STAMP = "var/lib/slurmstack/image/slurm"
+
+
+def current(cache: Path, version: str, sha256: str) -> Path | None:
+    """The layer the image tests last built or used for ``version``, if it is a build of that
+    version from the pinned source (build.sh's stamp: version, sha256, configure flags)."""
+    layer = _current_link(cache, version).resolve()
+    stamp = layer / STAMP
+    if not (layer / "usr/sbin/slurmd").is_file() or not stamp.is_file():
+        return None
+    if stamp.read_text().split()[:2] != [version, sha256]:
+        return None
+    return layer
+
+
+def store(upper: Path, layer: Path, version: str) -> None:
     """Keeps Slurm's part of an overlay's upper layer as ``layer`` (atomically: a partial copy
     is never taken for a build), and drops other recipes' layers unused for a day (another
     checkout may have one in use right now as an overlay's lower layer)."""
@@ -91,7 +122,10 @@ def store(upper: Path, layer: Path) -> None:
             path.unlink()
     now = time.time()
     for old in layer.parent.glob("rehearsal-slurm-*"):
-        if old not in (layer, partial) and now - old.stat().st_mtime > UNUSED_SECONDS:
+        if old.is_symlink() or old in (layer, partial):
+            continue
+        if now - old.stat().st_mtime > UNUSED_SECONDS:
             shutil.rmtree(old, ignore_errors=True)
     shutil.rmtree(layer, ignore_errors=True)
     partial.rename(layer)
+    _point_at(layer, version)
