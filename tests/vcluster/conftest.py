@@ -2,11 +2,11 @@
 (harness/), shared by every scenario. A scenario leaves the cluster as healthy as it found it
 (every pool at full size, every node registered), so scenarios run in any order.
 
-Needs root (network namespaces, mounts), the image's Slurm build (the bake rehearsal's, which
-tests/image makes and caches; the nodes run it), Debian's munge, Open MPI, iproute2 and
-nftables (each node loads its metadata firewall). With CI=true anything missing fails the
-suite; elsewhere the scenarios are skipped. Set VCLUSTER_KEEP=1 to keep the run's directory
-(every node's layers and logs) after the session.
+Needs root (network namespaces, mounts) and Debian's Slurm, munge, Open MPI, iproute2 and
+nftables (each node loads its metadata firewall). With SLURMSTACK_VCLUSTER_SLURM=image the nodes
+run the image's Slurm build instead (the bake rehearsal's, which tests/image makes and caches).
+With CI=true anything missing fails the suite; elsewhere the scenarios are skipped. Set
+VCLUSTER_KEEP=1 to keep the run's directory (every node's layers and logs) after the session.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 
 from vcluster.harness import VirtualCluster
 from vcluster.harness.image import image_slurm_layer
-from vcluster.harness.standins import SLURM_VERSION_WRITTEN_FOR
+from vcluster.harness.standins import SLURM_VERSION_WRITTEN_FOR, runs_image_slurm
 
 DEFINITION = Path(__file__).resolve().parent / "definitions" / "two-pools.yaml"
 BINARIES = ("ip", "nsenter", "unshare", "mount", "nft", "munged", "slurmctld", "slurmd", "srun",
@@ -43,7 +43,7 @@ def missing_requirements() -> list[str]:
         ["/usr/bin/python3", "-c", "import mpi4py"], capture_output=True
     ).returncode:
         problems.append("python3-mpi4py for /usr/bin/python3")
-    if image_slurm_layer() is None:
+    if runs_image_slurm() and image_slurm_layer() is None:
         # The nodes run the image's Slurm, which the bake rehearsal builds (and caches).
         problems.append(
             f"the image's build of Slurm {SLURM_VERSION_WRITTEN_FOR} (made by "

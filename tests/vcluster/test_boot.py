@@ -1,8 +1,9 @@
 """A definition with two pools boots: the head node and every instance its Auto Scaling groups
 launched run their rendered user data, every step through the bootstrap runner, and each worker
 registers in its pool's partition, under the name its address gives it, with its pool's feature,
-GRES, CPUs and memory. Every node runs the Slurm the image's own build step made of the pinned
-source (the bake rehearsal's build, laid over the node's /usr: stand-in "slurm-version")."""
+GRES, CPUs and memory. With SLURMSTACK_VCLUSTER_SLURM=image, every node runs the Slurm the
+image's own build step made of the pinned source (the bake rehearsal's build, laid over the
+node's /usr: stand-in "slurm-version")."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from slurmstack import contract
 from vcluster.harness import VirtualCluster
 from vcluster.harness.cloudinit import parse
 from vcluster.harness.image import image_slurm_layer
-from vcluster.harness.standins import SLURM_VERSION_WRITTEN_FOR
+from vcluster.harness.standins import SLURM_MODE_ENV, SLURM_VERSION_WRITTEN_FOR, runs_image_slurm
 
 pytestmark = pytest.mark.vcluster
 
@@ -77,6 +78,9 @@ def test_every_node_booted_through_the_bootstrap_runner(vcluster: VirtualCluster
         assert steps[0][:2] == ("slurmstack-bootstrap", "check"), label
 
 
+@pytest.mark.skipif(
+    not runs_image_slurm(), reason=f"the nodes run this machine's Slurm ({SLURM_MODE_ENV} unset)"
+)
 def test_every_node_runs_the_images_slurm_build(vcluster: VirtualCluster) -> None:
     """slurmd -V on every node (and slurmctld's on the head, and the version slurmctld reports
     for each registered slurmd) is the pinned release the image built, not the host's Slurm;

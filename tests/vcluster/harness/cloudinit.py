@@ -16,7 +16,7 @@ import yaml
 
 from slurmstack.contract import BOOTSTRAP_PATH
 
-from .standins import ABSENT_FROM_THIS_MACHINE, CONTRACT_STEP, REPLACED_STEPS, STEP
+from .standins import CONTRACT_STEP, REPLACED_STEPS, STEP, absent_from_this_machine
 
 SCRIPT_PATH = "/var/lib/cloud/instance/scripts/runcmd"
 # cloud-init's record of the instance it runs on (the bootstrap reads it to mark a failed
@@ -59,7 +59,7 @@ class UserData:
             if step:
                 entry = (*RUNNER_RUN, "/usr/bin/python3", STEP, step, step_dirs[step])
             elif entry[:2] == CONTRACT_STEP:
-                entry = tuple(w for w in entry if w not in ABSENT_FROM_THIS_MACHINE)
+                entry = tuple(w for w in entry if w not in absent_from_this_machine())
             lines.append(" ".join(shlex.quote(w) for w in entry))
         return "\n".join(lines) + "\n"
 

@@ -26,7 +26,7 @@ from slurmstack.contract import Manifest, bundle_text, manifest_json, read_bundl
 from slurmstack.offline import OfflineRun, RecordedResource
 
 from .aws import MotoServer
-from .standins import PLACEHOLDER_AMI, STORE_PATCHES
+from .standins import PLACEHOLDER_AMI, store_patches
 
 VPC = "aws:ec2/vpc:Vpc"
 SUBNET = "aws:ec2/subnet:Subnet"
@@ -103,11 +103,12 @@ def publish_config(run: OfflineRun, aws: MotoServer, bucket: str) -> str:
     patched: dict[str, str] = {}  # bundle key as registered -> as published
     for bundle_key, text in contents.items():
         files = {path: body.decode() for path, body in read_bundle(text.encode()).items()}
-        for path in set(files) & set(STORE_PATCHES):
+        patches = store_patches()
+        for path in set(files) & set(patches):
             # A path several roles receive with their own content (node.json): only the roles
             # listing this bundle's version of it get the patched one.
             listed = store_key(files[path].encode())
-            files[path] = STORE_PATCHES[path](files[path])
+            files[path] = patches[path](files[path])
             for role_files in manifest.files.values():
                 if role_files.get(path) == listed:
                     role_files[path] = store_key(files[path].encode())

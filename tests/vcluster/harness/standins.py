@@ -12,7 +12,9 @@ the harness code uses, each next to the entry that explains it.
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,9 +126,10 @@ STAND_INS: tuple[StandIn, ...] = (
         "RebootProgram=/usr/sbin/reboot (Ubuntu's systemd reboot)",
         "a namespace cannot reboot, and this machine's reboot would talk to its own systemd",
         "RebootProgram in the stored slurm.conf is node_side/reboot.py: it records the request "
-        "in the node's /var/log/vcluster/reboot.log, clears the node's GPU faults and starts "
-        "slurmd again with -b (it reports a fresh boot, as Slurm's own tests do); the boot's "
-        "steps are not run again",
+        "in the node's /var/log/vcluster/reboot.log, clears the node's GPU faults and kernel "
+        "log and starts slurmd again with -b (it reports a fresh boot, as Slurm's own tests do) "
+        "without the variables slurmd set for its own re-execution; the boot's steps are not "
+        "run again",
     ),
     StandIn(
         "health-check-env",
@@ -276,10 +279,21 @@ STAND_INS: tuple[StandIn, ...] = (
         "the bake rehearsal (tests/image) builds 24.11.5, the older pinned leg: this "
         "workplace's Debian mirror does not serve 26.05.5's source; and the nodes' root is this "
         "machine's (Debian 12, the rehearsal's own base), not the whole baked root",
-        "the harness sets slurm.version to 24.11.5, and lays the rehearsal's Slurm build (what "
-        "build.sh's Slurm step installed: daemons, clients, plugins, units) over each node's "
-        "/usr, so every node runs the image's own build of the pinned source "
-        "(tests/support/slurm_cache.py)",
+        "the harness sets slurm.version to 24.11.5; with SLURMSTACK_VCLUSTER_SLURM=image it lays "
+        "the rehearsal's Slurm build (what build.sh's Slurm step installed: daemons, clients, "
+        "plugins, units) over each node's /usr, so every node runs the image's own build of the "
+        "pinned source (tests/support/slurm_cache.py); otherwise the nodes run this machine's "
+        "22.05, which reads the file written for 24.11.5",
+    ),
+    StandIn(
+        "sackd",
+        "sackd on login nodes (Slurm's clients configless: the configuration slurmctld serves, in "
+        "/run/slurm/conf, fetched again on every reconfigure)",
+        "Debian 12's Slurm 22.05 has no sackd (Slurm 23.11 brought it); with the image's Slurm "
+        "(SLURMSTACK_VCLUSTER_SLURM=image) the login nodes run the real sackd instead",
+        "the login node's sackd unit runs node_side/sackd.py instead (same unit, same user, same "
+        "/run/slurm/conf): it copies the head's Slurm files from the config store every 5 s; "
+        "22.05's clients read /run/slurm/conf as 26.05's do",
     ),
     StandIn(
         "amis",
@@ -329,8 +343,25 @@ SLURM_CONF_ADDITIONS = (
     "AuthInfo=cred_expire=10",  # "requeue-delay"
 )
 
-# "slurm-version": what the harness writes the cluster's Slurm files for.
+# "slurm-version": what the harness writes the cluster's Slurm files for, and whether the nodes
+# run the image's build of it (SLURMSTACK_VCLUSTER_SLURM=image) or this machine's Slurm.
 SLURM_VERSION_WRITTEN_FOR = "24.11.5"
+SLURM_MODE_ENV = "SLURMSTACK_VCLUSTER_SLURM"
+
+
+def runs_image_slurm() -> bool:
+    return os.environ.get(SLURM_MODE_ENV, "") == "image"
+
+
+def store_patches() -> dict[str, Callable[[str], str]]:
+    return STORE_PATCHES if runs_image_slurm() else {**STORE_PATCHES, **HOST_SLURM_STORE_PATCHES}
+
+
+def absent_from_this_machine() -> frozenset[str]:
+    if runs_image_slurm():
+        return ABSENT_FROM_THIS_MACHINE
+    return ABSENT_FROM_THIS_MACHINE | ABSENT_FROM_THIS_MACHINES_SLURM
+
 
 # "vpc-dns": where glibc is told how to resolve host names, and every node's answer.
 NSSWITCH = "/etc/nsswitch.conf"
@@ -358,6 +389,7 @@ NODE_TOOLS = {
     "/usr/local/bin/dcgmi": NODE_SIDE / "dcgmi.py",
     "/usr/local/sbin/vcluster-reboot": NODE_SIDE / "reboot.py",  # "reboot"
     "/usr/local/sbin/vcluster-health-check": NODE_SIDE / "health_check.py",  # "health-check-env"
+    "/usr/local/sbin/vcluster-sackd": NODE_SIDE / "sackd.py",  # "sackd"
 }
 # "health-check-env": the environment the HealthCheckProgram's stand-in sets.
 HEALTH_CHECK_ENV = "/etc/vcluster/aws.env"
@@ -380,6 +412,8 @@ ABSENT_FROM_THIS_MACHINE = frozenset(
         "cmd:lctl",
     }
 )
+# "sackd": absent too when the nodes run this machine's Slurm (not the image's).
+ABSENT_FROM_THIS_MACHINES_SLURM = frozenset({"cmd:sackd"})
 
 # "nvme-raid", "shared-storage", "state-volume": commands the bootstrap runner runs
 # (`slurmstack-bootstrap run slurmstack-node <step>`) replaced by steps.py; the runner is real.
@@ -461,8 +495,23 @@ def patch_slurmd_elastic(text: str) -> str:
     return text.replace(slurmd, slurmd + "-b ")
 
 
+# "sackd": the login nodes' unit runs the stand-in.
+SACKD_UNIT_PATH = "/etc/systemd/system/slurmstack-sackd.service"
+
+
+def patch_sackd_unit(text: str) -> str:
+    sackd = "ExecStart=/usr/sbin/sackd "
+    if sackd not in text:
+        raise ValueError(f"the sackd unit no longer runs {sackd!r}")
+    return text.replace(sackd, "ExecStart=/usr/local/sbin/vcluster-sackd ")
+
+
 STORE_PATCHES = {
     SLURM_CONF_PATH: lambda text: patch_elastic_slurm_conf(patch_slurm_conf(text)),
     "/etc/slurmstack/node.json": patch_node_config,
     SLURMD_ELASTIC_DROPIN: patch_slurmd_elastic,
+}
+# Applied too when the nodes run this machine's Slurm (not the image's).
+HOST_SLURM_STORE_PATCHES = {
+    SACKD_UNIT_PATH: patch_sackd_unit,
 }
