@@ -126,8 +126,8 @@ STAND_INS: tuple[StandIn, ...] = (
         "RebootProgram=/usr/sbin/reboot (Ubuntu's systemd reboot)",
         "a namespace cannot reboot, and this machine's reboot would talk to its own systemd",
         "RebootProgram in the stored slurm.conf is node_side/reboot.py: it records the request "
-        "in the node's /var/log/vcluster/reboot.log, clears the node's GPU faults and kernel "
-        "log and starts slurmd again with -b (it reports a fresh boot, as Slurm's own tests do) "
+        "in the node's /var/log/vcluster/reboot.log, clears the node's GPU faults and starts "
+        "slurmd again with -b (it reports a fresh boot, as Slurm's own tests do) "
         "without the variables slurmd set for its own re-execution; the boot's steps are not "
         "run again",
     ),

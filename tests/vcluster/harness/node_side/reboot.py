@@ -2,7 +2,7 @@
 """RebootProgram on a virtual-cluster node: a stand-in (stand-in "reboot"). A namespace cannot
 reboot, and this machine's /usr/sbin/reboot would talk to its own systemd. What a reboot does
 for Slurm is done instead: the request is recorded in /var/log/vcluster/reboot.log, the node's
-GPU faults are cleared (a reset activates pending retirements) and its kernel log emptied, and
+GPU faults are cleared (a reset activates pending retirements), and
 slurmd, detached from the one that ran this program, is stopped and started again with `-b`
 (slurmd reports a fresh boot, as Slurm's own tests do), so slurmctld sees the node come back and
 returns it to service as `scontrol reboot ... nextstate=RESUME` asked. The boot's own steps are
@@ -17,7 +17,6 @@ import time
 LOG = "/var/log/vcluster/reboot.log"
 PIDFILE = "/run/vcluster-units/slurmstack-slurmd.service.pid"  # the systemctl stand-in's
 FAULTS = "/var/lib/vcluster/gpus.json"
-KERNEL_LOG = "/dev/kmsg"  # stand-in "kernel-log": the node's own, a regular file
 WAIT_SECONDS = 30
 SLURMD_OWN_ENV = ("SLURMD_RECONF", "SLURMD_BOOT_TIME")
 
@@ -46,10 +45,6 @@ def restart_slurmd() -> None:
         time.sleep(0.2)
     if os.path.exists(FAULTS):
         os.unlink(FAULTS)
-    # A reboot starts a new kernel log: the XIDs the old boot logged are gone (slurmd 23.11+
-    # runs the HealthCheckProgram as it starts, which would find them again).
-    if os.path.isfile(KERNEL_LOG):
-        open(KERNEL_LOG, "w").close()
     with open(LOG, "ab") as log:
         new = subprocess.Popen(
             [*argv, "-b"], env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
