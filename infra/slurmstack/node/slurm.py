@@ -187,7 +187,10 @@ class NodeRecord:
         return slurm_time(self.fields.get(key))
 
 
-def slurm_nodes(ctx: Context) -> list[NodeRecord]:
-    """Every node record, from `scontrol show node` in one-line form."""
-    out = ctx.ok(*SCONTROL, "--all", "--oneliner", "show", "node")
+def slurm_nodes(ctx: Context, details: bool = False) -> list[NodeRecord]:
+    """Every node record, from `scontrol show node` in one-line form (``details``: with
+    GresUsed, the GRES its jobs hold)."""
+    out = ctx.ok(
+        *SCONTROL, "--all", *(["--details"] if details else []), "--oneliner", "show", "node"
+    )
     return [NodeRecord.parse(line) for line in out.splitlines() if line.startswith("NodeName=")]

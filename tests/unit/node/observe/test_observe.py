@@ -92,6 +92,29 @@ def test_slurms_own_names_count_what_the_records_say() -> None:
     assert samples[("slurm_node_gpus", (("node", "train-10-42-0-6"),))] == 8
 
 
+def test_gpus_are_counted_from_the_gres_where_no_tres_counts_them() -> None:
+    """Without slurmdbd Slurm may not track gres/gpu as a TRES (slurmctld refuses
+    AccountingStorageTRES=gres/gpu then): CfgTRES and AllocTRES carry no GPUs, and the GRES
+    lists (scontrol --details) say what the node has and its jobs hold."""
+    nodes = [
+        record("dev-10-42-0-7", "10.42.0.7", "MIXED", CfgTRES="cpu=48,mem=373556M,billing=48",
+               AllocTRES="cpu=2,mem=15564M", Gres="gpu:l40s:4(S:0-1)",
+               GresUsed="gpu:l40s:2(IDX:0-1)"),
+        record("dev-10-42-0-8", "10.42.0.8", "IDLE", CfgTRES="cpu=48", Gres="gpu:4",
+               GresUsed="gpu:0(IDX:N/A)"),
+    ]  # fmt: skip
+    samples = {(s[0], s[1].get("node", "")): s[2] for s in slurm_metrics.native_node_samples(nodes)}
+    assert samples[("slurm_node_gpus", "dev-10-42-0-7")] == 4
+    assert samples[("slurm_node_gpus_alloc", "dev-10-42-0-7")] == 2
+    assert samples[("slurm_node_gpus", "dev-10-42-0-8")] == 4
+    assert samples[("slurm_node_gpus_alloc", "dev-10-42-0-8")] == 0
+    job = {"JobId": "7", "JobState": "RUNNING", "AllocTRES": "cpu=2,mem=15564M",
+           "JOB_GRES": "gpu:l40s:2"}  # fmt: skip
+    assert slurm_metrics.job_gpus(job) == 2
+    # A TRES list that counts GPUs wins over the GRES list.
+    assert slurm_metrics.gpus_of("cpu=8,gres/gpu=8", "gpu:h100:4") == 8
+
+
 def test_a_running_job_has_its_account_user_and_gpus() -> None:
     jobs = [
         {"JobId": "41", "JobState": "RUNNING", "Account": "vision", "UserId": "ana(1001)",
