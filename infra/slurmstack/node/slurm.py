@@ -57,6 +57,15 @@ def parse_node_line(line: str) -> dict[str, str]:
     return fields
 
 
+def parse_job_line(line: str) -> dict[str, str]:
+    """One record of `scontrol show job -o` as a dict. A job's Reason is one word (Resources,
+    None, ...), so no field is split off first, as a node's free-text Reason must be (read
+    as a node's, it swallowed Partition, TRES and every field after it)."""
+    fields: dict[str, str] = {}
+    _key_values(line.rstrip("\n"), fields)
+    return fields
+
+
 def slurm_time(value: str | None) -> float | None:
     """Seconds since the epoch from a Slurm time (local time, as scontrol prints it), or None
     for None, Unknown and anything else."""

@@ -16,7 +16,7 @@ from collections import Counter
 from ...contract import Metric, NodeConfig, parse_reason
 from ..context import Context
 from ..metrics_file import Sample
-from ..slurm import SCONTROL, NodeRecord, parse_node_line
+from ..slurm import SCONTROL, NodeRecord, parse_job_line
 
 SLURM_SECONDS = 20
 OPERATOR = "operator"  # a drain reason not in slurmstack's form: a person's
@@ -67,7 +67,7 @@ def job_records(ctx: Context) -> list[dict[str, str]]:
     result = ctx.bounded(SLURM_SECONDS, *SCONTROL, "--details", "--oneliner", "show", "job")
     if result.returncode != 0:
         return []
-    return [parse_node_line(x) for x in result.stdout.splitlines() if x.startswith("JobId=")]
+    return [parse_job_line(x) for x in result.stdout.splitlines() if x.startswith("JobId=")]
 
 
 def job_gpus(job: dict[str, str]) -> int:
