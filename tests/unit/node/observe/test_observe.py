@@ -113,7 +113,8 @@ def test_gpus_are_counted_from_the_gres_where_no_tres_counts_them() -> None:
     assert slurm_metrics.job_gpus(job) == 2
     # As scontrol --details --oneliner prints a running job (Slurm 22.05, no accounting).
     line = ("JobId=7 JobName=wrap UserId=ana(1001) GroupId=ana(1001) Account=(null) "
-            "JobState=RUNNING Reason=None Dependency=(null) Partition=gpu NodeList=dev-10-42-0-7 "
+            "JobState=RUNNING Reason=None Dependency=(null) Partition=gpu "
+            "AllocNode:Sid=ip-10-42-0-2:1402 ReqNodeList=(null) NodeList=dev-10-42-0-7 "
             "TRES=cpu=2,mem=15564M,node=1,billing=2 WorkDir=/tmp Nodes=dev-10-42-0-7 CPU_IDs=0-1 "
             "Mem=15564 GRES=gpu:l40s:2(IDX:0-1) JOB_GRES=gpu:l40s:2")  # fmt: skip
     parsed = parse_job_line(line)
