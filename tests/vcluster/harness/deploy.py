@@ -3,8 +3,9 @@
 The program runs under the offline engine (``slurmstack.offline``); every resource the nodes
 read at boot is created in moto from the inputs the program gave it: the compute network and
 its security groups, the bucket and the config store's objects and manifest, the munge secret,
-the SSM parameters and the apply-config document, the head node's network interface and the
-head instance launched on it, the pools' launch templates and Auto Scaling groups. Nothing here
+the SSM parameters and the apply-config document, the alert topic, the head node's network
+interface and the head instance launched on it, the pools' launch templates and Auto Scaling
+groups. Nothing here
 knows what the files say or how many there are; it copies what was registered. Values that
 only exist once AWS has created a resource are moto's: the head node's address is the one moto
 gave the head's interface (the parameter the program fills from the interface's address gets
@@ -43,6 +44,7 @@ INSTANCE = "aws:ec2/instance:Instance"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 GROUP = "aws:autoscaling/group:Group"
 LIFECYCLE_HOOK = "aws:autoscaling/lifecycleHook:LifecycleHook"
+TOPIC = "aws:sns/topic:Topic"
 
 HEAD_ADDRESS_SUFFIX = f"/{contract.DeployParameter.HEAD_ADDRESS}"
 MANIFEST_SUFFIX = f"/{contract.DeployParameter.CONFIG_MANIFEST}"
@@ -168,6 +170,10 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
     # program publishes its interface's address, which the offline engine made up).
     live_values = {str(interface.outputs["privateIp"]): head_address}
     live_values.update(subnet_ids)  # the compute subnet's id (elastic pools' launches)
+    # The alert topic, which the head's alert relay finds through its parameter.
+    for topic in run.of_type(TOPIC):
+        arn = aws.client("sns").create_topic(Name=topic.inputs["name"])["TopicArn"]
+        live_values[str(topic.outputs["arn"])] = arn
     parameters = {}
     for param in run.of_type(PARAMETER):
         name = param.inputs["name"]

@@ -78,7 +78,7 @@ STAND_INS: tuple[StandIn, ...] = (
         "a namespace has no init system; this machine's systemd must not run cluster daemons",
         "a systemctl that reads the same unit files (rendered and packaged) and runs their "
         "ExecStartPre/ExecStart as the unit says (User, EnvironmentFile, Type, RuntimeDirectory, "
-        "RequiresMountsFor, Requires and the RequiredBy links enabling makes, triggering "
+        "StateDirectory, RequiresMountsFor, Requires and the RequiredBy links enabling makes, triggering "
         "conditions); the node's fresh /run gets the packages' tmpfiles.d directories at its "
         "start (MariaDB's /run/mysqld); timers are enabled but never fire: a scenario runs the "
         "service",
@@ -101,8 +101,9 @@ STAND_INS: tuple[StandIn, ...] = (
         "EFA devices (/sys/class/infiniband/*)",
         "no EFA hardware here",
         "directories in the node's /sys/class/infiniband, as many as the pool expects, each "
-        "with its port's state file reading ACTIVE (a scenario may write another); traffic "
-        "goes over the bridge",
+        "with its port's state file reading ACTIVE (a scenario may write another) and the "
+        "driver's port counters (hw_counters/, EFA_COUNTERS) at zero, which a scenario may "
+        "advance as the driver counts traffic; traffic goes over the bridge",
     ),
     StandIn(
         "gpu-tools",
@@ -111,6 +112,24 @@ STAND_INS: tuple[StandIn, ...] = (
         "nvidia-smi and dcgmi scripts (node_side/) that answer the health check's queries from "
         "the node's GPU device files; a scenario injects faults through the node's "
         "/var/lib/vcluster/gpus.json (a GPU lost, ECC errors, a hang, a failed diagnostic)",
+    ),
+    StandIn(
+        "dcgm-exporter",
+        "dcgm-exporter (built from its pinned commit on NVIDIA images), reading DCGM",
+        "no GPUs, no DCGM here",
+        "node_side/dcgm_exporter.py at the image's path, run by the rendered unit with its "
+        "flags: DCGM's fields per stand-in GPU device, with the exporter's labels and hpc_job "
+        "from --hpc-job-mapping-dir (the rendered Prolog's files); a GPU the node's gpus.json "
+        "says is lost is not served; utilisation and memory are what a scenario writes there "
+        "(0 otherwise)",
+    ),
+    StandIn(
+        "metrics-timer",
+        "slurmstack-metrics.timer (the agent's node-metrics, and head-metrics on the head, "
+        "every scrape interval)",
+        "the stand-in systemctl's timers never fire",
+        "the observability scenarios run slurmstack-metrics.service on every live node every "
+        "scrape interval from a thread of the test (harness/observe.py)",
     ),
     StandIn(
         "kernel-log",
@@ -339,6 +358,7 @@ NODE_TOOLS = {
     "/usr/local/sbin/hostnamectl": NODE_SIDE / "hostnamectl.py",
     "/usr/local/bin/nvidia-smi": NODE_SIDE / "nvidia_smi.py",  # "gpu-tools"
     "/usr/local/bin/dcgmi": NODE_SIDE / "dcgmi.py",
+    "/usr/local/bin/dcgm-exporter": NODE_SIDE / "dcgm_exporter.py",  # "dcgm-exporter"
     "/usr/local/sbin/vcluster-reboot": NODE_SIDE / "reboot.py",  # "reboot"
     "/usr/local/sbin/vcluster-health-check": NODE_SIDE / "health_check.py",  # "health-check-env"
     "/usr/local/sbin/vcluster-sackd": NODE_SIDE / "sackd.py",  # "sackd"
@@ -349,8 +369,14 @@ HEALTH_CHECK_ENV = "/etc/vcluster/aws.env"
 GPU_FAULTS = "/var/lib/vcluster/gpus.json"
 # "kernel-log": the node's own kernel log, a regular file in /dev/kmsg's record format.
 KERNEL_LOG = "/dev/kmsg"
-# "efa": a port's state, as the kernel's file reads for an active port.
+# "efa": a port's state, as the kernel's file reads for an active port, and the port counters
+# the EFA driver keeps in hw_counters/ (Linux drivers/infiniband/hw/efa/efa_verbs.c, its port
+# statistics: bytes and packets, RDMA reads and writes, drops, retransmits, remote trouble).
 EFA_PORT_ACTIVE = "4: ACTIVE\n"
+EFA_COUNTERS = ("tx_bytes", "tx_pkts", "rx_bytes", "rx_pkts", "rx_drops", "rdma_read_bytes",
+                "rdma_write_bytes", "rdma_read_wr_err", "rdma_write_wr_err", "retrans_bytes",
+                "retrans_pkts", "retrans_timeout_events", "unresponsive_remote_events",
+                "impaired_remote_conn_events")  # fmt: skip
 
 # "image-contract": contract items this machine lacks, dropped from the boot's check step.
 CONTRACT_STEP = ("slurmstack-bootstrap", "check")

@@ -167,7 +167,7 @@ def head_metrics(ctx: Context) -> dict[str, Any]:
     if not config.is_head:
         raise AgentError("head-metrics runs on the head node")
     monitoring = monitoring_config(ctx)
-    nodes = slurm_nodes(ctx)
+    nodes = slurm_nodes(ctx, details=True)
     jobs = sm.job_records(ctx)
     slurm = [*sm.node_samples(config, nodes), *sm.job_samples(jobs)]
     if not monitoring.slurm_native_metrics:
