@@ -182,7 +182,7 @@ class SlurmCluster(pulumi.ComponentResource):
             )
         # The alert topic, the log groups and the budget: nothing waits for them (the roles
         # name them by their names; the relay reads the topic's parameter when it sends).
-        self.monitoring = Monitoring(plan, opts=child)
+        self.monitoring = Monitoring(plan, head_role=self.identity.head_role, opts=child)
         self.config = ConfigStore(
             plan, bucket=self.bucket.bucket.id, head_instance_id=self.head.instance.id, opts=child
         )
@@ -228,6 +228,10 @@ class SlurmCluster(pulumi.ComponentResource):
         }
         out["alert_topic_arn"] = self.monitoring.topic.arn
         out["log_groups"] = {s.value: g.name for s, g in self.monitoring.log_groups.items()}
+        if self.monitoring.prometheus is not None:
+            out["prometheus_workspace_id"] = self.monitoring.prometheus.id
+        if self.monitoring.grafana is not None:
+            out["grafana_endpoint"] = self.monitoring.grafana.endpoint
         if self.login_pools:
             # What `slurmstack ssh-config` reads: each login pool's group (its instances are
             # found by it), the host key alias users' known_hosts keep, and the NLB's name.
