@@ -39,6 +39,15 @@ def test_no_workspace_and_no_remote_write_right_by_default() -> None:
     assert "prometheus_workspace_id" not in result.outputs
 
 
+def test_the_stack_prints_the_port_forward_that_reaches_the_heads_grafana() -> None:
+    result = run_ok(small_cluster())
+    head = result.one("aws:ec2/instance:Instance")
+    assert result.outputs["grafana_port_forward_command"] == (
+        f"aws ssm start-session --region us-east-1 --target {head.id} --document-name "
+        "AWS-StartPortForwardingSession --parameters portNumber=3000,localPortNumber=3000"
+    )
+
+
 def test_the_head_remote_writes_to_its_workspace_only() -> None:
     result = run_ok(managed(managed_prometheus=True))
     workspace = result.one(T_AMP)

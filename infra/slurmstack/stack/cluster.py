@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pulumi
 
-from slurmstack.contract import DeployParameter
+from slurmstack.contract import GRAFANA_PORT, DeployParameter
 from slurmstack.plan import ClusterPlan, accounting_plan
 from slurmstack.stack import parameters
 from slurmstack.stack.accounting import AccountingPassword, AccountingRds
@@ -202,6 +202,15 @@ class SlurmCluster(pulumi.ComponentResource):
             "head_private_ip": self.head.interface.private_ip,
             "ssm_session_command": pulumi.Output.concat(
                 "aws ssm start-session --region ", plan.region, " --target ", instance.id
+            ),
+            # The head's Grafana (loopback only) on this machine's localhost:3000.
+            "grafana_port_forward_command": pulumi.Output.concat(
+                "aws ssm start-session --region ",
+                plan.region,
+                " --target ",
+                instance.id,
+                " --document-name AWS-StartPortForwardingSession --parameters ",
+                f"portNumber={GRAFANA_PORT},localPortNumber={GRAFANA_PORT}",
             ),
             "bucket_name": self.bucket.bucket.id,
             "munge_secret_name": plan.munge_secret_name,
