@@ -760,14 +760,15 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "observability.managed_prometheus",
         _set("observability.managed_prometheus", True),
-        NONE,
-        why="plan prices it; the workspace is not made yet (docs/observing.md)",
+        LIVE,
+        why="a new workspace, and the head's Prometheus configuration pushed to it",
     ),
     Mutation(
         "observability.managed_grafana",
         _set("observability.managed_grafana", True),
         NONE,
-        why="plan prices it; the workspace is not made yet (docs/observing.md)",
+        setup=_set("observability.managed_prometheus", True),
+        why="a new Amazon Managed Grafana workspace; no node changes",
     ),
     Mutation("tags", _set("tags", {"team": "research"}), ROLLING),
 ]

@@ -83,7 +83,8 @@ units_off() {
   # The monitoring packages' own units too: slurmstack-*.service run them with the cluster's
   # configuration (their files come from the config store at boot).
   for unit in slurmctld.service slurmd.service slurmdbd.service mariadb.service \
-    prometheus.service prometheus-node-exporter.service prometheus-alertmanager.service; do
+    prometheus.service prometheus-node-exporter.service prometheus-alertmanager.service \
+    grafana-server.service; do
     # (No `| grep -q` under pipefail: grep's early exit would fail the pipe.)
     if [ "$(systemctl is-enabled "$unit" 2>/dev/null || true)" = enabled ]; then
       systemctl disable "$unit" >/dev/null 2>&1 || true
@@ -343,6 +344,52 @@ install_lustre_client() {
   hold "lustre-client-modules-$kernel"
 }
 
+# Grafana (images the head may boot): Grafana Labs' apt repository, its package at exactly the
+# pinned version, held. apt checks the package against the repository's signed index; the key
+# comes from Grafana's HTTPS address (refused when image_pins.json records another fingerprint)
+# and the fingerprint the bake trusted goes into the manifest (grafana_key). The repository's
+# list goes once the package is in: nothing on a node reads that repository again.
+GRAFANA_LIST=/etc/apt/sources.list.d/slurmstack-grafana.list
+GRAFANA_KEYRING=/usr/share/keyrings/slurmstack-grafana.gpg
+grafana_key() {
+  gpg --show-keys --with-colons "$GRAFANA_KEYRING" 2>/dev/null | awk -F: '$1 == "fpr" { print $10; exit }'
+}
+install_grafana() {
+  [ -n "$GRAFANA_VERSION" ] || { log "grafana: not on this image"; return; }
+  if [ "$(pkg_version grafana)" = "$GRAFANA_VERSION" ]; then
+    log "grafana: $GRAFANA_VERSION already installed"
+  else
+    if [ ! -s "$GRAFANA_KEYRING" ]; then
+      curl -fsSL --retry 3 "$GRAFANA_KEY_URL" | gpg --dearmor -o "$GRAFANA_KEYRING" ||
+        fail "grafana: the key at $GRAFANA_KEY_URL could not be read"
+    fi
+    local key
+    key=$(grafana_key)
+    [ -n "$key" ] || fail "grafana: $GRAFANA_KEY_URL holds no key"
+    if [ -n "$GRAFANA_KEY_FINGERPRINT" ] && [ "$key" != "$GRAFANA_KEY_FINGERPRINT" ]; then
+      rm -f "$GRAFANA_KEYRING"
+      fail "grafana: the repository key is $key, not the pinned $GRAFANA_KEY_FINGERPRINT; refused"
+    fi
+    echo "deb [signed-by=$GRAFANA_KEYRING] $GRAFANA_REPOSITORY $GRAFANA_SUITE main" >"$GRAFANA_LIST"
+    # That repository's index alone (Ubuntu's were read by the packages' install).
+    "${APT_GET[@]}" update -o Dir::Etc::sourcelist="$GRAFANA_LIST" -o Dir::Etc::sourceparts=- \
+      -o APT::Get::List-Cleanup=0 >&2 || fail "grafana: the repository $GRAFANA_REPOSITORY cannot be read"
+    "${APT_GET[@]}" install --no-install-recommends "grafana=$GRAFANA_VERSION" >&2 ||
+      fail "grafana: $GRAFANA_VERSION is not in $GRAFANA_REPOSITORY"
+    rm -f "$GRAFANA_LIST"
+    log "grafana: $GRAFANA_VERSION installed (repository key $key)"
+  fi
+  hold grafana
+}
+grafana_version() {
+  local out
+  out=$(/usr/share/grafana/bin/grafana --version 2>&1) || { echo "$out"; return 1; }
+  grep -q -- "$GRAFANA_VERSION" <<<"$out" || { echo "grafana says '$out', not $GRAFANA_VERSION"; return 1; }
+  [ "$(systemctl is-enabled grafana-server.service 2>/dev/null || true)" != enabled ] ||
+    { echo "grafana-server.service is enabled"; return 1; }
+  echo "$out"
+}
+
 # --- sources pinned by git commit ----------------------------------------------------------
 
 # git_checkout NAME REPOSITORY TAG COMMIT DEST: the tag's tree in DEST, refused unless the tag is
@@ -570,11 +617,13 @@ manifest() {
       awk -F: '$1 == "fpr" { print $10; exit }')" \
     --arg nft "$(pkg_version nftables)" --arg agent "$(cat "$STATE/agent")" \
     --arg slurmdbd "$(pkg_version slurmdbd)" --arg mariadb "$(pkg_version mariadb-server)" \
+    --arg grafana "$(pkg_version grafana)" --arg grafana_key "$(grafana_key)" \
     '{image: $key, kind: $kind, version: ($version | tonumber),
       parent_ami: $parent, kernel: $kernel, slurm: $slurm, munge: $munge, pmix: $pmix,
       enroot: $enroot, pyxis: $pyxis, efs_utils: $efs, lustre_client: $lustre, dcgm: $dcgm,
       nccl_tests: $nccl_tests, efa_installer: $efa_installer, lustre_key: $lustre_key,
-      nftables: $nft, slurmdbd: $slurmdbd, mariadb: $mariadb, agent_sha256: $agent}' >"$tmp"
+      nftables: $nft, slurmdbd: $slurmdbd, mariadb: $mariadb, grafana: $grafana,
+      grafana_key: $grafana_key, agent_sha256: $agent}' >"$tmp"
   # The parent is known on the build instance only: keep the recorded one elsewhere.
   if [ "$parent" = unknown ] && [ -f "$IMAGE_MANIFEST" ]; then
     parent=$(jq -r .parent_ami "$IMAGE_MANIFEST")
@@ -720,6 +769,8 @@ run_tests() {
   [ -n "$DCGM_PACKAGE" ] && check dcgm dcgmi --version
   [ -n "$DCGM_EXPORTER_VERSION" ] && check dcgm-exporter /usr/local/bin/dcgm-exporter --version
   check node-exporter prometheus-node-exporter --version
+  [ -n "$GRAFANA_VERSION" ] && check grafana grafana_version
+  [ -n "$GRAFANA_VERSION" ] && check grafana-held held grafana
   [ -n "$NCCL_TESTS_VERSION" ] && check nccl-tests nccl_tests_run
   if [ -n "$EFA_INSTALLER_VERSION" ]; then
     check mpi "$EFA_MPI/mpicc" --version
@@ -742,6 +793,7 @@ case "$COMMAND" in
     quiet_apt
     lustre_available
     apt_packages
+    install_grafana
     units_off
     install_lustre_client
     install_efa_installer

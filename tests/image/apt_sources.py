@@ -58,10 +58,12 @@ def _control(package: Path) -> str:
     ).stdout.strip()
 
 
-def signed_repository(work: Path, www: Path, base_url: str, packages: list[Path]) -> AptRepository:
-    """An apt repository under ``www/fsx`` holding ``packages``, its InRelease signed by a key
-    made for it (in a GnuPG home of its own), the key under ``www/fsx-key.asc``."""
-    root = www / "fsx"
+def signed_repository(
+    work: Path, www: Path, base_url: str, packages: list[Path], name: str = "fsx"
+) -> AptRepository:
+    """An apt repository under ``www/<name>`` holding ``packages``, its InRelease signed by a
+    key made for it (in a GnuPG home of its own), the key under ``www/<name>-key.asc``."""
+    root = www / name
     pool = root / "pool/main"
     pool.mkdir(parents=True)
     stanzas = []
@@ -105,8 +107,8 @@ def signed_repository(work: Path, www: Path, base_url: str, packages: list[Path]
         check=True,
         capture_output=True,
     ).stdout
-    (www / "fsx-key.asc").write_bytes(key)
-    return AptRepository(url=f"{base_url}/fsx", key_url=f"{base_url}/fsx-key.asc")
+    (www / f"{name}-key.asc").write_bytes(key)
+    return AptRepository(url=f"{base_url}/{name}", key_url=f"{base_url}/{name}-key.asc")
 
 
 def lustre_module(work: Path, kernel: str) -> Path:
@@ -116,6 +118,27 @@ def lustre_module(work: Path, kernel: str) -> Path:
         f"lustre-client-modules-{kernel}",
         "2.15.6-1fsx1",
         {f"/lib/modules/{kernel}/updates/lustre.standin": "the FSx Lustre client (stand-in)\n"},
+    )
+
+
+GRAFANA = """#!/bin/sh
+# Grafana's server binary (stand-in): what `grafana --version` prints.
+echo "grafana version {version} (commit: rehearsal)"
+"""
+
+
+def grafana_package(work: Path, version: str) -> Path:
+    """grafana at ``version``, laid out as Grafana Labs' package is: the server under
+    /usr/share/grafana and its own unit, grafana-server.service."""
+    return deb(
+        work,
+        "grafana",
+        version,
+        {
+            "/usr/share/grafana/bin/grafana": GRAFANA.format(version=version),
+            "/lib/systemd/system/grafana-server.service": "[Service]\nExecStart=/bin/true\n",
+        },
+        mode=0o755,
     )
 
 

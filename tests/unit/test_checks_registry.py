@@ -23,6 +23,7 @@ FAMILIES = [
     "tags",
     "images",
     "health",
+    "observability",
 ]
 
 

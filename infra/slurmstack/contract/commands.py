@@ -70,6 +70,7 @@ class Command(enum.StrEnum):
     GPU_JOB_END = "gpu-job-end"
     ALERT_RELAY = "alert-relay"
     FOLLOW_LOGS = "follow-logs"
+    PROMETHEUS_CONFIG = "prometheus-config"
     DIAG = "diag"
     # Rollouts and permissions (slurmstack.node.boot.join_hook, slurmstack.node.power.launch_check).
     JOINED = "joined"

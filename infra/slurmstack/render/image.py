@@ -59,6 +59,20 @@ def _git_settings(prefix: str, git: dict[str, str]) -> list[tuple[str, str]]:
 _NO_GIT = {"repository": "", "tag": "", "commit": ""}
 
 
+def grafana_settings(image: ImagePlan) -> list[tuple[str, str]]:
+    """Grafana from Grafana Labs' apt repository at its pinned version, on images the head may
+    boot (the head runs it); the key's fingerprint when image_pins records one."""
+    grafana = image_pins()["grafana"]
+    on = image.serves_head
+    return [
+        ("GRAFANA_VERSION", grafana["version"] if on else ""),
+        ("GRAFANA_REPOSITORY", grafana["repository"] if on else ""),
+        ("GRAFANA_SUITE", grafana["suite"] if on else ""),
+        ("GRAFANA_KEY_URL", grafana["key_url"] if on else ""),
+        ("GRAFANA_KEY_FINGERPRINT", (grafana["key_fingerprint"] or "") if on else ""),
+    ]
+
+
 def build_env(image: ImagePlan) -> str:
     """The build script's settings for ``image`` (a shell file it sources): everything it
     installs and every download with its checksum, from image_pins.json, where the agent goes,
@@ -94,6 +108,8 @@ def build_env(image: ImagePlan) -> str:
         ("DCGM_EXPORTER_VERSION", exporter["version"] if nvidia else ""),
         *_git_settings("DCGM_EXPORTER", exporter["git"] if nvidia else _NO_GIT),
         ("DCGM_EXPORTER_GO", exporter["go_toolchain"] if nvidia else ""),
+        # Grafana: images the head may boot (empty version: not on this image).
+        *grafana_settings(image),
         # The EFA installer: CPU images (the Deep Learning AMIs carry their own).
         ("EFA_INSTALLER_VERSION", efa["version"] if cpu else ""),
         ("EFA_INSTALLER_URL", efa["url"] if cpu else ""),

@@ -16,6 +16,7 @@ from slurmstack.contract import (
 )
 from slurmstack.contract import SACKD_UNIT as SACKD
 from slurmstack.plan import ClusterPlan, LoginPoolPlan, identities
+from slurmstack.render.monitoring import login_monitoring_files
 from slurmstack.render.node import agent_files
 from slurmstack.render.slurm import Ports
 from slurmstack.render.templates import render_template
@@ -63,5 +64,6 @@ def login_files(plan: ClusterPlan, pool: LoginPoolPlan) -> dict[str, str]:
         ),
         **identities_file(plan, pool.name),
         **agent_files(),
+        **login_monitoring_files(plan),
     }
     return dict(sorted(files.items()))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pulumi
 
-from slurmstack.contract import DeployParameter
+from slurmstack.contract import GRAFANA_PORT, DeployParameter
 from slurmstack.plan import ClusterPlan, accounting_plan
 from slurmstack.stack import parameters
 from slurmstack.stack.accounting import AccountingPassword, AccountingRds
@@ -182,7 +182,7 @@ class SlurmCluster(pulumi.ComponentResource):
             )
         # The alert topic, the log groups and the budget: nothing waits for them (the roles
         # name them by their names; the relay reads the topic's parameter when it sends).
-        self.monitoring = Monitoring(plan, opts=child)
+        self.monitoring = Monitoring(plan, head_role=self.identity.head_role, opts=child)
         self.config = ConfigStore(
             plan, bucket=self.bucket.bucket.id, head_instance_id=self.head.instance.id, opts=child
         )
@@ -202,6 +202,15 @@ class SlurmCluster(pulumi.ComponentResource):
             "head_private_ip": self.head.interface.private_ip,
             "ssm_session_command": pulumi.Output.concat(
                 "aws ssm start-session --region ", plan.region, " --target ", instance.id
+            ),
+            # The head's Grafana (loopback only) on this machine's localhost:3000.
+            "grafana_port_forward_command": pulumi.Output.concat(
+                "aws ssm start-session --region ",
+                plan.region,
+                " --target ",
+                instance.id,
+                " --document-name AWS-StartPortForwardingSession --parameters ",
+                f"portNumber={GRAFANA_PORT},localPortNumber={GRAFANA_PORT}",
             ),
             "bucket_name": self.bucket.bucket.id,
             "munge_secret_name": plan.munge_secret_name,
@@ -228,6 +237,10 @@ class SlurmCluster(pulumi.ComponentResource):
         }
         out["alert_topic_arn"] = self.monitoring.topic.arn
         out["log_groups"] = {s.value: g.name for s, g in self.monitoring.log_groups.items()}
+        if self.monitoring.prometheus is not None:
+            out["prometheus_workspace_id"] = self.monitoring.prometheus.id
+        if self.monitoring.grafana is not None:
+            out["grafana_endpoint"] = self.monitoring.grafana.endpoint
         if self.login_pools:
             # What `slurmstack ssh-config` reads: each login pool's group (its instances are
             # found by it), the host key alias users' known_hosts keep, and the NLB's name.

@@ -59,6 +59,7 @@ from slurmstack.plan import ClusterPlan, LoginPoolPlan, MountPlan, PoolPlan, acc
 from slurmstack.stack.common import Role, ssm_parameter_arn
 from slurmstack.stack.monitoring_policy import (
     head_monitoring_statements,
+    login_monitoring_statements,
     pool_monitoring_statements,
 )
 
@@ -594,7 +595,8 @@ def login_policy(
 ) -> dict[str, Any]:
     """The inline policy of a login pool's nodes: what every node reads (the munge key Slurm's
     clients need, the parameters, the config store), the pool's host key, and marking its own
-    group's instances Unhealthy. No database password, no EC2 launch, no log writes."""
+    group's instances Unhealthy, and its own logs (its agent's events, its authentication log).
+    No database password, no EC2 launch."""
     statements = _common_statements(
         plan, account=account, bucket_arn=bucket_arn, secret_arn=secret_arn
     )
@@ -626,6 +628,7 @@ def login_policy(
     statements += efs_fallback_statements(plan, account, plan.mounts)
     if plan.spec.directory is not None and plan.spec.directory.bind_password_secret:
         statements.append(_directory_bind_statement(plan, account))
+    statements += login_monitoring_statements(plan, account)
     return {"Version": VERSION, "Statement": statements}
 
 
