@@ -50,6 +50,7 @@ def deb(work: Path, package: str, version: str, files: dict[str, str], mode: int
 class AptRepository:
     url: str  # the repository, as the deb line names it
     key_url: str  # its public key, armored
+    fingerprint: str  # that key's, as gpg prints it (40 hex digits, upper case)
 
 
 def _control(package: Path) -> str:
@@ -80,9 +81,11 @@ def signed_repository(
     (index / "Packages").write_bytes(text)
     (index / "Packages.gz").write_bytes(gzip.compress(text, mtime=0))
     lines = []
-    for name in ("Packages", "Packages.gz"):
-        body = (index / name).read_bytes()
-        lines.append(f" {hashlib.sha256(body).hexdigest()} {len(body)} main/binary-{ARCH}/{name}")
+    for listing in ("Packages", "Packages.gz"):
+        body = (index / listing).read_bytes()
+        lines.append(
+            f" {hashlib.sha256(body).hexdigest()} {len(body)} main/binary-{ARCH}/{listing}"
+        )
     release = root / f"dists/{CODENAME}/Release"
     release.write_text(
         f"Origin: rehearsal\nSuite: {CODENAME}\nCodename: {CODENAME}\n"
@@ -108,7 +111,16 @@ def signed_repository(
         capture_output=True,
     ).stdout
     (www / f"{name}-key.asc").write_bytes(key)
-    return AptRepository(url=f"{base_url}/{name}", key_url=f"{base_url}/{name}-key.asc")
+    listed = subprocess.run(
+        [*gpg, "--with-colons", "--fingerprint", "fsx-standin@example.invalid"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    fingerprint = next(line.split(":")[9] for line in listed.splitlines() if line[:4] == "fpr:")
+    return AptRepository(
+        url=f"{base_url}/{name}", key_url=f"{base_url}/{name}-key.asc", fingerprint=fingerprint
+    )
 
 
 def lustre_module(work: Path, kernel: str) -> Path:
