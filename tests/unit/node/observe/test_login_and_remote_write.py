@@ -6,7 +6,6 @@ workspace's remote-write URL in place of the rendered stand-in."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 
@@ -20,7 +19,6 @@ from slurmstack.contract import (
     HEALTH_LOG_PATH,
     LOGIN_POOL_TAG,
     LOGIN_TARGETS_FILE,
-    NODE_CONFIG_PATH,
     PROMETHEUS_LIVE_CONFIG,
     REMOTE_WRITE_URL_PLACEHOLDER,
     SLURMD_LOG_PATH,
@@ -29,13 +27,14 @@ from slurmstack.contract import (
     LogSource,
     MonitoringConfig,
     bootstrap_env_text,
-    dump_document,
     log_group_name,
 )
 from slurmstack.node.context import AgentError, Context
 from slurmstack.node.observe import remote_write, targets
 from slurmstack.node.observe.log_shipper import follow
 from slurmstack.render.people import login_node_config
+from support.node import INSTANCE_ID as INSTANCE
+from support.node import shipping_node
 from support.stack import plan_of, small_cluster
 
 
@@ -46,21 +45,10 @@ def _team_plan() -> object:
 
 
 PLAN = _team_plan()
-INSTANCE = "i-0123456789abcdef0"
 
 
 def login_node(tmp_path: Path, aws) -> Context:
-    ctx = Context(root=tmp_path, session=aws, imds={"instance-id": INSTANCE}.__getitem__)
-    config = login_node_config(PLAN, PLAN.login_pools[0])
-    ctx.path(NODE_CONFIG_PATH).parent.mkdir(parents=True, exist_ok=True)
-    ctx.path(NODE_CONFIG_PATH).write_text(dump_document(config))
-    env = BootstrapEnv(PLAN.name, PLAN.region, config.role, PLAN.parameter_prefix, "m", "p", "b")
-    ctx.path(BOOTSTRAP_ENV_PATH).write_text(bootstrap_env_text(env))
-    logs = aws.client("logs", region_name=PLAN.region)
-    for source in LogSource:
-        with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
-            logs.create_log_group(logGroupName=log_group_name(PLAN.name, source))
-    return ctx
+    return shipping_node(tmp_path, aws, PLAN, login_node_config(PLAN, PLAN.login_pools[0]))
 
 
 def append(ctx: Context, node_path: str, text: str) -> None:
