@@ -121,6 +121,13 @@ class ImagePlan:
         return HEAD_ROLE in self.roles
 
     @property
+    def carries_head_programs(self) -> bool:
+        """Whether the image bakes the head's programs (slurmdbd, MariaDB, Prometheus,
+        Grafana): images the head boots, and every CPU image, which the head and CPU pools
+        share, so pointing the head at an AMI of its own changes no pool's image."""
+        return self.kind is ImageKind.CPU or self.serves_head
+
+    @property
     def serves_workers(self) -> bool:
         return any(role != HEAD_ROLE for role in self.roles)
 
@@ -145,7 +152,7 @@ class ImagePlan:
             ("nftables", "Ubuntu 24.04's"),
             ("node agent", "slurmstack's (refreshed from the config store at boot)"),
         ]
-        if self.kind is ImageKind.CPU or self.serves_head:
+        if self.carries_head_programs:
             out.append(("slurmdbd, MariaDB", "Ubuntu 24.04's, units off until accounting asks"))
         if self.kind is ImageKind.NVIDIA:
             out.append(("DCGM", p["dcgm"]["package"]))
@@ -290,7 +297,7 @@ def image_contract(image: ImagePlan) -> tuple[str, ...]:
     items = [*IMAGE_BASE_ITEMS, *IMAGE_WORKER_ITEMS, *IMAGE_SCRATCH_ITEMS, *IMAGE_LOGIN_ITEMS]
     items += IMAGE_DIRECTORY_ITEMS
     items += [item for group in IMAGE_MOUNT_ITEMS.values() for item in group]
-    if image.kind is ImageKind.CPU or image.serves_head:
+    if image.carries_head_programs:
         items += [*IMAGE_HEAD_ITEMS, *IMAGE_ACCOUNTING_ITEMS, *IMAGE_LOCAL_DATABASE_ITEMS]
     return tuple(dict.fromkeys(items))
 

@@ -60,10 +60,10 @@ _NO_GIT = {"repository": "", "tag": "", "commit": ""}
 
 
 def grafana_settings(image: ImagePlan) -> list[tuple[str, str]]:
-    """Grafana from Grafana Labs' apt repository at its pinned version, on images the head may
-    boot (the head runs it); the key's fingerprint when image_pins records one."""
+    """Grafana from Grafana Labs' apt repository at its pinned version, on images that carry
+    the head's programs (the head runs it); the key's fingerprint when image_pins records one."""
     grafana = image_pins()["grafana"]
-    on = image.serves_head
+    on = image.carries_head_programs
     return [
         ("GRAFANA_VERSION", grafana["version"] if on else ""),
         ("GRAFANA_REPOSITORY", grafana["repository"] if on else ""),
@@ -108,7 +108,7 @@ def build_env(image: ImagePlan) -> str:
         ("DCGM_EXPORTER_VERSION", exporter["version"] if nvidia else ""),
         *_git_settings("DCGM_EXPORTER", exporter["git"] if nvidia else _NO_GIT),
         ("DCGM_EXPORTER_GO", exporter["go_toolchain"] if nvidia else ""),
-        # Grafana: images the head may boot (empty version: not on this image).
+        # Grafana: images with the head's programs (empty version: not on this image).
         *grafana_settings(image),
         # The EFA installer: CPU images (the Deep Learning AMIs carry their own).
         ("EFA_INSTALLER_VERSION", efa["version"] if cpu else ""),
