@@ -12,6 +12,8 @@ __all__ = [
     "DRAIN_HOOK_NAME",
     "ELASTIC_MARK",
     "ELASTIC_TAG",
+    "EXISTING_DNS",
+    "EXISTING_MOUNT_NAME",
     "HEAD_ROLE",
     "IMAGE_TAG",
     "NODE_INDEX_MAX",
@@ -27,6 +29,7 @@ __all__ = [
     "elastic_node_name",
     "elastic_node_names",
     "elastic_node_prefix",
+    "existing_parameter",
     "head_host",
     "is_node_name_of",
     "munge_secret_name",
@@ -185,6 +188,16 @@ class DeployParameter(enum.StrEnum):
     # The RDS accounting database's address (slurm.accounting.database.type rds): known only
     # once the instance exists; the head's agent waits for it (slurmdbd.conf's StorageHost).
     ACCOUNTING_DB_HOST = "accounting/db-host"
+
+
+def existing_parameter(file_system_id: str, what: str) -> str:
+    """The key of a deploy-time value of a file system the cluster did not create (the stack
+    looks it up and publishes it): ``storage/<id>/dns-name`` or ``storage/<id>/mount-name``."""
+    return f"storage/{file_system_id}/{what}"
+
+
+EXISTING_DNS = "dns-name"
+EXISTING_MOUNT_NAME = "mount-name"
 
 
 def parameter_prefix(cluster: str) -> str:

@@ -20,6 +20,7 @@ __all__ = [
     "MountKind",
     "NodeConfig",
     "PoolRef",
+    "S3Mount",
     "Scratch",
     "StateVolume",
     "node_config_json",
@@ -33,12 +34,39 @@ class MountKind(enum.StrEnum):
     NVME_RAID0 = "nvme-raid0"
     LUSTRE = "lustre"
     EFS = "efs"
+    OPENZFS = "openzfs"  # an FSx for OpenZFS volume of the definition's, over NFS
+    MOUNTPOINT_S3 = "mountpoint-s3"  # a bucket or prefix through Mountpoint for Amazon S3
 
 
 @dataclass(frozen=True)
 class Mount:
+    """A shared file system. ``file_system_id``: one that existed before the cluster (the
+    stack publishes what it looked up under existing_parameter); empty: the stack's own.
+    ``export_path``: the NFS export of an OpenZFS volume."""
+
     kind: MountKind
     path: str
+    file_system_id: str = ""
+    export_path: str = ""
+
+
+@dataclass(frozen=True)
+class S3Mount:
+    """A bucket or prefix the node mounts with Mountpoint for Amazon S3 (mount-s3, run as root
+    with the instance role's credentials). ``bucket`` empty: the cluster bucket (its name is
+    the BUCKET deploy parameter). ``cache_dir`` empty: no data cache."""
+
+    path: str
+    bucket: str
+    prefix: str
+    region: str
+    read_only: bool = True
+    allow_delete: bool = False
+    allow_overwrite: bool = False
+    allow_other: bool = True
+    cache_dir: str = ""
+    cache_max_mib: int | None = None
+    metadata_ttl_seconds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +149,7 @@ class NodeConfig:
     parameter_prefix: str
     munge_secret: str
     mounts: tuple[Mount, ...]  # shared file systems (local scratch is ``scratch``)
+    s3_mounts: tuple[S3Mount, ...] = ()  # Mountpoint for Amazon S3, after the file systems
     # The head node.
     state_volume: StateVolume | None = None
     elastic_pools: tuple[ElasticPool, ...] = ()  # what the power programs launch
@@ -152,8 +181,10 @@ def node_config_json(config: NodeConfig) -> str:
         "role": config.role,
         "parameter_prefix": config.parameter_prefix,
         "munge_secret": config.munge_secret,
-        "mounts": [{"kind": m.kind.value, "path": m.path} for m in config.mounts],
+        "mounts": [_mount_json(m) for m in config.mounts],
     }
+    if config.s3_mounts:
+        data["s3_mounts"] = [vars(m).copy() for m in config.s3_mounts]
     if config.is_head:
         volume = config.state_volume
         data["state_volume"] = None if volume is None else vars(volume).copy()
@@ -173,6 +204,24 @@ def node_config_json(config: NodeConfig) -> str:
         if config.lustre_efa_interfaces is not None:
             data["lustre_efa_interfaces"] = config.lustre_efa_interfaces
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def _mount_json(mount: Mount) -> dict[str, Any]:
+    data: dict[str, Any] = {"kind": mount.kind.value, "path": mount.path}
+    if mount.file_system_id:
+        data["file_system_id"] = mount.file_system_id
+    if mount.export_path:
+        data["export_path"] = mount.export_path
+    return data
+
+
+def _mount(data: dict[str, Any]) -> Mount:
+    return Mount(
+        MountKind(data["kind"]),
+        str(data["path"]),
+        str(data.get("file_system_id") or ""),
+        str(data.get("export_path") or ""),
+    )
 
 
 def _elastic_json(pool: ElasticPool) -> dict[str, Any]:
@@ -199,7 +248,8 @@ def read_node_config(text: str) -> NodeConfig:
         role=str(data["role"]),
         parameter_prefix=str(data["parameter_prefix"]),
         munge_secret=str(data["munge_secret"]),
-        mounts=tuple(Mount(MountKind(m["kind"]), str(m["path"])) for m in data["mounts"]),
+        mounts=tuple(_mount(m) for m in data["mounts"]),
+        s3_mounts=tuple(S3Mount(**m) for m in data.get("s3_mounts") or ()),
         state_volume=StateVolume(**volume) if volume else None,
         pools=tuple(PoolRef(**p) for p in data.get("pools") or ()),
         elastic_pools=tuple(_elastic_pool(p) for p in data.get("elastic_pools") or ()),

@@ -34,6 +34,13 @@ from slurmstack.plan.accounting import (
     pool_price,
 )
 from slurmstack.plan.cluster import ClusterPlan, build_plan
+from slurmstack.plan.data import (
+    AssociationPlan,
+    ExistingFileSystemPlan,
+    S3MountPlan,
+    client_security_groups,
+    file_system_path,
+)
 from slurmstack.plan.errors import PlanError
 from slurmstack.plan.head import HeadPlan
 from slurmstack.plan.health import HealthPlan
@@ -83,8 +90,10 @@ __all__ = [
     "RESUME_TIMEOUT_SECONDS",
     "SUSPEND_TIMEOUT_SECONDS",
     "AccountingPlan",
+    "AssociationPlan",
     "ClusterPlan",
     "DatabasePlan",
+    "ExistingFileSystemPlan",
     "GpuPlan",
     "HeadPlan",
     "HealthPlan",
@@ -96,11 +105,14 @@ __all__ = [
     "NetworkInterfacePlan",
     "PlanError",
     "PoolPlan",
+    "S3MountPlan",
     "accounting_plan",
     "buffer_pool_mib",
     "build_plan",
+    "client_security_groups",
     "efa_interfaces",
     "existing_placement_group",
+    "file_system_path",
     "head_packages",
     "image_contract",
     "image_of",

@@ -16,6 +16,14 @@ from slurmstack.contract import (
 )
 from slurmstack.facts import resolve_facts
 from slurmstack.fsx import LUSTRE_EFA_CONNECTION_LIMIT
+from slurmstack.plan.data import (
+    AssociationPlan,
+    ExistingFileSystemPlan,
+    S3MountPlan,
+    associations,
+    existing_file_systems,
+    s3_mounts,
+)
 from slurmstack.plan.errors import PlanError
 from slurmstack.plan.head import HeadPlan
 from slurmstack.plan.health import HealthPlan, plan_health
@@ -112,6 +120,32 @@ class ClusterPlan:
         """Full SSM parameter name of a deploy-time value, e.g.
         /slurmstack/llm-train/head/address."""
         return parameter_name(self.parameter_prefix, key)
+
+    @property
+    def home(self) -> MountPlan | None:
+        """The shared /home (the stack's EFS, or a file system of yours), if any."""
+        home = self.spec.storage.home
+        if home is None:
+            return None
+        return next((m for m in self.mounts if m.path == home.mount and m.shared), None)
+
+    @property
+    def creates_home(self) -> bool:
+        """The stack makes /home's EFS file system (storage.home names none of yours)."""
+        home = self.spec.storage.home
+        return home is not None and home.file_system_id is None
+
+    @property
+    def existing_file_systems(self) -> tuple[ExistingFileSystemPlan, ...]:
+        return existing_file_systems(self.spec)
+
+    @property
+    def associations(self) -> tuple[AssociationPlan, ...]:
+        return associations(self.spec)
+
+    @property
+    def s3_mounts(self) -> tuple[S3MountPlan, ...]:
+        return s3_mounts(self.spec)
 
     def pool(self, name: str) -> PoolPlan:
         for pool in self.pools:

@@ -282,7 +282,7 @@ def cost_report(plan: ClusterPlan) -> CostReport:
             prices["sources"]["vpc-pricing"],
         ),
     ]
-    if plan.spec.storage.home is not None:
+    if plan.creates_home:
         usage.insert(
             0,
             UsagePrice(

@@ -103,7 +103,7 @@ class SlurmCluster(pulumi.ComponentResource):
                 opts=child,
             )
         self.home = None
-        if plan.spec.storage.home is not None and storage_sg is not None:
+        if plan.creates_home and storage_sg is not None:
             self.home = HomeFileSystem(
                 plan,
                 subnet_id=net.compute_subnet_id,

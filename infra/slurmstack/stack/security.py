@@ -122,7 +122,7 @@ def storage_rules(plan: ClusterPlan) -> list[Rule]:
                     egress=True,
                 ),
             ]
-    if plan.spec.storage.home is not None:
+    if plan.creates_home:
         for peer in ("head", "workers"):
             rules.append(
                 Rule(
@@ -139,7 +139,7 @@ def storage_rules(plan: ClusterPlan) -> list[Rule]:
 
 
 def needs_storage_group(plan: ClusterPlan) -> bool:
-    return plan.lustre is not None or plan.spec.storage.home is not None
+    return plan.lustre is not None or plan.creates_home
 
 
 class SecurityGroups(pulumi.ComponentResource):
