@@ -2,7 +2,8 @@
 that yields findings with a path; all rules run and every finding is collected.
 
 Rules live in one module per resource family (names, region, instances, capacity, elastic,
-network, storage, slurm, accounting, nccl, tags, images, health). The rule id is the function name with dashes for
+network, storage, data (existing file systems, associations, Mountpoint), slurm, accounting,
+nccl, tags, images, health). The rule id is the function name with dashes for
 underscores; the comment above each rule says why it exists.
 """
 
@@ -46,6 +47,7 @@ def _with_rule(finding: Finding, name: str) -> Finding:
 from slurmstack.checks import (  # noqa: E402
     accounting,
     capacity,
+    data,
     elastic,
     health,
     images,
@@ -64,6 +66,7 @@ __all__ = [
     "Rule",
     "accounting",
     "capacity",
+    "data",
     "elastic",
     "health",
     "images",

@@ -80,13 +80,23 @@ def _inside(path: str, tree: str) -> bool:
     return path == tree or path.startswith(tree + "/")
 
 
-def _mounts(spec: ClusterSpec) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(shared mounts, node-local mounts) as (path in the definition, mount point)."""
+def _mounts(
+    spec: ClusterSpec, *, s3: bool = True
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(shared mounts, node-local mounts) as (path in the definition, mount point). ``s3``:
+    with the Mountpoint for S3 mounts (whose overlaps checks.data reports in its own words)."""
     shared: list[tuple[str, str]] = []
     if spec.storage.home is not None:
         shared.append(("storage.home.mount", spec.storage.home.mount))
     if spec.storage.lustre is not None:
         shared.append(("storage.lustre.mount", spec.storage.lustre.mount))
+    shared += [
+        (f"storage.existing[{i}].mount", e.mount) for i, e in enumerate(spec.storage.existing)
+    ]
+    if s3:
+        shared += [
+            (f"storage.s3_mounts[{i}].mount", m.mount) for i, m in enumerate(spec.storage.s3_mounts)
+        ]
     local = [
         (f"pools[{i}].local_scratch", pool.local_scratch)
         for i, pool in enumerate(spec.pools)
@@ -133,7 +143,7 @@ def mount_path_form(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
 # order at boot (ParallelCluster refuses both).
 @rule
 def mount_overlap(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
-    shared, local = _mounts(spec)
+    shared, local = _mounts(spec, s3=False)
     pairs: list[tuple[tuple[str, str], tuple[str, str]]] = []
     for i, first in enumerate(shared):
         pairs += [(first, second) for second in shared[i + 1 :]]

@@ -15,6 +15,13 @@ missing, which the checks report first).
 The names below are the plan's public surface (``from slurmstack.plan import ...``).
 """
 
+from slurmstack.data import (
+    AssociationPlan,
+    ExistingFileSystemPlan,
+    S3MountPlan,
+    client_security_groups,
+    file_system_path,
+)
 from slurmstack.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
 from slurmstack.image_pins import image_pins
 from slurmstack.plan.accounting import (
@@ -34,13 +41,6 @@ from slurmstack.plan.accounting import (
     pool_price,
 )
 from slurmstack.plan.cluster import ClusterPlan, build_plan
-from slurmstack.plan.data import (
-    AssociationPlan,
-    ExistingFileSystemPlan,
-    S3MountPlan,
-    client_security_groups,
-    file_system_path,
-)
 from slurmstack.plan.errors import PlanError
 from slurmstack.plan.head import HeadPlan
 from slurmstack.plan.health import HealthPlan

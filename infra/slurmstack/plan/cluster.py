@@ -14,9 +14,7 @@ from slurmstack.contract import (
     parameter_name,
     parameter_prefix,
 )
-from slurmstack.facts import resolve_facts
-from slurmstack.fsx import LUSTRE_EFA_CONNECTION_LIMIT
-from slurmstack.plan.data import (
+from slurmstack.data import (
     AssociationPlan,
     ExistingFileSystemPlan,
     S3MountPlan,
@@ -24,6 +22,8 @@ from slurmstack.plan.data import (
     existing_file_systems,
     s3_mounts,
 )
+from slurmstack.facts import resolve_facts
+from slurmstack.fsx import LUSTRE_EFA_CONNECTION_LIMIT
 from slurmstack.plan.errors import PlanError
 from slurmstack.plan.head import HeadPlan
 from slurmstack.plan.health import HealthPlan, plan_health

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from slurmstack.catalog import Catalog
 from slurmstack.contract import MountKind
+from slurmstack.data import existing_file_systems, s3_mounts
 from slurmstack.fsx import lustre_efa_enabled, resolved_throughput
-from slurmstack.plan.data import existing_file_systems, s3_mounts
 from slurmstack.spec import ClusterSpec, LustreSpec
 
 
