@@ -35,6 +35,7 @@ from pulumi.runtime.stack import run_in_stack
 from slurmstack import program as program_module
 from slurmstack.collector import collector_paused
 from slurmstack.loader import STACK_CONFIG_KEY, STACK_REGION_KEY
+from slurmstack.offline.existing import World, call_existing, read_stand_in, world_for
 from slurmstack.offline.record import OfflineRun, Options, RecordedResource
 from slurmstack.offline.standins import DEFAULT_REGION, Context, call_stand_in, stand_in
 
@@ -70,8 +71,9 @@ def _secret_paths(value: Any, prefix: str = "") -> Iterator[str]:
 
 
 class _StandInMocks(Mocks):
-    def __init__(self, region: str) -> None:
+    def __init__(self, region: str, world: World | None = None) -> None:
         self.region = region
+        self.world = world or World()
         self.new_resource_calls = 0
         self.invokes: list[tuple[str, dict[str, Any]]] = []
         # Facts later stand-ins use: subnet id -> CIDR (instances get addresses inside it),
@@ -98,6 +100,11 @@ class _StandInMocks(Mocks):
     def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
         with self._lock:
             self.invokes.append((args.token, dict(args.args)))
+            existing = call_existing(
+                args.token, dict(args.args), self.region, self.world, self.known
+            )
+        if existing is not None:
+            return existing, []
         return call_stand_in(args.token, dict(args.args), self.region), []
 
 
@@ -111,6 +118,26 @@ class _RecordingMonitor(MockMonitor):
         self.stack_outputs: dict[str, Any] = {}
         self.stack_secret_outputs: tuple[str, ...] = ()
         self._record_lock = threading.Lock()
+        self.reads: list[tuple[str, str, str]] = []  # (type, logical name, id) of each get
+        self._mocks = mocks
+
+    def ReadResource(self, request: Any) -> Any:
+        """A ``get`` of a resource that exists outside the stack: recorded apart from the
+        registrations (Pulumi never creates, updates or deletes what it only reads), and
+        answered from the world's stand-ins, not through ``new_resource``."""
+        from pulumi.runtime.proto import resource_pb2
+        from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
+
+        _ensure_event_loop()  # type: ignore[no-untyped-call]
+        with self._record_lock:
+            self.reads.append((request.type, request.name, request.id))
+            state = read_stand_in(
+                request.type, request.id, self._mocks.region, self._mocks.world, self._mocks.known
+            )
+        props_proto = _sync_await(rpc.serialize_properties(state, {}))
+        urn = self.make_urn(request.parent, request.type, request.name)
+        self.resources[urn] = MockMonitor.ResourceRegistration(urn, request.id, state)
+        return resource_pb2.ReadResourceResponse(urn=urn, properties=props_proto)
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
@@ -209,9 +236,13 @@ def run_definition(
     *,
     program: Path | None = None,
     stack: str = DEFAULT_STACK,
+    world: World | None = None,
 ) -> OfflineRun:
-    """Run the program with ``definition`` as its ``slurmstack:cluster`` config."""
-    return run_program(config_for(definition), program=program, stack=stack)
+    """Run the program with ``definition`` as its ``slurmstack:cluster`` config. ``world``:
+    what exists before the stack (default: everything the definition names, reachable)."""
+    return run_program(
+        config_for(definition), program=program, stack=stack, world=world or world_for(definition)
+    )
 
 
 def run_program(
@@ -220,6 +251,7 @@ def run_program(
     program: Path | None = None,
     project: str = PROJECT,
     stack: str = DEFAULT_STACK,
+    world: World | None = None,
 ) -> OfflineRun:
     """Run the Pulumi program with the given stack config (``namespace:key`` -> value;
     non-string values are passed as JSON, as the Pulumi CLI does for objects). ``program``: a
@@ -231,13 +263,20 @@ def run_program(
     # run, as the program pauses it under `pulumi` (see slurmstack.collector), and resumed
     # after it.
     with collector_paused():
-        return contextvars.copy_context().run(_run, program, wire_config, region, project, stack)
+        return contextvars.copy_context().run(
+            _run, program, wire_config, region, project, stack, world
+        )
 
 
 def _run(
-    program_path: Path | None, config: dict[str, str], region: str, project: str, stack: str
+    program_path: Path | None,
+    config: dict[str, str],
+    region: str,
+    project: str,
+    stack: str,
+    world: World | None = None,
 ) -> OfflineRun:
-    mocks = _StandInMocks(region)
+    mocks = _StandInMocks(region, world)
     monitor = _RecordingMonitor(mocks)
     engine = _RecordingEngine()
     settings = runtime_settings.Settings(
@@ -281,6 +320,7 @@ def _run(
         logs=list(engine.logs),
         error=error,
         stack_urn=monitor.stack_urn,
+        reads=list(monitor.reads),
     )
 
 

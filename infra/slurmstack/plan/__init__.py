@@ -20,7 +20,6 @@ from slurmstack.data import (
     ExistingFileSystemPlan,
     S3MountPlan,
     client_security_groups,
-    file_system_path,
 )
 from slurmstack.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
 from slurmstack.image_pins import image_pins
@@ -112,7 +111,6 @@ __all__ = [
     "client_security_groups",
     "efa_interfaces",
     "existing_placement_group",
-    "file_system_path",
     "head_packages",
     "image_contract",
     "image_of",

@@ -19,6 +19,7 @@ from slurmstack.data import (
     ExistingFileSystemPlan,
     S3MountPlan,
     associations,
+    client_security_groups,
     existing_file_systems,
     s3_mounts,
 )
@@ -116,7 +117,7 @@ class ClusterPlan:
     def munge_secret_name(self) -> str:
         return munge_secret_name(self.name)
 
-    def parameter(self, key: DeployParameter) -> str:
+    def parameter(self, key: DeployParameter | str) -> str:
         """Full SSM parameter name of a deploy-time value, e.g.
         /slurmstack/llm-train/head/address."""
         return parameter_name(self.parameter_prefix, key)
@@ -138,6 +139,11 @@ class ClusterPlan:
     @property
     def existing_file_systems(self) -> tuple[ExistingFileSystemPlan, ...]:
         return existing_file_systems(self.spec)
+
+    @property
+    def existing_client_groups(self) -> tuple[str, ...]:
+        """Security groups of yours every node joins (so your file systems admit them)."""
+        return client_security_groups(self.spec)
 
     @property
     def associations(self) -> tuple[AssociationPlan, ...]:

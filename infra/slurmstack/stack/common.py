@@ -29,6 +29,7 @@ class Role(enum.StrEnum):
     POOL = POOL_ROLE
     IMAGE = "image"  # the node images (slurmstack.stack.image)
     ACCOUNTING = "accounting"  # the accounting database (slurmstack.stack.accounting)
+    DATA = "data"  # file systems of yours, looked up (slurmstack.stack.existing_storage)
 
 
 # FSx for Lustre: LNet on 988, and 1018-1023 for the Lustre client/server callbacks.

@@ -52,6 +52,7 @@ from slurmstack.contract import (
 )
 from slurmstack.plan import ClusterPlan, MountPlan, PoolPlan, accounting_plan
 from slurmstack.stack.common import Role, resource_name, ssm_parameter_arn
+from slurmstack.stack.data_policies import mountpoint_statements
 
 VERSION = "2012-10-17"
 
@@ -238,17 +239,34 @@ def efs_fallback_statements(
     retrieve mount target ip address when dns name cannot be resolved": allow
     elasticfilesystem:DescribeMountTargets and ec2:DescribeAvailabilityZones). botocore is in
     the image (python3-boto3); the fallback is on by default in efs-utils.conf."""
-    if not any(m.kind is MountKind.EFS for m in mounts):
+    efs = [m for m in mounts if m.kind is MountKind.EFS]
+    if not efs:
         return []
     file_systems = f"arn:{partition(plan.region)}:elasticfilesystem:{plan.region}:{account}"
+    statements: list[dict[str, Any]] = []
+    if any(not m.existing for m in efs):
+        statements.append(
+            {
+                "Sid": "EfsMountTargetFallback",
+                "Effect": "Allow",
+                "Action": ["elasticfilesystem:DescribeMountTargets"],
+                "Resource": [f"{file_systems}:file-system/*"],
+                "Condition": {"StringEquals": {f"aws:ResourceTag/{CLUSTER_TAG}": plan.name}},
+            }
+        )
+    yours = sorted({m.file_system_id for m in efs if m.file_system_id is not None})
+    if yours:
+        # Yours carry no cluster tag: named one by one.
+        statements.append(
+            {
+                "Sid": "EfsMountTargetFallbackYours",
+                "Effect": "Allow",
+                "Action": ["elasticfilesystem:DescribeMountTargets"],
+                "Resource": [f"{file_systems}:file-system/{fid}" for fid in yours],
+            }
+        )
     return [
-        {
-            "Sid": "EfsMountTargetFallback",
-            "Effect": "Allow",
-            "Action": ["elasticfilesystem:DescribeMountTargets"],
-            "Resource": [f"{file_systems}:file-system/*"],
-            "Condition": {"StringEquals": {f"aws:ResourceTag/{CLUSTER_TAG}": plan.name}},
-        },
+        *statements,
         {
             # Read-only, and takes no resource.
             "Sid": "EfsZoneOfMountTarget",
@@ -458,6 +476,7 @@ def head_policy(
         },
         *power_statements(plan, account),
         *efs_fallback_statements(plan, account, plan.mounts),
+        *mountpoint_statements(plan, bucket_arn),
         {
             # Whether a terminating node's logs arrived (HeadObject).
             "Sid": "ReadNodeLogs",
@@ -503,6 +522,7 @@ def pool_policy(
         }
     )
     statements += efs_fallback_statements(plan, account, pool.mounts)
+    statements += mountpoint_statements(plan, bucket_arn)
     if pool.elastic:
         statements.append(
             {
