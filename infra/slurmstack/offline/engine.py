@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import json
 import runpy
 import threading
@@ -263,9 +264,16 @@ def run_program(
     # run, as the program pauses it under `pulumi` (see slurmstack.collector), and resumed
     # after it.
     with collector_paused():
-        return contextvars.copy_context().run(
+        result = contextvars.copy_context().run(
             _run, program, wire_config, region, project, stack, world
         )
+    if result.error is not None:
+        # A failed program leaves tasks whose exceptions nobody retrieved, in reference
+        # cycles: collect them now, so their finalizers (asyncio logs them) run here and not
+        # inside whatever the caller does next (CPython 3.11's AST constructor, for one,
+        # fails when a collection runs Python code in the middle of a parse).
+        gc.collect()
+    return result
 
 
 def _run(

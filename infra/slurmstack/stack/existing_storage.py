@@ -135,7 +135,7 @@ class ExistingFileSystems(pulumi.ComponentResource):
     def _check(self, fs: ExistingFileSystemPlan, vpc_id: str, args: list[Any]) -> bool:
         network: FileSystemNetwork = args[0]
         cidrs = tuple(str(c) for c in args[1])
-        groups = {g: "your client group" for g in self.plan.existing_client_groups}
+        groups = {g: f"{g} (your client group)" for g in self.plan.existing_client_groups}
         problems = reachability_problems(
             network,
             vpc_id=vpc_id,

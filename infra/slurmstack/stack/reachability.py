@@ -98,7 +98,8 @@ def reachability_problems(
         problems.append(
             f"{definition_path}: the security groups of {fs} ({', '.join(found.groups)}) admit "
             f"no TCP {_ports(ports)} from the cluster's nodes (subnets "
-            f"{', '.join(subnet_cidrs)}; groups {', '.join(sorted(node_groups.values()))}): add "
+            f"{', '.join(subnet_cidrs)}; groups: {', '.join(sorted(node_groups.values())) or 'none'}"
+            "): add "
             f"an inbound rule for TCP {_ports(ports)} from {subnet_cidrs[0]} to "
             f"{found.groups[0]}, or name a group it admits as client_security_group_id"
         )
