@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from slurmstack.catalog import Catalog
 from slurmstack.checks import rule
 from slurmstack.checks.common import error, warning
-from slurmstack.checks.storage import S3_SAFE_KEY, _inside, _mounts, _normal
+from slurmstack.checks.storage import S3_SAFE_KEY, inside, mount_points, normal_path
 from slurmstack.contract import CONFIG_PREFIX, IMAGE_PREFIX, LOGS_PREFIX
 from slurmstack.data import associations, existing_file_systems
 from slurmstack.findings import Finding
@@ -148,7 +148,7 @@ def association_paths(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     found = associations(spec)
     for i, later in enumerate(found):
         path = f"{later.definition_path}" + (".path" if later.definition_path.endswith("]") else "")
-        mine = _normal(later.file_system_path)
+        mine = normal_path(later.file_system_path)
         if mine == "/" and len(found) > 1:
             yield error(
                 path,
@@ -157,7 +157,7 @@ def association_paths(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
             )
             continue
         for earlier in found[:i]:
-            theirs = _normal(earlier.file_system_path)
+            theirs = normal_path(earlier.file_system_path)
             if theirs == "/":
                 continue
             if mine == theirs:
@@ -166,7 +166,7 @@ def association_paths(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
                     f"{later.file_system_path} is already linked by {earlier.definition_path}; "
                     "each association needs a directory of its own",
                 )
-            elif _inside(mine, theirs) or _inside(theirs, mine):
+            elif inside(mine, theirs) or inside(theirs, mine):
                 yield error(
                     path,
                     f"{later.file_system_path} and {earlier.file_system_path} "
@@ -293,13 +293,13 @@ def s3_mount_region(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
 def _used_paths(spec: ClusterSpec) -> list[tuple[str, str, str]]:
     """(definition path, node path, what uses it) of every path the cluster mounts or links,
     the Mountpoint mounts aside."""
-    shared, local = _mounts(spec, s3=False)
+    shared, local = mount_points(spec, s3=False)
     used = [(p, m, "a shared file system") for p, m in shared]
     used += [(p, m, "the pool's NVMe scratch") for p, m in local]
     lustre = spec.storage.lustre
     if lustre is not None:
         for association in associations(spec):
-            inside = f"{lustre.mount.rstrip('/')}{_normal(association.file_system_path)}"
+            inside = f"{lustre.mount.rstrip('/')}{normal_path(association.file_system_path)}"
             used.append((association.definition_path, inside, "a data repository association"))
     return used
 
@@ -312,7 +312,7 @@ def s3_mount_path_in_use(spec: ClusterSpec, catalog: Catalog) -> Iterator[Findin
     mounts = spec.storage.s3_mounts
     for index, mount in enumerate(mounts):
         path = f"storage.s3_mounts[{index}].mount"
-        mine = _normal(mount.mount)
+        mine = normal_path(mount.mount)
         if mine == "/":
             continue  # mount_reserved reports it
         others = used + [
@@ -320,20 +320,20 @@ def s3_mount_path_in_use(spec: ClusterSpec, catalog: Catalog) -> Iterator[Findin
             for j, m in enumerate(mounts[:index])
         ]
         for where, theirs, what in others:
-            normal = _normal(theirs)
+            normal = normal_path(theirs)
             if mine == normal:
                 yield error(
                     path,
                     f"{mount.mount} is already {what} ({where}); give the bucket a path of its "
                     "own, such as /s3/<name>",
                 )
-            elif _inside(mine, normal):
+            elif inside(mine, normal):
                 yield error(
                     path,
                     f"{mount.mount} is inside {theirs}, {what} ({where}): a FUSE mount there "
                     "hides that file system's directory; mount it beside it, such as /s3/<name>",
                 )
-            elif _inside(normal, mine):
+            elif inside(normal, mine):
                 yield error(
                     path,
                     f"{mount.mount} would cover {theirs}, {what} ({where}); mount the bucket at "

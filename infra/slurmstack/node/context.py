@@ -196,10 +196,10 @@ class Context:
 
     # --- deploy-time parameters -----------------------------------------------------------
 
-    def parameter_name(self, key: DeployParameter) -> str:
+    def parameter_name(self, key: DeployParameter | str) -> str:
         return parameter_name(self.bootstrap_env().parameter_prefix, key)
 
-    def get_parameter(self, key: DeployParameter) -> str | None:
+    def get_parameter(self, key: DeployParameter | str) -> str | None:
         ssm = self.aws.ssm()
         try:
             return str(ssm.get_parameter(Name=self.parameter_name(key))["Parameter"]["Value"])
@@ -207,7 +207,7 @@ class Context:
             return None
 
     def wait_parameter(
-        self, key: DeployParameter, timeout: float = 3600.0, poll: float = 10.0
+        self, key: DeployParameter | str, timeout: float = 3600.0, poll: float = 10.0
     ) -> str:
         """Deploy-time values appear when the stack has created what they name (a file
         system can take a quarter of an hour): wait for them."""

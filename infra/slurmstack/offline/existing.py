@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from slurmstack.offline.standins import ACCOUNT_ID, _digest, hex_id
+from slurmstack.offline.standins import ACCOUNT_ID, hex_id
 
 LUSTRE_TYPE = "aws:fsx/lustreFileSystem:LustreFileSystem"
 OPENZFS_TYPE = "aws:fsx/openZfsFileSystem:OpenZfsFileSystem"
@@ -70,7 +70,8 @@ def read_stand_in(
         }
         if type_ == LUSTRE_TYPE:
             state.update(
-                mountName=_digest("existing-mount", rid)[:8], deploymentType="PERSISTENT_2"
+                mountName=hex_id("m", "existing-mount", rid, length=8)[2:],
+                deploymentType="PERSISTENT_2",
             )
         return state
     return {"id": rid}
