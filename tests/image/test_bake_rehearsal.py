@@ -60,7 +60,7 @@ REHEARSAL_DIFFERENCES = {
     "their real commits and checksums",
     "CONTRACT": "less mount.lustre and lctl (the client skipped above)",
 }
-SKIPPED_CONTRACT = {"cmd:mount.lustre", "cmd:lctl"}
+SKIPPED_CONTRACT = {"cmd:mount.lustre", "cmd:lctl", "cmd:mount-s3"}
 
 
 def in_ci() -> bool:
@@ -277,6 +277,7 @@ def rehearsal_settings(rooted: Rooted, server: FileServer, artifacts: Artifacts)
         "SLURM_PACKAGE_VERSION": slurm,
         "HELD_PACKAGES": " ".join(held),
         "LUSTRE": "skip",
+        "MOUNTPOINT_S3": "skip",
         "KERNEL_HOLD": "no",
         "BUILD_PACKAGES": settings_value(REHEARSAL_BUILD_PACKAGES, "BUILD_PACKAGES"),
         "ENROOT_REPOSITORY": enroot.url,

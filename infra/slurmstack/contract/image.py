@@ -84,8 +84,7 @@ IMAGE_MOUNT_ITEMS = {
     MountKind.EFS: _commands(MOUNT_HELPERS[MountKind.EFS]),
     MountKind.LUSTRE: _commands(MOUNT_HELPERS[MountKind.LUSTRE], "lctl"),
     MountKind.OPENZFS: _commands(MOUNT_HELPERS[MountKind.OPENZFS]),
-    # FUSE's fusermount unmounts it (Mountpoint's package depends on fuse).
-    MountKind.MOUNTPOINT_S3: _commands(MOUNT_HELPERS[MountKind.MOUNTPOINT_S3], "fusermount"),
+    MountKind.MOUNTPOINT_S3: _commands(MOUNT_HELPERS[MountKind.MOUNTPOINT_S3]),
 }
 
 # The build: bundles in the cluster bucket under IMAGE_PREFIX (read by the image build role
