@@ -17,6 +17,7 @@ from slurmstack.offline.record import OfflineRun, RecordedResource
 from slurmstack.plan import ClusterPlan
 from slurmstack.report.capacity import ClusterCapacity, cluster_capacity
 from slurmstack.report.cost import CostReport, cost_report
+from slurmstack.report.data import mounts_section
 from slurmstack.report.images import images_section
 from slurmstack.report.readiness import time_to_ready, time_to_ready_range, time_to_stack
 from slurmstack.report.timing import Timeline, TimelineRange
@@ -239,6 +240,7 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
             },
         },
         "storage": storage_section(plan, cap),
+        "mounts": mounts_section(plan)["mounts"],
         "images": images_section(plan),
         "cost": {
             "lines": [
