@@ -81,6 +81,13 @@ def _default(field: Any) -> str:
     return f"`{json.dumps(value, default=str)}`"
 
 
+def summary(model: type[BaseModel]) -> str:
+    """A model's docstring up to its first blank line, on one line: the whole first paragraph,
+    so no summary stops where the source wrapped its line."""
+    paragraph = (model.__doc__ or "").strip().split("\n\n", 1)[0]
+    return " ".join(line.strip() for line in paragraph.splitlines())
+
+
 def reference_markdown() -> str:
     lines: list[str] = []
     seen: set[type[BaseModel]] = set()
@@ -89,7 +96,7 @@ def reference_markdown() -> str:
         if model in seen:
             return
         seen.add(model)
-        doc = (model.__doc__ or "").strip().splitlines()[0]
+        doc = summary(model)
         title = f"`{path}`" if path else "top level"
         lines.extend([f"## {title}", "", doc, "", "| key | type | default | description |"])
         lines.append("| --- | --- | --- | --- |")

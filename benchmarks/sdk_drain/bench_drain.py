@@ -114,7 +114,7 @@ def registration_latency(max_ms: float, seed: int = 16) -> Iterator[None]:
     """Delay every registration the mock monitor answers by uniform(0, max_ms) ms."""
     from slurmstack.offline import engine
 
-    original = engine._StandInMocks.new_resource
+    original = engine.StandInMocks.new_resource
     rng, lock = random.Random(seed), threading.Lock()
 
     def delayed(self: Any, args: Any) -> Any:
@@ -123,11 +123,11 @@ def registration_latency(max_ms: float, seed: int = 16) -> Iterator[None]:
         time.sleep(delay)
         return original(self, args)
 
-    engine._StandInMocks.new_resource = delayed  # type: ignore[method-assign]
+    engine.StandInMocks.new_resource = delayed  # type: ignore[method-assign]
     try:
         yield
     finally:
-        engine._StandInMocks.new_resource = original  # type: ignore[method-assign]
+        engine.StandInMocks.new_resource = original  # type: ignore[method-assign]
 
 
 @contextlib.contextmanager

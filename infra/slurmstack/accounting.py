@@ -68,3 +68,21 @@ def spec_rds_subnets(
     zones = list(region.zones) if region is not None else []
     taken = [n for n in (compute, public) if n is not None]
     return rds_subnets(vpc, taken, spec.availability_zone, zones)
+
+
+# slurmdbd's own advice (accounting_storage_mysql.c, _check_database_variables) is an InnoDB
+# buffer pool of 4 GiB; below half of that it logs "Database settings not recommended
+# values: innodb_buffer_pool_size" at every start. Slurm's accounting guide asks for 5 to 50%
+# of the server's memory and at least 4 GiB. On the head node MariaDB shares the memory with
+# slurmctld and slurmdbd, so its buffer pool is held to an eighth of it, and at least 128 MiB.
+INNODB_BUFFER_POOL_MAX_MIB = 4096
+INNODB_BUFFER_POOL_MIN_MIB = 128
+SLURMDBD_BUFFER_POOL_FLOOR_MIB = INNODB_BUFFER_POOL_MAX_MIB // 2
+HEAD_MEMORY_SHARE_OF_BUFFER_POOL = 8
+
+
+def buffer_pool_mib(head_memory_mib: int) -> int:
+    """MariaDB's buffer pool on a head node of ``head_memory_mib``: an eighth, in 128 MiB
+    steps, between 128 MiB and slurmdbd's 4 GiB."""
+    eighth = head_memory_mib // HEAD_MEMORY_SHARE_OF_BUFFER_POOL // 128 * 128
+    return max(INNODB_BUFFER_POOL_MIN_MIB, min(INNODB_BUFFER_POOL_MAX_MIB, eighth))

@@ -1,8 +1,9 @@
 """The ``slurmstack`` command line.
 
 Exit codes: 0 ok; 1 invalid definition (every finding printed as ``path: message``);
-2 usage error. ``validate``, ``schema`` and ``render`` never import pulumi; ``plan`` and
-``diagram`` import it only when they run.
+2 usage error; 74 the output could not be written; 141 the output's reader left (a closed
+pipe); killed by SIGINT on Ctrl-C (the shell shows 130). ``validate``, ``schema`` and
+``render`` never import pulumi; ``plan`` and ``diagram`` import it only when they run.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from typing import Annotated, NoReturn, TextIO
 
 import typer
 
-from slurmstack.findings import Finding, Level
+import slurmstack
+from slurmstack.cli_output import Commands, flushed
+from slurmstack.entry import default_interrupt, write_bytecode
+from slurmstack.findings import Finding, Level, findings_document
 
 app = typer.Typer(
     name="slurmstack",
@@ -23,11 +27,17 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=Commands,
+    # Plain help: flags read as flags (rich help shows `--json <bool>`), text wraps at the
+    # terminal's width, and it pipes into grep or a file unboxed.
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 DefinitionFile = Annotated[
     Path,
     typer.Argument(
+        metavar="FILE",
         exists=True,
         dir_okay=False,
         readable=True,
@@ -39,6 +49,45 @@ DefinitionFile = Annotated[
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 
+def version_line() -> str:
+    """'slurmstack 0.1.0 (pulumi 3.272.0, pulumi-aws 7.51.1, Python 3.11.7)': what a bug
+    report needs, read from the installed distributions (no import of Pulumi)."""
+    from importlib import metadata
+
+    def installed(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    python = ".".join(str(part) for part in sys.version_info[:3])
+    return (
+        f"slurmstack {slurmstack.__version__} (pulumi {installed('pulumi')}, "
+        f"pulumi-aws {installed('pulumi-aws')}, Python {python})"
+    )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(version_line())
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print slurmstack's version (and Pulumi's and Python's) and exit.",
+            is_eager=True,
+            callback=_print_version,
+        ),
+    ] = False,
+) -> None:
+    pass
+
+
 def _print_findings(findings: list[Finding], stream: TextIO | None = None) -> None:
     """Errors to stderr; warnings to ``stream`` (stdout unless the command's stdout is data)."""
     for finding in findings:
@@ -46,11 +95,20 @@ def _print_findings(findings: list[Finding], stream: TextIO | None = None) -> No
         print(finding.line(), file=out)
 
 
-def _validated_or_exit(file: Path):  # type: ignore[no-untyped-def]
+def _print_json(document: object) -> None:
+    print(json.dumps(document, indent=2))
+
+
+def _validated_or_exit(file: Path, as_json: bool = False):  # type: ignore[no-untyped-def]
+    """The validated definition; else every error on stderr, as one line each (and, for
+    ``--json``, the findings as a JSON document on stdout, so a pipeline sees it fail), and
+    exit 1."""
     from slurmstack.validate import validate_file
 
     result = validate_file(file)
     if not result.ok:
+        if as_json:
+            _print_json(findings_document(str(file), result.findings))
         _print_findings(result.findings, sys.stderr)
         errors = sum(1 for f in result.findings if f.level is Level.ERROR)
         print(f"{file}: invalid ({errors} error{'s' if errors != 1 else ''})", file=sys.stderr)
@@ -58,33 +116,63 @@ def _validated_or_exit(file: Path):  # type: ignore[no-untyped-def]
     return result
 
 
-def summary_line(spec) -> str:  # type: ignore[no-untyped-def]
-    """'llm-train: 18 nodes in 2 pools, 136 accelerators (128 H100, 8 L40S), head node ...'."""
+def summary_document(spec) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """What the summary line says, as data."""
     from slurmstack.plan import build_plan
     from slurmstack.report.capacity import cluster_capacity
 
     plan = build_plan(spec)
     capacity = cluster_capacity(plan)
-    models = ", ".join(f"{n} {m}" for m, n in sorted(capacity.accelerators_by_model.items()))
-    pools = len(plan.pools)
+    return {
+        "cluster": plan.name,
+        "region": plan.region,
+        "nodes": capacity.nodes,
+        "pools": len(plan.pools),
+        "accelerators": capacity.accelerators,
+        "accelerators_by_model": dict(sorted(capacity.accelerators_by_model.items())),
+        "head_instance_type": plan.head.instance_type,
+    }
+
+
+def summary_line(spec) -> str:  # type: ignore[no-untyped-def]
+    """'llm-train: 18 nodes in 2 pools, 136 accelerators (128 H100, 8 L40S), head node ...'."""
+    facts = summary_document(spec)
+    by_model = facts["accelerators_by_model"]
+    assert isinstance(by_model, dict)
+    models = ", ".join(f"{n} {m}" for m, n in by_model.items())
+    pools = facts["pools"]
     text = (
-        f"{plan.name}: {capacity.nodes} nodes in {pools} pool{'s' if pools != 1 else ''}, "
-        f"{capacity.accelerators} accelerators"
+        f"{facts['cluster']}: {facts['nodes']} nodes in {pools} pool{'s' if pools != 1 else ''}, "
+        f"{facts['accelerators']} accelerators"
     )
     if models:
         text += f" ({models})"
-    return text + f", head node {plan.head.instance_type}, region {plan.region}"
+    return text + f", head node {facts['head_instance_type']}, region {facts['region']}"
 
 
-@app.command()
-def validate(file: DefinitionFile) -> None:
-    """Check a definition; print every finding as `path: message`."""
-    result = _validated_or_exit(file)
+@app.command(short_help="Check a definition; print every finding as `path: message`.")
+def validate(
+    file: DefinitionFile,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print the findings, and a summary when valid, as one JSON document."
+        ),
+    ] = False,
+) -> None:
+    """Check a definition; print every finding as `path: message` (errors on stderr), then a
+    one-line summary. Exit 1 when it is invalid."""
+    result = _validated_or_exit(file, as_json)
+    if as_json:
+        _print_json(
+            findings_document(str(file), result.findings, summary=summary_document(result.spec))
+        )
+        return
     _print_findings(result.findings)  # warnings only, at this point
     print(f"valid: {summary_line(result.spec)}")
 
 
-@app.command()
+@app.command(short_help="Print the JSON Schema of the definition (for editors).")
 def schema() -> None:
     """Print the JSON Schema of the definition (for editors and yaml-language-server)."""
     from slurmstack.schema import definition_schema
@@ -92,7 +180,7 @@ def schema() -> None:
     print(json.dumps(definition_schema(), indent=2))
 
 
-@app.command()
+@app.command(short_help="Write every file a node would receive, laid out by where it lands.")
 def render(
     file: DefinitionFile,
     out: Annotated[Path, typer.Option("--out", help="Directory to write the files into.")],
@@ -127,14 +215,22 @@ def _usage_error(message: str) -> NoReturn:
     raise typer.Exit(EXIT_USAGE)
 
 
-@app.command()
+@app.command(short_help="Run the Pulumi program offline: resources, cost, time to ready.")
 def plan(
     file: DefinitionFile,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the report as JSON (for an invalid definition: its findings, exit 1).",
+        ),
+    ] = False,
 ) -> None:
     """Run the Pulumi program offline: resources, capacity, storage, cost, time to ready."""
     from slurmstack.collector import pause_for_program
 
+    # Before Pulumi loads (seconds): an invalid definition is refused at once.
+    result = _validated_or_exit(file, as_json)
     # Paused from here to exit (not only for the run): resuming it after the run would
     # start with one collection over every object the run left alive.
     pause_for_program()
@@ -142,24 +238,25 @@ def plan(
     from slurmstack.plan import build_plan
     from slurmstack.report.plan_report import build_report
 
-    result = _validated_or_exit(file)
     run = run_definition(result.definition)
     if not run.ok:
+        if as_json:
+            refused = [Finding("", line, rule="program") for line in run.error_lines()]
+            _print_json(findings_document(str(file), [*result.findings, *refused]))
         for line in run.error_lines():
             print(line, file=sys.stderr)
         raise typer.Exit(EXIT_INVALID)
     document = build_report(build_plan(result.spec), run, result.findings).to_dict()
     if as_json:
-        print(json.dumps(document, indent=2))
+        _print_json(document)
         return
-    from rich.console import Console
-
+    from slurmstack.cli_output import output_console
     from slurmstack.report.console import print_plan
 
-    print_plan(document, Console())
+    print_plan(document, output_console())
 
 
-@app.command()
+@app.command(short_help="List the instance types slurmstack knows, with facts and prices.")
 def catalog(
     region: Annotated[
         str | None, typer.Option("--region", help="Only the types offered in this Region.")
@@ -170,9 +267,8 @@ def catalog(
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
 ) -> None:
     """List the instance types slurmstack knows: facts, purchase options, prices, Regions."""
-    from rich.console import Console
-
     from slurmstack.catalog import did_you_mean, load_catalog
+    from slurmstack.cli_output import output_console
     from slurmstack.report.catalog_list import (
         Selection,
         catalog_document,
@@ -193,7 +289,7 @@ def catalog(
     if as_json:
         print(json.dumps(catalog_document(known, selection), indent=2))
         return
-    console = Console()
+    console = output_console()
     print_grid(catalog_grid(known, selection), console)
     console.print("sources:")
     for line in sources_used(known, selected(known, selection)):
@@ -223,7 +319,12 @@ def diagram(
 
 
 def main() -> None:
-    app()
+    default_interrupt()  # again, for `python -m slurmstack.cli`
+    write_bytecode()
+    try:
+        app()
+    except SystemExit as done:
+        sys.exit(flushed(done.code))
 
 
 if __name__ == "__main__":

@@ -45,3 +45,19 @@ def errors(findings: list[Finding]) -> list[Finding]:
 
 def warnings(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.level is Level.WARNING]
+
+
+def findings_document(source: str, findings: list[Finding], **extra: Any) -> dict[str, Any]:
+    """The findings of one definition as a JSON-ready document (``validate --json``, and
+    ``plan --json`` when the definition is invalid): valid when no finding is an error."""
+    return {
+        "file": source,
+        "valid": not errors(findings),
+        "errors": len(errors(findings)),
+        "warnings": len(warnings(findings)),
+        "findings": [
+            {"path": f.path, "level": f.level.value, "message": f.message, "rule": f.rule}
+            for f in findings
+        ],
+        **extra,
+    }

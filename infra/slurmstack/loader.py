@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import copy
 import difflib
+import enum
 import ipaddress
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
+from slurmstack.definition_text import parse_json, parse_yaml, read_limited
 from slurmstack.findings import Finding, format_path
+from slurmstack.foreign_keys import not_slurmstack
 from slurmstack.spec import AMI_PATTERN, MOUNT_PATTERN, NAME_PATTERN, ClusterSpec
 
 # What each pattern in the models means, in words a user can act on.
@@ -48,19 +49,9 @@ class Loaded:
 
 
 def parse_text(text: str, source: str) -> tuple[Any, list[Finding]]:
-    """Parse YAML (a superset of JSON) text; a syntax error becomes one finding."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        problem = exc.problem or "malformed YAML"
-        return None, [Finding(where, f"malformed YAML: {problem}", rule="yaml-syntax")]
-    except yaml.YAMLError as exc:
-        return None, [Finding(source, f"malformed YAML: {exc}", rule="yaml-syntax")]
-    except (ValueError, RecursionError) as exc:  # e.g. bad escapes, absurd nesting
-        return None, [Finding(source, f"cannot read definition: {exc}", rule="yaml-syntax")]
-    return data, []
+    """Parse YAML (a superset of JSON) text; a syntax error or a duplicate key becomes a
+    finding with its line."""
+    return parse_yaml(text, source)
 
 
 # A Pulumi stack settings file (Pulumi.<stack>.yaml): the definition is the object under
@@ -69,6 +60,15 @@ STACK_FILE = re.compile(r"^Pulumi\.[^.]+\.ya?ml$")
 STACK_CONFIG_NAMESPACE, STACK_CONFIG_NAME = "slurmstack", "cluster"
 STACK_CONFIG_KEY = f"{STACK_CONFIG_NAMESPACE}:{STACK_CONFIG_NAME}"
 STACK_REGION_KEY = "aws:region"
+
+
+# A value `pulumi config set --secret` wrote: {secure: <ciphertext>}, readable only by the
+# Pulumi CLI with the stack's secrets provider.
+PULUMI_SECRET_HELP = "secure: ..., encrypted by `pulumi config set --secret`"
+
+
+def is_pulumi_secret(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"secure"}
 
 
 def is_stack_file(path: Path) -> bool:
@@ -93,12 +93,12 @@ def definition_in_stack(data: Any, source: str) -> tuple[Any, list[Finding]]:
             )
         ]
     value = config[STACK_CONFIG_KEY]
-    if isinstance(value, dict) and set(value) == {"secure"}:
+    if is_pulumi_secret(value):
         return None, [
             Finding(
                 where,
-                "is an encrypted (secure:) value; slurmstack reads the definition as plain "
-                "config (set it with `pulumi config set --path`, not --secret)",
+                f"is a Pulumi secret ({PULUMI_SECRET_HELP}); slurmstack reads the definition as "
+                "plain config: set it with `pulumi config set --path`, without --secret",
                 rule="stack-file",
             )
         ]
@@ -118,31 +118,20 @@ def definition_in_stack(data: Any, source: str) -> tuple[Any, list[Finding]]:
 
 def load_file(path: Path) -> Loaded:
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as stream:
+            raw, findings = read_limited(stream, str(path))
     except OSError as exc:
         return Loaded(None, [Finding(str(path), f"cannot read file: {exc.strerror}", rule="file")])
+    if raw is None:
+        return Loaded(None, findings)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return Loaded(None, [Finding(str(path), "file is not UTF-8 text", rule="file")])
     if path.suffix == ".json":
-        try:
-            data = json.loads(text) if text.strip() else None
-        except json.JSONDecodeError as exc:
-            return Loaded(
-                None,
-                [
-                    Finding(
-                        f"{path}:{exc.lineno}:{exc.colno}",
-                        f"malformed JSON: {exc.msg}",
-                        rule="json-syntax",
-                    )
-                ],
-            )
-        except (ValueError, RecursionError) as exc:  # e.g. a 5000-digit number, deep nesting
-            return Loaded(
-                None, [Finding(str(path), f"cannot read definition: {exc}", rule="json-syntax")]
-            )
+        data, findings = parse_json(text, str(path))
+        if findings:
+            return Loaded(None, findings)
     else:
         data, findings = parse_text(text, str(path))
         if findings:
@@ -292,6 +281,9 @@ def _findings_from_errors(errs: list[Any]) -> list[Finding]:
         if len(group) == 1:
             out.append(_finding_from_error(locs[path], group[0]))
             continue
+        if is_pulumi_secret(group[0].get("input")):
+            out.append(Finding(path, _secret_message(), rule="pulumi-secret"))
+            continue
         expected = "; or ".join(dict.fromkeys(_expectation(e) for e in group))
         got = f" (got {_shorten(group[0]['input'])})" if "input" in group[0] else ""
         out.append(Finding(path, f"expected {expected}{got}", rule="type"))
@@ -312,6 +304,11 @@ def _finding_from_error(loc: tuple[Any, ...], err: Any) -> Finding:
     if kind == "extra_forbidden":
         parent = _model_at(loc[:-1])
         key = str(loc[-1])
+        instead = not_slurmstack(parent.__name__, key) if parent else None
+        if instead is not None:
+            return Finding(
+                path, f"{key!r} is no slurmstack setting: {instead}", rule="unsupported-key"
+            )
         allowed = sorted(parent.model_fields) if parent else []
         close = difflib.get_close_matches(key, allowed, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
@@ -323,7 +320,7 @@ def _finding_from_error(loc: tuple[Any, ...], err: Any) -> Finding:
         )
     if kind == "missing":
         return Finding(path, "required key is missing", rule="missing")
-    friendly = _friendly(kind, err)
+    friendly = _friendly(kind, err, loc)
     if friendly is not None:
         return Finding(path, friendly, rule=kind)
     message = err["msg"]
@@ -343,10 +340,41 @@ def _kind(value: Any) -> str:
     return names.get(type(value), f"a {type(value).__name__}")
 
 
-def _friendly(kind: str, err: Any) -> str | None:
+def _secret_message() -> str:
+    return (
+        f"is a Pulumi secret ({PULUMI_SECRET_HELP}), which only the Pulumi CLI can decrypt; "
+        "a definition holds no secrets (the accounting database's password is in Secrets "
+        "Manager: slurm.accounting.database.password_secret), so set this value in plain text"
+    )
+
+
+def _mapping_expected(loc: tuple[Any, ...], value: str) -> str | None:
+    """For text where a mapping with a `type` belongs (`capacity: spot`): the mapping."""
+    model = _model_at(loc)
+    field = model.model_fields.get("type") if model is not None else None
+    choices = _choices(field.annotation) if field is not None else ()
+    if not choices:
+        return None
+    key = str(loc[-1]) if loc else "this"
+    if value in choices:
+        return f"{key} is a mapping: write {{type: {value}}}, not {value!r} alone"
+    return f"{key} is a mapping such as {{type: {choices[0]}}} (type: {', '.join(choices)})"
+
+
+def _choices(annotation: Any) -> tuple[str, ...]:
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return tuple(str(member.value) for member in annotation)
+    return tuple(str(arg) for arg in getattr(annotation, "__args__", ()) if isinstance(arg, str))
+
+
+def _friendly(kind: str, err: Any, loc: tuple[Any, ...] = ()) -> str | None:
     """A message naming the value and the fix, for the errors users meet most."""
     value = err.get("input")
     ctx = err.get("ctx") or {}
+    if is_pulumi_secret(value):
+        return _secret_message()
+    if kind in {"model_type", "dict_type"} and isinstance(value, str):
+        return _mapping_expected(loc, value)
     if kind == "string_pattern_mismatch" and isinstance(value, str):
         pattern = str(ctx.get("pattern", ""))
         help_text = PATTERN_HELP.get(pattern)

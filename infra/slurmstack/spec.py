@@ -107,9 +107,10 @@ class NetworkSpec(Model):
         ge=16,
         le=28,
         description=(
-            "Prefix length of the private compute subnet carved from vpc_cidr. Default: half "
-            "of the VPC. Every worker interface (EFA layouts use one per network card) takes "
-            "an address from it."
+            "Prefix length of the private compute subnet, carved from the start of vpc_cidr. "
+            "Default: one bit longer than the VPC's (its first half), at most /28; it must "
+            "leave the end of the VPC to the public subnet. Each node takes one address from "
+            "it (its efa-only interfaces take none), as do the head node, EFS and Lustre."
         ),
     )
     vpc_id: str | None = Field(
@@ -291,14 +292,15 @@ class PoolSpec(Model):
 
     @property
     def max_nodes(self) -> int:
-        """The most nodes the pool may have: max_count, or count when it is not set."""
-        return self.count if self.max_count is None else self.max_count
+        """The most nodes the pool may have: max_count, or count when it is not set. A
+        max_count below count (refused by its own check) counts as count, so no other
+        finding speaks of fewer nodes than the definition keeps running."""
+        return max(self.count, self.max_count if self.max_count is not None else self.count)
 
     @property
     def elastic_nodes(self) -> int:
-        """Nodes started on demand: max_count - count (0 when not elastic, or when the
-        definition's max_count is below count, which the checks refuse)."""
-        return max(self.max_nodes - self.count, 0)
+        """Nodes started on demand: max_count - count (0 when not elastic)."""
+        return self.max_nodes - self.count
 
 
 class LustreDeployment(enum.StrEnum):
@@ -516,7 +518,13 @@ class HomeSpec(Model):
             "names yours). openzfs: an FSx for OpenZFS file system of yours (file_system_id)."
         ),
     )
-    mount: MountPath = Field(default="/home", description="Mount point on every node.")
+    mount: MountPath = Field(
+        default="/home",
+        description=(
+            "Mount point on every node: /home, where users' home directories are (another "
+            "path is refused: $HOME would stay on each node's disk)."
+        ),
+    )
     file_system_id: FileSystemId | None = Field(
         default=None,
         description="An existing file system to use as /home (looked up, never changed).",

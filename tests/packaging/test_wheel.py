@@ -1,10 +1,12 @@
 """An installed slurmstack plans without a checkout: the wheel carries the Pulumi program, the
 templates, the catalog and the node agent.
 
-The wheel is built once (``uv build``), installed with the locked dependencies into a fresh
-virtual environment in a temporary directory (uv's cache makes that a copy, not a download,
-once `uv sync` has run), and `slurmstack plan` runs there from another directory, with no
-path into the checkout. Its JSON must equal what the checkout's own CLI prints.
+The wheel is built once (``uv build``) and installed into fresh virtual environments in a
+temporary directory, each with the locked dependencies (uv's cache makes that a copy, not a
+download, once `uv sync` has run): once the way uv installs (no bytecode), once the way pip
+does (`pip install` compiles every `.py` of the wheel, the job programs among the templates
+included). `slurmstack plan` runs in each from another directory, with no path into the
+checkout; its JSON must equal what the checkout's own CLI prints.
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: 
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bin/ directory of a fresh venv with the wheel installed."""
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The built wheel and a requirements file of the locked dependencies."""
     uv = _uv()
     work = tmp_path_factory.mktemp("wheel")
     assert ROOT not in work.parents
@@ -53,10 +55,31 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [uv, "export", "--frozen", "--no-dev", "--no-hashes", "--no-emit-project"], cwd=ROOT
     )
     requirements.write_text(exported.stdout)
+    return wheels[0], requirements
+
+
+@pytest.fixture(scope="module", params=["uv", "pip"])
+def installed(
+    request: pytest.FixtureRequest,
+    wheel: tuple[Path, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Path:
+    """The bin/ directory of a fresh venv with the wheel installed by uv or by pip."""
+    uv, (built, requirements) = _uv(), wheel
+    work = tmp_path_factory.mktemp(f"venv-{request.param}")
     venv = work / "venv"
-    _run([uv, "venv", "--python", sys.executable, str(venv)], cwd=work)
     python = str(venv / "bin" / "python")
-    _run([uv, "pip", "install", "--python", python, "-r", str(requirements), str(wheels[0])], work)
+    if request.param == "uv":
+        _run([uv, "venv", "--python", sys.executable, str(venv)], cwd=work)
+        _run([uv, "pip", "install", "--python", python, "-r", str(requirements), str(built)], work)
+        return venv / "bin"
+    # pip's way: its own install of the wheel, which compiles bytecode for every module
+    # (the dependencies come from uv's cache, as above: the same files, no download).
+    _run([uv, "venv", "--seed", "--python", sys.executable, str(venv)], cwd=work)
+    _run([uv, "pip", "install", "--python", python, "-r", str(requirements)], cwd=work)
+    _run([python, "-m", "pip", "install", "--no-deps", "--no-index", str(built)], cwd=work)
+    caches = list(venv.glob("lib/python*/site-packages/slurmstack/templates/**/__pycache__"))
+    assert caches, "pip compiled no template's Python file: this install tests nothing new"
     return venv / "bin"
 
 

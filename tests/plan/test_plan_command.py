@@ -173,7 +173,12 @@ def test_plan_of_an_invalid_definition_exits_1_without_traceback(tmp_path: Path)
     assert done.returncode == 1
     assert "pools[0].instance_type" in done.stderr
     assert "Traceback" not in done.stderr
-    assert done.stdout == ""
+    # --json: the findings as a JSON document, so a pipeline reading it fails visibly.
+    document = json.loads(done.stdout)
+    assert document["valid"] is False
+    assert [f["path"] for f in document["findings"] if f["level"] == "error"] == [
+        "pools[0].instance_type"
+    ]
 
 
 @pytest.mark.parametrize("fmt", ["mermaid", "dot"])

@@ -53,17 +53,17 @@ def waits_counted() -> Iterator[Counter[int]]:
 def collector_seen_by_registrations() -> Iterator[list[bool]]:
     """Whether the collector was on at each resource registration."""
     states: list[bool] = []
-    original = engine._StandInMocks.new_resource
+    original = engine.StandInMocks.new_resource
 
     def recording(self: Any, args: Any) -> Any:
         states.append(gc.isenabled())
         return original(self, args)
 
-    engine._StandInMocks.new_resource = recording  # type: ignore[method-assign]
+    engine.StandInMocks.new_resource = recording  # type: ignore[method-assign]
     try:
         yield states
     finally:
-        engine._StandInMocks.new_resource = original  # type: ignore[method-assign]
+        engine.StandInMocks.new_resource = original  # type: ignore[method-assign]
 
 
 def test_engine_pauses_the_collector_for_the_run_and_restores_it() -> None:

@@ -403,6 +403,15 @@ def test_every_region_selling_the_training_types_is_known(name: str) -> None:
     assert selling <= set(catalog().regions), sorted(selling - set(catalog().regions))
 
 
+def test_every_region_selling_an_accelerated_type_of_the_catalog_is_known() -> None:
+    """Every commercial Region where moto's offerings data sells one of the catalog's GPU or
+    Trainium types (main refused ap-southeast-1, which sells p4de.24xlarge, and five more)."""
+    accelerated = {n for n, facts in catalog().instances.items() if facts.accelerator}
+    selling = {region for region, types in moto_offerings().items() if types & accelerated}
+    assert not selling - set(catalog().regions), sorted(selling - set(catalog().regions))
+    assert {"ap-southeast-1", "ap-northeast-3", "eu-central-2", "il-central-1"} <= selling
+
+
 def test_offerings_name_only_known_types_and_regions() -> None:
     cat = catalog()
     assert all(set(regions) <= set(cat.regions) for regions in cat.offerings.values())

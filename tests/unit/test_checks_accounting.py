@@ -24,6 +24,13 @@ QOS = [{"name": "high", "priority": 100, "max_tres_per_user": {"gres/gpu": 16}}]
 
 CASES = [
     Case(
+        "accounting-head-memory",
+        set_in("head_node.instance_type", "m7i.large"),
+        "head_node.instance_type",
+        "buffer pool gets an eighth of its memory, 1 GiB, below the 2 GiB under which slurmdbd",
+        level=Level.WARNING,
+    ),
+    Case(
         "accounting-off-with-objects",
         accounting(enabled=False, accounts=[team("ml")]),
         f"{A}.accounts",

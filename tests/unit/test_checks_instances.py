@@ -117,6 +117,7 @@ CASES = [
         "head_node.instance_type",
         "at least 2 vCPUs",
         level=W,
+        also=frozenset({"accounting-head-memory"}),  # and too small for MariaDB too
     ),
     Case(
         "head-node-small",
@@ -124,6 +125,7 @@ CASES = [
         "head_node.instance_type",
         "small for 104 nodes",
         level=W,
+        also=frozenset({"accounting-head-memory"}),
         name="large-cluster",
     ),
     Case(

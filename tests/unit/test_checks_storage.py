@@ -27,6 +27,12 @@ def many_p5_on_demand(data: dict[str, Any]) -> None:
 
 CASES = [
     Case(
+        "home-mount-not-home",
+        set_in("storage.home.mount", "/shared"),
+        "storage.home.mount",
+        "would leave each $HOME on the node's own disk",
+    ),
+    Case(
         "lustre-efa-connections",
         many_p5_on_demand,
         "storage.lustre.efa",

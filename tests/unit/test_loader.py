@@ -186,7 +186,7 @@ def _stack(tmp_path: Path, config: Any) -> Path:
         (
             {"slurmstack:cluster": {"secure": "AAABADf2"}},
             "config.slurmstack:cluster",
-            "encrypted (secure:)",
+            "is a Pulumi secret (secure:",
         ),
         (
             {"aws:region": "us-west-2", "slurmstack:cluster": base()},

@@ -134,3 +134,24 @@ def test_the_programs_compile(tmp_path: Path) -> None:
         [mpicc, "-Wall", "-Werror", "-fsyntax-only", str(c)], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_bytecode_beside_the_job_programs_is_no_template(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pip compiles every `.py` of the wheel, templates/jobs/lib/ddp_train.py included, so an
+    installed package has a __pycache__ directory (and may have stray .pyc files) among the
+    templates; the nodes get the same programs as from a clean checkout."""
+    import compileall
+
+    from slurmstack.render import templates
+
+    clean = library()
+    copy = tmp_path / "templates"
+    shutil.copytree(templates.templates_dir(), copy)
+    assert compileall.compile_dir(str(copy), quiet=1)
+    assert (copy / "jobs" / "lib" / "__pycache__").is_dir()
+    py_compile.compile(str(copy / "jobs/lib/ddp_train.py"), cfile=str(copy / "jobs/lib/old.pyc"))
+    monkeypatch.setattr(templates, "PACKAGE_DIR", tmp_path)  # as installed: package/templates
+    assert templates.templates_dir() == copy
+    assert library() == clean

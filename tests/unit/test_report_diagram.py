@@ -28,7 +28,8 @@ def test_mermaid_names_every_pool_and_tier(example: Path) -> None:
     text = mermaid(plan)
     assert text.startswith("flowchart LR\n")
     for pool in plan.pools:
-        assert f"{pool.count} × {pool.instance_type}" in text
+        nodes = f"{pool.count}-{pool.max_count}" if pool.elastic else str(pool.count)
+        assert f"{nodes} × {pool.instance_type}" in text
         assert ("EFA × " if pool.efa else "no EFA") in text
     if plan.lustre:
         assert f"FSx for Lustre {plan.lustre.spec.mount}" in text
@@ -49,6 +50,17 @@ def test_p5_diagram_shows_capacity_block_without_placement_group() -> None:
     assert "EFA × 32" in line
     assert "capacity block" in line
     assert "placement group" not in line
+
+
+def test_elastic_pools_are_drawn_with_their_range() -> None:
+    """g6e-inference-spot: l40s keeps 1 node and grows to 8, l4 keeps none and grows to 4;
+    main drew l4 as '0 x g6.12xlarge' (with a times sign), a pool that never runs."""
+    plan = _plan(EXAMPLES[[p.stem for p in EXAMPLES].index("g6e-inference-spot")])
+    for text in (mermaid(plan), dot(plan)):
+        assert re.search(r"(?<![\d-])0 × ", text) is None
+        assert "1-8 × g6e.12xlarge" in text and "4-32 × L40S" in text
+        assert "0-4 × g6.12xlarge" in text and "0-16 × L4" in text
+        assert text.count("elastic: started for pending jobs, stopped after 15 min idle") == 2
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)

@@ -7,14 +7,25 @@ import re
 from collections.abc import Iterator
 
 from slurmstack.accounting import (
+    HEAD_MEMORY_SHARE_OF_BUFFER_POOL,
+    INNODB_BUFFER_POOL_MAX_MIB,
     RDS_MAX_USER_LENGTH,
     RDS_SUBNET_PREFIX,
+    SLURMDBD_BUFFER_POOL_FLOOR_MIB,
+    buffer_pool_mib,
     known_tres,
     spec_rds_subnets,
 )
 from slurmstack.catalog import Catalog
 from slurmstack.checks import rule
-from slurmstack.checks.common import error, pools_with_facts, suggestion, warning
+from slurmstack.checks.common import (
+    error,
+    gib,
+    head_facts,
+    pools_with_facts,
+    suggestion,
+    warning,
+)
 from slurmstack.contract import DEFAULT_QOS, ROOT_ACCOUNT, DatabaseType
 from slurmstack.findings import Finding
 from slurmstack.spec import AccountingSpec, ClusterSpec
@@ -328,3 +339,45 @@ def accounting_qos_without_accounts(spec: ClusterSpec, catalog: Catalog) -> Iter
             f"{reason}, so Slurm does not enforce these QoS' limits (AccountingStorageEnforce "
             "stays off); declare accounts for your users, with enforce: true",
         )
+
+
+def _larger_in_family(instance_type: str, memory_mib: int, catalog: Catalog) -> str | None:
+    """The smallest type of the same family (m7i, r7i, ...) with at least ``memory_mib``."""
+    family = instance_type.split(".", 1)[0]
+    fitting = [
+        (facts.memory_mib, name)
+        for name, facts in catalog.instances.items()
+        if name.split(".", 1)[0] == family and facts.memory_mib >= memory_mib
+    ]
+    return min(fitting)[1] if fitting else None
+
+
+# A local database runs MariaDB on the head node beside slurmctld and slurmdbd, with an eighth
+# of the head's memory as its buffer pool (slurmstack.accounting.buffer_pool_mib); Slurm's
+# accounting guide asks for at least 4 GiB.
+# why: below 16 GiB of memory the buffer pool is under the 2 GiB at which slurmdbd reports
+# "Database settings not recommended values" at every start (_check_database_variables).
+@rule
+def accounting_head_memory(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    accounting = _accounting(spec)
+    facts = head_facts(spec, catalog)
+    if not accounting.enabled or accounting.database.type is not DatabaseType.LOCAL:
+        return
+    if facts is None:
+        return
+    pool_mib = buffer_pool_mib(facts.memory_mib)
+    if pool_mib >= SLURMDBD_BUFFER_POOL_FLOOR_MIB:
+        return
+    needed = SLURMDBD_BUFFER_POOL_FLOOR_MIB * HEAD_MEMORY_SHARE_OF_BUFFER_POOL
+    instead = _larger_in_family(spec.head_node.instance_type, needed, catalog)
+    example = f" (e.g. {instead})" if instead else ""
+    yield warning(
+        "head_node.instance_type",
+        f"head node {spec.head_node.instance_type} ({facts.vcpus} vCPUs, "
+        f"{gib(facts.memory_mib)}) runs slurmctld, slurmdbd and MariaDB (the accounting "
+        f"database is local); MariaDB's buffer pool gets an eighth of its memory, {gib(pool_mib)}, "
+        f"below the {gib(SLURMDBD_BUFFER_POOL_FLOOR_MIB)} under which slurmdbd reports "
+        "'Database settings not recommended values' (Slurm's accounting guide asks for "
+        f"{gib(INNODB_BUFFER_POOL_MAX_MIB)}); give the head at least {gib(needed)}{example}, "
+        "or set slurm.accounting.database.type: rds",
+    )

@@ -23,16 +23,25 @@ def _region_of_zone(zone: str, catalog: Catalog) -> str | None:
 def region_unknown(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     if spec.region not in catalog.regions:
         known = sorted(catalog.regions)
+        # The zone names its region: the likeliest fix of a mistyped one.
+        owner = _region_of_zone(spec.availability_zone, catalog)
+        hint = (
+            f" (did you mean {owner!r}, the region of availability_zone "
+            f"{spec.availability_zone!r}?)"
+            if owner is not None
+            else suggestion(spec.region, known, catalog)
+        )
         yield error(
             "region",
-            f"unknown region {spec.region!r}{suggestion(spec.region, known, catalog)}; "
-            f"slurmstack knows {', '.join(known)}",
+            f"unknown region {spec.region!r}{hint}; slurmstack knows {', '.join(known)}",
         )
 
 
 # why: a subnet or placement group in a zone of another Region fails at deploy time.
 @rule
 def availability_zone_region(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    if spec.region not in catalog.regions:
+        return  # one finding for a mistyped region, region_unknown's
     zone = spec.availability_zone
     owner = _region_of_zone(zone, catalog)
     if owner is not None and owner != spec.region:

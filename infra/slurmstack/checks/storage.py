@@ -33,6 +33,9 @@ from slurmstack.spec import (
     LustreStorageType,
 )
 
+# Where users' home directories are (useradd's default HOME), on every node.
+HOME_MOUNT = "/home"
+
 P1, P2 = LustreDeployment.PERSISTENT_1, LustreDeployment.PERSISTENT_2
 S1, S2 = LustreDeployment.SCRATCH_1, LustreDeployment.SCRATCH_2
 HDD = LustreStorageType.HDD
@@ -364,4 +367,19 @@ def lustre_efa_connections(spec: ClusterSpec, catalog: Catalog) -> Iterator[Find
             f"node one per LNet EFA interface); FSx allows {LUSTRE_EFA_CONNECTION_LIMIT} per "
             "file system, so some nodes would not reach it over EFA; set efa: false to use "
             "TCP for all, or use a second file system",
+        )
+
+
+# Users' home directories are /home/<user> on every node and slurmstack does not move them.
+# why: EFS mounted elsewhere leaves every $HOME, and the example jobs' checkpoints under it
+# without Lustre (plan.workload.checkpoint_root), on each node's disk, lost with the node.
+@rule
+def home_mount_not_home(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    home = spec.storage.home
+    if home is not None and home.mount != HOME_MOUNT:
+        yield error(
+            "storage.home.mount",
+            f"{home.mount!r}: users' home directories ($HOME) are {HOME_MOUNT}/<user> on every "
+            f"node and stay there, so EFS at {home.mount} would leave each $HOME on the node's "
+            f"own disk; keep mount: {HOME_MOUNT} (for another shared path, storage.lustre.mount)",
         )

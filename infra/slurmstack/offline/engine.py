@@ -30,19 +30,18 @@ from google.protobuf import json_format  # type: ignore[import-untyped]
 from pulumi.runtime import config as runtime_config
 from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
-from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
+from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.stack import run_in_stack
 
 from slurmstack import program as program_module
 from slurmstack.collector import collector_paused
 from slurmstack.loader import STACK_CONFIG_KEY, STACK_REGION_KEY
-from slurmstack.offline.existing import World, call_existing, read_stand_in, world_for
+from slurmstack.offline.existing import World, read_stand_in, world_for
+from slurmstack.offline.mocks import StandInMocks
 from slurmstack.offline.record import OfflineRun, Options, RecordedResource
-from slurmstack.offline.standins import DEFAULT_REGION, Context, call_stand_in, stand_in
+from slurmstack.offline.standins import DEFAULT_REGION
 
 STACK_TYPE = "pulumi:pulumi:Stack"
-SUBNET_TYPE = "aws:ec2/subnet:Subnet"
-NETWORK_INTERFACE_TYPE = "aws:ec2/networkInterface:NetworkInterface"
 PROJECT = "slurmstack"
 DEFAULT_STACK = "offline"
 CLUSTER_CONFIG_KEY = STACK_CONFIG_KEY
@@ -71,48 +70,10 @@ def _secret_paths(value: Any, prefix: str = "") -> Iterator[str]:
             yield from _secret_paths(item, f"{prefix}[{index}]")
 
 
-class _StandInMocks(Mocks):
-    def __init__(self, region: str, world: World | None = None) -> None:
-        self.region = region
-        self.world = world or World()
-        self.new_resource_calls = 0
-        self.invokes: list[tuple[str, dict[str, Any]]] = []
-        # Facts later stand-ins use: subnet id -> CIDR (instances get addresses inside it),
-        # network interface id -> address (an instance launched with it has that address).
-        self.known: dict[str, str] = {}
-        self._lock = threading.Lock()
-
-    def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        with self._lock:
-            self.new_resource_calls += 1
-        if not args.custom:
-            return "", {}
-        rid, state = stand_in(
-            Context(args.typ, args.name, dict(args.inputs), self.region, self.known)
-        )
-        if args.typ == SUBNET_TYPE and isinstance(args.inputs.get("cidrBlock"), str):
-            with self._lock:
-                self.known[rid] = args.inputs["cidrBlock"]
-        if args.typ == NETWORK_INTERFACE_TYPE:
-            with self._lock:
-                self.known[rid] = state["privateIp"]
-        return rid, state
-
-    def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        with self._lock:
-            self.invokes.append((args.token, dict(args.args)))
-            existing = call_existing(
-                args.token, dict(args.args), self.region, self.world, self.known
-            )
-        if existing is not None:
-            return existing, []
-        return call_stand_in(args.token, dict(args.args), self.region), []
-
-
 class _RecordingMonitor(MockMonitor):
     """The mock monitor, also keeping the request details the mocks do not see."""
 
-    def __init__(self, mocks: _StandInMocks) -> None:
+    def __init__(self, mocks: StandInMocks) -> None:
         super().__init__(mocks)
         self.recorded: list[RecordedResource] = []
         self.stack_urn: str | None = None
@@ -284,7 +245,7 @@ def _run(
     stack: str,
     world: World | None = None,
 ) -> OfflineRun:
-    mocks = _StandInMocks(region, world)
+    mocks = StandInMocks(region, world)
     monitor = _RecordingMonitor(mocks)
     engine = _RecordingEngine()
     settings = runtime_settings.Settings(

@@ -25,8 +25,6 @@ from slurmstack.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, 
 from slurmstack.image_pins import image_pins
 from slurmstack.plan.accounting import (
     ENFORCE,
-    INNODB_BUFFER_POOL_MAX_MIB,
-    INNODB_BUFFER_POOL_MIN_MIB,
     INNODB_LOCK_WAIT_TIMEOUT,
     INNODB_LOG_FILE_MIB,
     MAX_ALLOWED_PACKET_MIB,
@@ -35,7 +33,6 @@ from slurmstack.plan.accounting import (
     AccountingPlan,
     DatabasePlan,
     accounting_plan,
-    buffer_pool_mib,
     plan_rds_subnets,
     pool_price,
 )

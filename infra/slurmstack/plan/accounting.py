@@ -15,7 +15,11 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from slurmstack.accounting import spec_rds_subnets, tracked_gres
+from slurmstack.accounting import (
+    buffer_pool_mib,
+    spec_rds_subnets,
+    tracked_gres,
+)
 from slurmstack.catalog import Catalog
 from slurmstack.contract import (
     DEFAULT_QOS,
@@ -36,10 +40,8 @@ RDS_PARAMETER_FAMILY = "mariadb10.11"
 # and a job started only if it can finish within its TRES-minutes limits (slurm.conf(5)).
 ENFORCE = "associations,limits,qos,safe"
 # slurmdbd's own advice (accounting_storage_mysql.c, _check_database_variables): InnoDB buffer
-# pool 4 GiB, redo log 64 MiB, lock wait 900 s, packets 16 MiB. The buffer pool is held to an
-# eighth of the head's memory, where slurmctld runs too, and at least 128 MiB.
-INNODB_BUFFER_POOL_MAX_MIB = 4096
-INNODB_BUFFER_POOL_MIN_MIB = 128
+# pool 4 GiB (its size on the head: slurmstack.accounting.buffer_pool_mib), redo log 64 MiB,
+# lock wait 900 s, packets 16 MiB.
 INNODB_LOG_FILE_MIB = 64
 INNODB_LOCK_WAIT_TIMEOUT = 900
 MAX_ALLOWED_PACKET_MIB = 16
@@ -174,11 +176,6 @@ def plan_rds_subnets(
 ) -> tuple[tuple[ipaddress.IPv4Network, str], ...]:
     """The two subnets the stack makes in a new VPC for an rds database's subnet group."""
     return spec_rds_subnets(plan.spec, catalog)
-
-
-def buffer_pool_mib(head_memory_mib: int) -> int:
-    eighth = head_memory_mib // 8 // 128 * 128
-    return max(INNODB_BUFFER_POOL_MIN_MIB, min(INNODB_BUFFER_POOL_MAX_MIB, eighth))
 
 
 def accounting_plan(plan: ClusterPlan) -> AccountingPlan | None:

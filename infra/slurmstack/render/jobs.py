@@ -28,7 +28,7 @@ from slurmstack.contract import (
 )
 from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.plan.workload import acceptance, checkpoint_root, fabric_note
-from slurmstack.render.templates import render_template, templates_dir
+from slurmstack.render.templates import render_template, template_files
 
 JOB_TEMPLATES = "jobs"
 
@@ -95,14 +95,16 @@ def render_job(plan: ClusterPlan, pool: PoolPlan, accepted: PoolAcceptance, job:
 
 def verbatim_library() -> dict[str, str]:
     """The programs of lib/ that are no template: node path -> text, as they are."""
-    sources = sorted((templates_dir() / JOB_TEMPLATES / "lib").iterdir())
+    sources = template_files(f"{JOB_TEMPLATES}/lib")
     return {f"{JOBS_LIB_DIR}/{s.name}": s.read_text() for s in sources if s.suffix != ".j2"}
 
 
 def library() -> dict[str, str]:
     """lib/: the programs the jobs run, as files (templates rendered, the rest verbatim)."""
     out = verbatim_library()
-    for source in sorted((templates_dir() / JOB_TEMPLATES / "lib").glob("*.j2")):
+    for source in template_files(f"{JOB_TEMPLATES}/lib"):
+        if source.suffix != ".j2":
+            continue
         name = source.name.removesuffix(".j2")
         out[f"{JOBS_LIB_DIR}/{name}"] = render_template(f"{JOB_TEMPLATES}/lib/{source.name}")
     return dict(sorted(out.items()))

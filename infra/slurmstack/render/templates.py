@@ -24,6 +24,21 @@ def templates_dir() -> Path:
     return PACKAGE_DIR.parents[1] / "templates"
 
 
+# What an installer or Python itself adds beside a template's Python file: pip compiles every
+# `.py` of a wheel, the job programs under templates/jobs/lib included, into __pycache__/.
+NOT_TEMPLATES = ("__pycache__", "*.pyc", "*.pyo")
+
+
+def template_files(directory: str) -> list[Path]:
+    """The templates (and verbatim files) of one directory under templates_dir(), sorted:
+    regular files only, never a bytecode cache or another subdirectory."""
+    return sorted(
+        path
+        for path in (templates_dir() / directory).iterdir()
+        if path.is_file() and not any(path.match(pattern) for pattern in NOT_TEMPLATES)
+    )
+
+
 def nccl_comment(text: str) -> str:
     # NCCL's nccl.conf reader sets an environment variable for every line that holds an
     # equals sign, comments included, so comments are written without one.

@@ -43,16 +43,26 @@ _CAPACITY_LABEL = {
 }
 
 
+def _nodes(pool: PoolPlan, per_node: int = 1) -> str:
+    """'4' for a fixed pool; '0-8' for an elastic one (always running to at most)."""
+    low, high = pool.count * per_node, pool.max_count * per_node
+    return f"{low}-{high}" if pool.elastic else str(low)
+
+
 def _pool_node(pool: PoolPlan) -> Node:
     acc = pool.facts.accelerator
-    lines = [f"pool {pool.name}", f"{pool.count} × {pool.instance_type}"]
+    lines = [f"pool {pool.name}", f"{_nodes(pool)} × {pool.instance_type}"]
     if acc is not None:
-        lines.append(f"{acc.count * pool.count} × {acc.model}")
+        lines.append(f"{_nodes(pool, acc.count)} × {acc.model}")
     fabric = f"EFA × {len(pool.interfaces)}" if pool.efa else "no EFA"
     placement = " · placement group" if pool.placement_group else ""
     lines.append(f"{fabric}{placement} · {_CAPACITY_LABEL[pool.capacity.type]}")
     if pool.local_scratch:
         lines.append(f"NVMe RAID0 {pool.local_scratch}")
+    if pool.elastic:
+        lines.append(
+            f"elastic: started for pending jobs, stopped after {pool.scale_down_idle_minutes} min idle"
+        )
     return Node(f"pool_{pool.name.replace('-', '_')}", tuple(lines))
 
 

@@ -70,6 +70,11 @@ def resource_steps(
     return steps
 
 
+def _desired_nodes(group: RecordedResource) -> int:
+    desired = group.inputs.get("desiredCapacity", group.inputs.get("minSize"))
+    return int(desired) if isinstance(desired, (int, float)) else 1
+
+
 def boot_steps(run: OfflineRun) -> list[Step]:
     """The head node's and each pool's boot, in two steps each.
 
@@ -97,7 +102,9 @@ def boot_steps(run: OfflineRun) -> list[Step]:
         ),
     ]
     joined = []
-    for group in (r for r in custom if r.type == ASG):
+    # A group of no nodes (a pool that is all elastic, or count 0) boots nothing: the cluster
+    # is ready without it, and its nodes boot when a job asks for them.
+    for group in (r for r in custom if r.type == ASG and _desired_nodes(r) > 0):
         boot, join = f"boot:{group.name}", f"join:{group.name}"
         joined.append(join)
         steps.append(
