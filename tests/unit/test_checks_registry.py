@@ -17,6 +17,7 @@ FAMILIES = [
     "elastic",
     "network",
     "storage",
+    "data",
     "slurm",
     "accounting",
     "nccl",

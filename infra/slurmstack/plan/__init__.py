@@ -15,6 +15,11 @@ missing, which the checks report first).
 The names below are the plan's public surface (``from slurmstack.plan import ...``).
 """
 
+from slurmstack.accounting import (
+    INNODB_BUFFER_POOL_MAX_MIB,
+    INNODB_BUFFER_POOL_MIN_MIB,
+    buffer_pool_mib,
+)
 from slurmstack.data import (
     AssociationPlan,
     ExistingFileSystemPlan,
