@@ -1,8 +1,9 @@
 """Write the generated pages of the documentation, each whole, and the checked-in JSON Schema:
 the configuration reference from the models (field descriptions are written once, in spec.py),
-the repair table from the policy's data (slurmstack.health_policy), the node agent's subcommands
-from its table (slurmstack.node.commands), the virtual cluster's stand-ins from STAND_INS, and
-the example's diagram. Prose pages link to these; no page mixes the two.
+the repair table from the policy's data (slurmstack.rules.health_policy), the node agent's
+subcommands from its table (slurmstack.node.commands), the virtual cluster's stand-ins from
+STAND_INS, the example's diagram, and the change classes and field table of `plan --against`
+(change_docs.py). Prose pages link to these; no page mixes the two.
 
     uv run python tools/docs.py          # write them
     uv run python tools/docs.py --check  # exit 1 naming each one that is stale (run by the tests)
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import change_docs
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
@@ -130,13 +132,13 @@ def configuration_page() -> str:
 
 def repair_table_page() -> str:
     """The controller's reason -> action table with the definition's defaults."""
-    from slurmstack.health_policy import CAUSES
     from slurmstack.plan.health import plan_health
+    from slurmstack.rules.health_policy import CAUSES
     from slurmstack.spec import HealthSpec
 
     remedies = {r.cause: r.remedy for r in plan_health(HealthSpec()).repair.rules}
     lines = [
-        GENERATED.format(source="infra/slurmstack/health_policy.py").rstrip("\n"),
+        GENERATED.format(source="infra/slurmstack/rules/health_policy.py").rstrip("\n"),
         "",
         "# The repair table",
         "",
@@ -186,7 +188,8 @@ def node_agent_page() -> str:
 def _room_of(name: str) -> str:
     import importlib
 
-    for room in ("boot", "health", "controller", "power", "accounting", "workload"):
+    rooms = ("boot", "health", "controller", "power", "accounting", "people", "workload", "observe")
+    for room in rooms:
         module = importlib.import_module(f"slurmstack.node.{room}")
         if any(c.name.value == name for c in module.COMMANDS):
             return room
@@ -248,6 +251,12 @@ GENERATED_FILES: dict[str, Callable[[], str]] = {
     "docs/reference/node-agent.md": node_agent_page,
     "docs/reference/example-diagram.md": diagram_page,
     "docs/contributing/stand-ins.md": stand_ins_page,
+    "docs/reference/change-classes.md": lambda: change_docs.classes_page(
+        GENERATED.format(source="infra/slurmstack/change/ (effects.py, replacement.json)")
+    ),
+    "docs/reference/change-fields.md": lambda: change_docs.fields_page(
+        GENERATED.format(source="MUTATIONS in tests/change_mutations.py")
+    ),
 }
 
 

@@ -1,9 +1,10 @@
 """The ``slurmstack`` command line.
 
 Exit codes: 0 ok; 1 invalid definition (every finding printed as ``path: message``);
-2 usage error; 74 the output could not be written; 141 the output's reader left (a closed
-pipe); killed by SIGINT on Ctrl-C (the shell shows 130). ``validate``, ``schema`` and
-``render`` never import pulumi; ``plan`` and ``diagram`` import it only when they run.
+2 usage error; 3 `plan --against --fail-on CLASS` found a change of that class or worse;
+74 the output could not be written; 141 the output's reader left (a closed pipe); killed by
+SIGINT on Ctrl-C (the shell shows 130). ``validate``, ``schema`` and ``render`` never import
+pulumi; ``plan`` and ``diagram`` import it only when they run.
 """
 
 from __future__ import annotations
@@ -180,12 +181,12 @@ def schema() -> None:
     print(json.dumps(definition_schema(), indent=2))
 
 
-@app.command(short_help="Write every file a node would receive, laid out by where it lands.")
+@app.command(short_help="Write every file a node receives, laid out by where it lands.")
 def render(
     file: DefinitionFile,
     out: Annotated[Path, typer.Option("--out", help="Directory to write the files into.")],
 ) -> None:
-    """Write every file a node would receive, laid out by where it lands. A render into a
+    """Write every file a node receives, laid out by where it lands. A render into a
     directory of an earlier one removes the files that one wrote and this one does not."""
     from slurmstack.plan import build_plan
     from slurmstack.render import render_cluster
@@ -215,6 +216,16 @@ def _usage_error(message: str) -> NoReturn:
     raise typer.Exit(EXIT_USAGE)
 
 
+class FailOn(enum.StrEnum):
+    live = "live"
+    rolling = "rolling"
+    head_restart = "head-restart"
+    disruptive = "disruptive"
+
+
+EXIT_CHANGE_REFUSED = 3  # `plan --against --fail-on`: the change reaches the class given
+
+
 @app.command(short_help="Run the Pulumi program offline: resources, cost, time to ready.")
 def plan(
     file: DefinitionFile,
@@ -225,6 +236,26 @@ def plan(
             help="Print the report as JSON (for an invalid definition: its findings, exit 1).",
         ),
     ] = False,
+    against: Annotated[
+        Path | None,
+        typer.Option(
+            "--against",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+            help="What runs now: a definition, a Pulumi.<stack>.yaml or a saved `plan --json`. "
+            "Lists what FILE would create, update, replace or delete, and what that does to "
+            "the running cluster.",
+        ),
+    ] = None,
+    fail_on: Annotated[
+        FailOn | None,
+        typer.Option(
+            "--fail-on",
+            help=f"With --against: exit {EXIT_CHANGE_REFUSED} when a change reaches this class "
+            "(e.g. disruptive, for a CI pipeline).",
+        ),
+    ] = None,
 ) -> None:
     """Run the Pulumi program offline: resources, capacity, storage, cost, time to ready."""
     from slurmstack.collector import pause_for_program
@@ -247,6 +278,11 @@ def plan(
             print(line, file=sys.stderr)
         raise typer.Exit(EXIT_INVALID)
     document = build_report(build_plan(result.spec), run, result.findings).to_dict()
+    if against is not None:
+        _plan_against(against, result.spec, run, document, as_json, fail_on)
+        return
+    if fail_on is not None:
+        _usage_error("--fail-on needs --against OLD: it compares a change")
     if as_json:
         _print_json(document)
         return
@@ -254,6 +290,124 @@ def plan(
     from slurmstack.report.console import print_plan
 
     print_plan(document, output_console())
+
+
+def _plan_against(  # type: ignore[no-untyped-def]
+    against: Path, spec, run, document: dict[str, object], as_json: bool, fail_on: FailOn | None
+) -> None:
+    """`plan FILE --against OLD`: the change plan, added to --json as `changes`."""
+    from slurmstack.change.effects import Context, Effect
+    from slurmstack.change.plan import change_plan
+    from slurmstack.change.snapshot import from_run
+    from slurmstack.change.sources import OldDeploymentError, old_snapshot
+
+    try:
+        old = old_snapshot(against)
+    except OldDeploymentError as exc:
+        for line in exc.lines:
+            print(line, file=sys.stderr)
+        raise typer.Exit(EXIT_INVALID) from None
+    context = Context(scale_in_wait_minutes=spec.health.scale_in_wait_minutes)
+    changes = change_plan(old, from_run(run, spec.name), against=str(against), context=context)
+    changes_doc = changes.to_dict()
+    if as_json:
+        _print_json({**document, "changes": changes_doc})
+    else:
+        from slurmstack.cli_output import output_console
+        from slurmstack.report.changes import print_changes
+
+        print_changes(changes_doc, output_console())
+    if fail_on is not None and changes.reaches(Effect(fail_on.value)):
+        print(
+            f"slurmstack: the change is {changes.worst.value}, at or above --fail-on {fail_on.value}",
+            file=sys.stderr,
+        )
+        raise typer.Exit(EXIT_CHANGE_REFUSED)
+
+
+@app.command(short_help="Read a deployed cluster: nodes, breakers, repairs, alerts.")
+def status(
+    file: DefinitionFile,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
+) -> None:
+    """Read a deployed cluster from AWS: head, pools' nodes, breakers, repairs, alert topic."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from slurmstack.plan import build_plan
+    from slurmstack.status import cluster_status, status_lines
+
+    plan = build_plan(_validated_or_exit(file).spec)
+    try:
+        found = cluster_status(plan, boto3.Session())
+    except (BotoCoreError, ClientError) as error:
+        print(
+            f"{file}: could not read {plan.name} from AWS ({plan.region}): {error}", file=sys.stderr
+        )
+        raise typer.Exit(EXIT_INVALID) from None
+    if as_json:
+        _print_json(found.to_dict())
+        return
+    print("\n".join(status_lines(found)))
+
+
+@app.command(short_help="Read one node's logs from CloudWatch Logs.")
+def logs(
+    file: DefinitionFile,
+    node: Annotated[
+        str,
+        typer.Argument(
+            metavar="NODE", help="A Slurm node name (sinfo -N), 'head', or an instance id."
+        ),
+    ],
+    source: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--source",
+            help="Only these logs (repeatable): "
+            "slurmctld, slurmdbd, slurmd, agent, health-check. Default: all.",
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="From an age ago (30s, 10m, 2h, 1d) or a time (ISO 8601)."),
+    ] = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing new lines (Ctrl-C stops).")
+    ] = False,
+) -> None:
+    """Print a node's logs (Slurm's, the agent's, the health checks'), oldest first, from the
+    cluster's CloudWatch Logs groups, where every node's log shipper writes them."""
+    import time
+
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from slurmstack.contract import LogSource
+    from slurmstack.node_logs import LogsError, node_logs, since_millis
+    from slurmstack.plan import build_plan
+
+    plan = build_plan(_validated_or_exit(file).spec)
+    known = [s.value for s in LogSource]
+    unknown = [s for s in source or [] if s not in known]
+    try:
+        if unknown:
+            raise LogsError(f"--source {unknown[0]!r}: not one of {', '.join(known)}")
+        sources = [LogSource(s) for s in source] if source else list(LogSource)
+        start = since_millis(since, time.time()) if since else None
+        for event in node_logs(
+            boto3.Session(), plan, node, sources, start, follow=follow, sleep=time.sleep
+        ):
+            print(event.line(), flush=follow)
+    except LogsError as error:
+        print(f"{file}: {error}", file=sys.stderr)
+        raise typer.Exit(EXIT_INVALID) from None
+    except (BotoCoreError, ClientError) as error:
+        print(
+            f"{file}: could not read {plan.name}'s logs from AWS ({plan.region}): {error}",
+            file=sys.stderr,
+        )
+        raise typer.Exit(EXIT_INVALID) from None
 
 
 @app.command(short_help="List the instance types slurmstack knows, with facts and prices.")
@@ -309,13 +463,46 @@ def diagram(
         typer.Option("--format", help="mermaid (renders on GitHub) or dot (Graphviz)."),
     ] = DiagramFormat.mermaid,
 ) -> None:
-    """Print a diagram of head node, pools, storage tiers and network."""
+    """Print a diagram: head node, pools, storage and network."""
     from slurmstack.plan import build_plan
     from slurmstack.report import diagram as diagrams
 
     result = _validated_or_exit(file)
     plan = build_plan(result.spec)
     print(diagrams.mermaid(plan) if format is DiagramFormat.mermaid else diagrams.dot(plan), end="")
+
+
+@app.command("ssh-config")
+def ssh_config_command(
+    user: Annotated[str, typer.Option("--user", help="Your login name on the cluster.")],
+    outputs: Annotated[
+        Path | None,
+        typer.Option(
+            "--outputs",
+            dir_okay=False,
+            help="The stack's outputs in JSON, from `pulumi stack output` (default: standard "
+            "input).",
+        ),
+    ] = None,
+    identity_file: Annotated[
+        str,
+        typer.Option("--identity-file", help="Your private key (its .pub is in users[].ssh_keys)."),
+    ] = "~/.ssh/id_ed25519",
+) -> None:
+    """Print a ~/.ssh/config block for the login pools.
+
+    SSH through Session Manager (AWS-StartSSHSession) with your own key, or directly through a
+    pool's load balancer."""
+    from slurmstack.ssh_config import OutputsError, ssh_config
+
+    try:
+        text = outputs.read_text() if outputs is not None else sys.stdin.read()
+        document = json.loads(text)
+        if not isinstance(document, dict):
+            raise OutputsError("expected the JSON object `pulumi stack output --json` prints")
+        print(ssh_config(document, user, identity_file), end="")
+    except (OSError, json.JSONDecodeError, OutputsError) as exc:
+        _usage_error(f"ssh-config: {exc}")
 
 
 def main() -> None:

@@ -26,7 +26,10 @@ Deliberately not allowed (named so nobody adds them without a reason):
 - ``slurm`` (SlurmUser) on workers: nothing it runs there calls AWS.
 - ``munge``: munged never talks to AWS; the key is fetched by root.
 - ``ssm-user``: the Session Manager shell; an operator who needs the node's credentials uses
-  sudo, which the SSM user has (see docs/threat-model.md).
+  sudo, which the SSM user has on the head and workers, and only admins have on login nodes
+  (see docs/threat-model.md).
+- People (the definition's users, a directory's): they log in to login nodes and run jobs; a
+  login node's firewall is the workers' (root only).
 - ``ec2-instance-connect``: sshd's EC2 Instance Connect key lookup; the cluster's shells are
   Session Manager, or SSH with keys when ``network.ssh_cidrs`` asks for it.
 - ``_chrony``: Amazon Time Sync is 169.254.169.123, another address, untouched here.

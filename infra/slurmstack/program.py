@@ -13,19 +13,46 @@ says why that is safe), and the program's pending outputs are awaited once each 
 (``slurmstack.stack.drain``).
 """
 
+import threading
+from typing import Any
+
 import pulumi
 
+from slurmstack.change.guard import ACCEPT_KEY
 from slurmstack.collector import pause_for_program
 from slurmstack.findings import Level
 from slurmstack.loader import STACK_CONFIG_NAME, STACK_CONFIG_NAMESPACE
 from slurmstack.plan import build_plan
-from slurmstack.stack import drain
+from slurmstack.stack import deployed, drain
 from slurmstack.stack.cluster import SlurmCluster
 from slurmstack.stack.outputs import export_outputs
 from slurmstack.stack.preflight import preflight
 from slurmstack.validate import validate_object
 
 CONFIG_NAMESPACE, CONFIG_KEY = STACK_CONFIG_NAMESPACE, STACK_CONFIG_NAME
+
+
+# The offline run of a large cluster takes seconds; far more means something is stuck.
+SELF_RUN_TIMEOUT_SECONDS = 600
+
+
+def offline_self_run(definition: dict[str, Any]) -> Any:
+    """This program run offline on the same definition (what `pulumi up` is about to
+    register, with every input), in a thread: its own Pulumi runtime and event loop, outside
+    the ones `pulumi up` is running. The offline run skips this preflight (slurmstack:offline)."""
+    from slurmstack.offline.engine import run_definition
+
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(run_definition(definition)))
+    thread.start()
+    thread.join(SELF_RUN_TIMEOUT_SECONDS)
+    if not result:
+        raise pulumi.RunError("preflight: the offline run of the program did not finish")
+    if not result[0].ok:
+        raise pulumi.RunError(
+            f"preflight: the offline run of the program failed: {result[0].error}"
+        )
+    return result[0]
 
 
 def main() -> SlurmCluster:
@@ -47,10 +74,34 @@ def main() -> SlurmCluster:
     problems = preflight(plan, pulumi.Config("aws").get("region"))
     if problems:
         raise pulumi.RunError("\n".join(problems))
+    own = pulumi.Config(CONFIG_NAMESPACE)
+    record = None
+    offline = own.get_bool(deployed.OFFLINE_KEY)
+    # Under `pulumi up` (a real engine), or a test that says it stands for one (offline false);
+    # not in the offline engine's own run, nor under a team's unit tests with Pulumi's mocks.
+    if offline is False or (offline is None and not under_unit_test_mocks()):
+        # The change preflight (slurmstack.stack.deployed): refuse what would replace
+        # protected storage or collide with a running instance refresh, before any resource.
+        accepted = set(own.get_object(ACCEPT_KEY) or [])
+        record, problems = deployed.change_preflight(
+            offline_self_run(definition), plan, deployed.AwsObserver(plan.region), accepted
+        )
+        if problems:
+            raise pulumi.RunError("\n".join(problems))
     cluster = SlurmCluster(plan)
+    deployed.register_record(plan, cluster.bucket.bucket, record, after=cluster)
     export_outputs(cluster)
     register_drain()
     return cluster
+
+
+def under_unit_test_mocks() -> bool:
+    """True under Pulumi's unit-testing pattern (``pulumi.runtime.set_mocks``): there is no
+    deployment to compare with and no AWS to ask, so the change preflight does not run."""
+    from pulumi.runtime.mocks import MockMonitor
+    from pulumi.runtime.settings import get_monitor
+
+    return isinstance(get_monitor(), MockMonitor)
 
 
 def register_drain() -> None:

@@ -8,22 +8,27 @@ Schema (``slurmstack schema``) and docs/reference/configuration.md come from her
 from __future__ import annotations
 
 import enum
-import re
 from ipaddress import IPv4Network
 from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     StringConstraints,
     WithJsonSchema,
+    field_validator,
 )
 
 from slurmstack.catalog import InstanceFacts
 from slurmstack.contract import DatabaseType, Remedy
+from slurmstack.spec_base import (
+    SECRET_ID_PATTERN,
+    Model,
+    UserName,
+    matching,
+)
+from slurmstack.spec_people import DirectorySpec, GroupSpec, UserSpec
 
 # Cluster and pool names end up in AWS resource names, Slurm partition/nodeset names and
 # host names, so they follow the strictest of those: DNS-label characters, lowercase.
@@ -52,6 +57,10 @@ def _cidr_text(value: object) -> object:
 
 Cidr = Annotated[IPv4Network, BeforeValidator(_cidr_text)]
 AmiId = Annotated[str, StringConstraints(pattern=AMI_PATTERN)]
+# An IAM role or user by ARN (IAM's own wildcards * and ? allowed in the name, as aws:PrincipalArn
+# takes them): e.g. arn:aws:iam::123456789012:role/ci-deployer.
+PRINCIPAL_ARN_PATTERN = r"^arn:aws(-cn|-us-gov)?:iam::[0-9]{12}:(role|user)/[A-Za-z0-9_+=,.@/*?-]+$"
+PrincipalArn = Annotated[str, StringConstraints(pattern=PRINCIPAL_ARN_PATTERN, max_length=600)]
 Auto = Literal["auto"]
 
 # A placement group's name: up to 255 ASCII characters (EC2 API Reference,
@@ -70,29 +79,11 @@ def _not_a_yes_no_word(value: str) -> str:
     return value
 
 
-def _matching(pattern: str, what: str) -> AfterValidator:
-    """A pattern check whose message says what was expected (the schema keeps the pattern)."""
-    compiled = re.compile(pattern)
-
-    def check(value: str) -> str:
-        if not compiled.match(value):
-            raise ValueError(f"expected {what} (got {value!r})")
-        return value
-
-    return AfterValidator(check)
-
-
 PlacementGroupName = Annotated[
     str,
     StringConstraints(pattern=PLACEMENT_GROUP_PATTERN),
     AfterValidator(_not_a_yes_no_word),
 ]
-
-
-class Model(BaseModel):
-    """Base for every definition model: immutable, unknown keys refused."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
 
 
 class NetworkSpec(Model):
@@ -303,6 +294,46 @@ class PoolSpec(Model):
         return self.max_nodes - self.count
 
 
+LOGIN_NODES_MAX = 100
+
+
+class LoginPoolSpec(Model):
+    """A pool of login nodes: where people log in, build and submit jobs. An Auto Scaling
+    group of one instance type running the Slurm clients (configless, through sackd), the
+    shared file systems, the same image, health checks and metadata firewall as every node,
+    and no slurmctld, slurmd or cluster secret beyond the munge key clients need."""
+
+    name: PoolName = Field(description="Login pool name (its Auto Scaling group's).")
+    instance_type: str = Field(description="EC2 instance type, e.g. m7i.2xlarge.")
+    count: int = Field(
+        default=1, ge=1, le=LOGIN_NODES_MAX, description="Login nodes the group keeps running."
+    )
+    ssh_cidrs: list[Cidr] = Field(
+        default_factory=list,
+        description=(
+            "CIDRs allowed to reach the login nodes on port 22. Empty (the default): SSH only "
+            "through Session Manager (AWS-StartSSHSession), no inbound port."
+        ),
+    )
+    load_balancer: bool = Field(
+        default=False,
+        description=(
+            "A Network Load Balancer in front of the pool's port 22 (with ssh_cidrs): one "
+            "address for every login node; its nodes share one host key, so a replaced node "
+            "is the host users already trust."
+        ),
+    )
+    ami: AmiId | None = Field(
+        default=None,
+        description="Your own image for the login nodes. Default: the head node's image.",
+    )
+    root_volume: RootVolume = Field(default_factory=RootVolume, description="Root volume.")
+    instance_facts: InstanceFacts | None = Field(
+        default=None,
+        description="Facts for an instance type the catalog lacks (see the catalog record).",
+    )
+
+
 class LustreDeployment(enum.StrEnum):
     SCRATCH_1 = "SCRATCH_1"
     SCRATCH_2 = "SCRATCH_2"
@@ -313,51 +344,6 @@ class LustreDeployment(enum.StrEnum):
 class LustreStorageType(enum.StrEnum):
     SSD = "SSD"
     HDD = "HDD"
-
-
-class LustreSpec(Model):
-    """FSx for Lustre: the shared, hot tier mounted on every node."""
-
-    capacity_gib: int = Field(ge=1200, le=2_000_000, description="Storage capacity in GiB.")
-    deployment: LustreDeployment = Field(
-        default=LustreDeployment.PERSISTENT_2, description="FSx for Lustre deployment type."
-    )
-    storage_type: LustreStorageType = Field(
-        default=LustreStorageType.SSD, description="SSD, or HDD (PERSISTENT_1 only)."
-    )
-    throughput_per_tib: int | None = Field(
-        default=None,
-        description="Per-unit storage throughput, MB/s/TiB (persistent types only).",
-    )
-    mount: MountPath = Field(default="/fsx", description="Mount point on every node.")
-    s3_import_export: str | None = Field(
-        default=None,
-        max_length=900,
-        description=(
-            "Prefix in the cluster bucket linked by a data repository association "
-            "(import on access, export on change). None: no association."
-        ),
-    )
-    compression: Literal["LZ4", "NONE"] = Field(default="LZ4", description="Data compression.")
-    efa: bool | Auto = Field(
-        default="auto",
-        description="EFA-enabled file system: auto (when AWS allows it for this configuration).",
-    )
-    metadata_iops: int | None = Field(
-        default=None,
-        ge=1500,
-        le=192000,
-        description="PERSISTENT_2 only: provisioned metadata IOPS (default: automatic mode).",
-    )
-    associations: list[AssociationSpec] = Field(
-        default_factory=list,
-        max_length=32,
-        description=(
-            "Data repository associations: directories of the file system linked to S3 "
-            "buckets or prefixes (the cluster bucket's or others'), besides s3_import_export. "
-            "FSx allows 8 per file system."
-        ),
-    )
 
 
 class RepositoryEvent(enum.StrEnum):
@@ -375,7 +361,7 @@ BUCKET_NAME_PATTERN = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
 REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-[0-9]$"
 BucketName = Annotated[
     str,
-    _matching(
+    matching(
         BUCKET_NAME_PATTERN,
         "an S3 bucket name: 3-63 lowercase letters, digits, '.' and '-'",
     ),
@@ -420,6 +406,51 @@ class AssociationSpec(Model):
     batch_import: bool = Field(
         default=True,
         description="Import the prefix's metadata when the association is created.",
+    )
+
+
+class LustreSpec(Model):
+    """FSx for Lustre: the shared, hot tier mounted on every node."""
+
+    capacity_gib: int = Field(ge=1200, le=2_000_000, description="Storage capacity in GiB.")
+    deployment: LustreDeployment = Field(
+        default=LustreDeployment.PERSISTENT_2, description="FSx for Lustre deployment type."
+    )
+    storage_type: LustreStorageType = Field(
+        default=LustreStorageType.SSD, description="SSD, or HDD (PERSISTENT_1 only)."
+    )
+    throughput_per_tib: int | None = Field(
+        default=None,
+        description="Per-unit storage throughput, MB/s/TiB (persistent types only).",
+    )
+    mount: MountPath = Field(default="/fsx", description="Mount point on every node.")
+    s3_import_export: str | None = Field(
+        default=None,
+        max_length=900,
+        description=(
+            "Prefix in the cluster bucket linked by a data repository association "
+            "(import on access, export on change). None: no association."
+        ),
+    )
+    compression: Literal["LZ4", "NONE"] = Field(default="LZ4", description="Data compression.")
+    efa: bool | Auto = Field(
+        default="auto",
+        description="EFA-enabled file system: auto (when AWS allows it for this configuration).",
+    )
+    metadata_iops: int | None = Field(
+        default=None,
+        ge=1500,
+        le=192000,
+        description="PERSISTENT_2 only: provisioned metadata IOPS (default: automatic mode).",
+    )
+    associations: list[AssociationSpec] = Field(
+        default_factory=list,
+        max_length=32,
+        description=(
+            "Data repository associations: directories of the file system linked to S3 "
+            "buckets or prefixes (the cluster bucket's or others'), besides s3_import_export. "
+            "FSx allows 8 per file system."
+        ),
     )
 
 
@@ -548,6 +579,16 @@ class BucketSpec(Model):
         le=3650,
         description="Expire non-current object versions (old checkpoints) after this many days.",
     )
+    administrators: list[PrincipalArn] = Field(
+        default_factory=list,
+        max_length=20,
+        description=(
+            "IAM roles or users (ARNs, * and ? allowed) that may delete object versions, besides "
+            "the account root and whoever ran the latest `pulumi up`: e.g. a CI role that "
+            "destroys the stack, or your administrators' SSO role "
+            "(docs/images.md, 'Permissions an operator may need')."
+        ),
+    )
 
 
 class StorageSpec(Model):
@@ -584,34 +625,22 @@ SettingValue = str | int | float | bool
 # Slurm's own object names: sacctmgr folds account and QoS names to lowercase, so the
 # definition writes them so; user names are Linux login names (useradd's default pattern).
 SLURM_OBJECT_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
-USER_NAME_PATTERN = r"^[a-z_][a-z0-9_.-]{0,30}[$]?$"
 # A trackable resource as sacctmgr writes it in limits: cpu, mem (MiB), node, billing, or a
 # GRES with an optional type (gres/gpu, gres/gpu:h100, gres/neuron).
 TRES_PATTERN = r"^(cpu|mem|node|billing|gres/[a-z][a-z0-9_]*(:[a-z0-9][a-z0-9_.-]*)?)$"
 DB_IDENTIFIER_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,31}$"
-# A Secrets Manager secret by name or ARN (names: letters, digits and /_+=.@-, up to 512).
-SECRET_ID_PATTERN = (
-    r"^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:)?[A-Za-z0-9/_+=.@-]{1,512}$"
-)
-
-
 SlurmObjectName = Annotated[
     str,
-    _matching(
+    matching(
         SLURM_OBJECT_PATTERN,
         "a Slurm name: lowercase letters, digits, '_', '.', '-', starting with a letter or "
         "digit, at most 63 characters (sacctmgr folds account and QoS names to lowercase)",
     ),
     WithJsonSchema({"type": "string", "pattern": SLURM_OBJECT_PATTERN}),
 ]
-UserName = Annotated[
-    str,
-    _matching(USER_NAME_PATTERN, "a Linux login name: lowercase, such as alice or j.doe"),
-    WithJsonSchema({"type": "string", "pattern": USER_NAME_PATTERN}),
-]
 TresName = Annotated[
     str,
-    _matching(
+    matching(
         TRES_PATTERN,
         "a TRES name: cpu, mem (MiB), node, billing, gres/gpu or gres/gpu:<type> such as "
         "gres/gpu:h100",
@@ -623,7 +652,7 @@ TresLimits = dict[TresName, Annotated[int, Field(ge=0, le=2**31)]]
 DESCRIPTION_PATTERN = r"^[^\n\r\"'#]{1,200}$"
 Description = Annotated[
     str,
-    _matching(DESCRIPTION_PATTERN, "one line of up to 200 characters, without quotes or '#'"),
+    matching(DESCRIPTION_PATTERN, "one line of up to 200 characters, without quotes or '#'"),
     WithJsonSchema({"type": "string", "pattern": DESCRIPTION_PATTERN}),
 ]
 
@@ -879,6 +908,21 @@ class RolloutSpec(Model):
 ImageKey = Literal["nvidia-x86-64", "nvidia-arm64", "neuron-x86-64", "cpu-x86-64", "cpu-arm64"]
 
 
+class ParentParameterVersion(Model):
+    """A parent pinned by a version of its image's public SSM parameter."""
+
+    parameter_version: int = Field(
+        ge=1,
+        description=(
+            "Version of the image's public SSM parameter (the one `slurmstack plan` names) "
+            "whose AMI is the parent; `aws ssm get-parameter-history --name <parameter>` lists "
+            "them. The stack reads that version (GetParameter <parameter>:<version>) at deploy "
+            "time. Parameter Store keeps a parameter's 100 newest versions: pin an AMI id for "
+            "longer."
+        ),
+    )
+
+
 class ImageSpec(Model):
     """The node images: baked by slurmstack with EC2 Image Builder, or your own."""
 
@@ -906,13 +950,14 @@ class ImageSpec(Model):
             "(x86_64), c7g.2xlarge (arm64)."
         ),
     )
-    parents: dict[ImageKey, AmiId] = Field(
+    parents: dict[ImageKey, AmiId | ParentParameterVersion] = Field(
         default_factory=dict,
         description=(
-            "Pinned parent AMIs by image key, e.g. {nvidia-x86-64: ami-...}: that image is "
-            "built on this AMI instead of the newest one its public SSM parameter names "
-            "(plan shows which). Pin an earlier parent when the newest one's kernel has no "
-            "FSx Lustre client yet."
+            "Pinned parents by image key: an AMI id, e.g. {nvidia-x86-64: ami-...}, or a version "
+            "of the image's public SSM parameter, e.g. {cpu-x86-64: {parameter_version: 42}}: "
+            "that image is built on it instead of the newest AMI its parameter names (plan "
+            "shows which). Pin an earlier parent when the newest one's kernel has no FSx Lustre "
+            "client yet."
         ),
     )
     keep_build_instance: bool = Field(
@@ -1049,6 +1094,120 @@ class HealthSpec(Model):
     )
 
 
+# CloudWatch Logs keeps a log group's events for one of these numbers of days (CloudWatch Logs
+# API Reference, PutRetentionPolicy: retentionInDays).
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096,
+                      1827, 2192, 2557, 2922, 3288, 3653)  # fmt: skip
+EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
+Email = Annotated[str, StringConstraints(pattern=EMAIL_PATTERN, max_length=254)]
+
+
+class AlertsSpec(Model):
+    """When an alert fires (docs/observing.md lists every rule and its threshold)."""
+
+    email: list[Email] = Field(
+        default_factory=list,
+        max_length=20,
+        description=(
+            "Addresses subscribed to the cluster's alert topic (SNS sends each a confirmation "
+            "mail first). Alerts also go to EventBridge whatever this says."
+        ),
+    )
+    idle_gpu_minutes: int = Field(
+        default=30,
+        ge=5,
+        le=1440,
+        description="A job's GPUs allocated but idle (below idle_gpu_percent) this long: alert.",
+    )
+    idle_gpu_percent: int = Field(
+        default=5, ge=1, le=50, description="GPU utilisation below which an allocated GPU is idle."
+    )
+    straggler_percent: int = Field(
+        default=30,
+        ge=5,
+        le=90,
+        description=(
+            "A node of a multi-node job whose GPU utilisation is this many percent below the "
+            "job's median for 10 minutes is a straggler: alert."
+        ),
+    )
+    filesystem_full_percent: int = Field(
+        default=90, ge=50, le=99, description="A mounted file system this full: alert."
+    )
+    capacity_block_hours: int = Field(
+        default=24,
+        ge=1,
+        le=168,
+        description="A Capacity Block ending within this many hours: alert.",
+    )
+
+
+class ObservabilitySpec(Model):
+    """Metrics, dashboards, alerts, events and logs (docs/observing.md)."""
+
+    retention_days: int = Field(
+        default=15,
+        ge=1,
+        le=3650,
+        description="How long the head's Prometheus keeps samples (on the state volume).",
+    )
+    retention_gib: int = Field(
+        default=20,
+        ge=1,
+        le=GP3_MAX_GIB,
+        description=(
+            "The most the head's Prometheus keeps on the state volume; the oldest samples go "
+            "first. Must fit in head_node.state_volume_gib beside Slurm's state."
+        ),
+    )
+    scrape_interval_seconds: int = Field(
+        default=30, ge=5, le=300, description="How often Prometheus reads every exporter."
+    )
+    alerts: AlertsSpec = Field(default_factory=AlertsSpec, description="Alert thresholds, email.")
+    budget_monthly_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "An AWS Budgets cost budget for the cluster's tag, alerting the topic at 80% of "
+            "actual and 100% of forecast spend; checked against plan's monthly estimate."
+        ),
+    )
+    log_retention_days: int = Field(
+        default=30,
+        description=(
+            "Days CloudWatch Logs keeps the shipped logs (slurmctld, slurmdbd, slurmd, the "
+            "agent, the health checks); one of CloudWatch's values: "
+            + ", ".join(map(str, LOG_RETENTION_DAYS))
+            + "."
+        ),
+    )
+    managed_prometheus: bool = Field(
+        default=False,
+        description=(
+            "Also remote-write every sample to an Amazon Managed Service for Prometheus "
+            "workspace (for larger or longer-lived clusters)."
+        ),
+    )
+    managed_grafana: bool = Field(
+        default=False,
+        description=(
+            "An Amazon Managed Grafana workspace reading the managed Prometheus (needs "
+            "managed_prometheus and IAM Identity Center in the account)."
+        ),
+    )
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention_cloudwatch_takes(cls, value: int) -> int:
+        if value not in LOG_RETENTION_DAYS:
+            near = min(LOG_RETENTION_DAYS, key=lambda d: abs(d - value))
+            raise ValueError(
+                f"CloudWatch Logs keeps logs for one of {', '.join(map(str, LOG_RETENTION_DAYS))} "
+                f"days, not {value}: e.g. {near}"
+            )
+        return value
+
+
 class ClusterSpec(Model):
     """A slurmstack cluster definition (the object under the stack config key slurmstack:cluster)."""
 
@@ -1060,6 +1219,25 @@ class ClusterSpec(Model):
     network: NetworkSpec = Field(default_factory=NetworkSpec, description="Networking.")
     head_node: HeadNodeSpec = Field(description="The Slurm head node.")
     pools: list[PoolSpec] = Field(min_length=1, max_length=64, description="Worker pools.")
+    login_pools: list[LoginPoolSpec] = Field(
+        default_factory=list,
+        max_length=8,
+        description=(
+            "Login nodes (docs/people-and-login-nodes.md). None: people work through the head "
+            "node's Session Manager shell, as operators do."
+        ),
+    )
+    users: list[UserSpec] = Field(
+        default_factory=list,
+        max_length=5000,
+        description="People: the same accounts on every node (local accounts win over directory).",
+    )
+    groups: list[GroupSpec] = Field(
+        default_factory=list, max_length=1000, description="Groups the users name."
+    )
+    directory: DirectorySpec | None = Field(
+        default=None, description="People from LDAP or Active Directory, through SSSD."
+    )
     storage: StorageSpec = Field(default_factory=StorageSpec, description="Storage tiers.")
     slurm: SlurmSpec = Field(default_factory=SlurmSpec, description="Slurm options.")
     nccl: NcclSpec = Field(default_factory=NcclSpec, description="NCCL/libfabric overrides.")
@@ -1067,6 +1245,10 @@ class ClusterSpec(Model):
     image: ImageSpec = Field(default_factory=ImageSpec, description="Node images.")
     health: HealthSpec = Field(
         default_factory=HealthSpec, description="Health checks and automatic repair."
+    )
+    observability: ObservabilitySpec = Field(
+        default_factory=ObservabilitySpec,
+        description="Metrics, dashboards, alerts, events and logs.",
     )
     tags: dict[str, str] = Field(
         default_factory=dict, description="Tags added to every AWS resource."

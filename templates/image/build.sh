@@ -3,7 +3,7 @@
 # (`build`, from the component's build phase) and on an instance of the new AMI (`test`, from
 # its validate and test phases); tests/image runs the same file in a Debian chroot.
 #
-#   build.sh build|test|packages SETTINGS [BUNDLE_DIR]
+#   build.sh build|test|packages|parent SETTINGS [BUNDLE_DIR]
 #
 # SETTINGS is the image's settings file (slurmstack.render.image.build_env: what to install, every
 # download with its sha256). BUNDLE_DIR holds the node agent's archive (default: beside this
@@ -39,7 +39,7 @@ pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true; }
 SLURM_PINNED="slurmctld slurmd slurmdbd slurm-client libslurm-dev"
 
 apt_packages() {
-  local wanted="$APT_PACKAGES $BUILD_PACKAGES" missing=() pkg spec
+  local wanted="$APT_PACKAGES $(build_tools_wanted)" missing=() pkg spec
   for pkg in $wanted; do
     installed "$pkg" || missing+=("$pkg")
   done
@@ -81,12 +81,156 @@ hold() {
 units_off() {
   command -v systemctl >/dev/null || { log "units: no systemctl here"; return; }
   local unit
-  for unit in slurmctld.service slurmd.service slurmdbd.service mariadb.service; do
+  # The monitoring packages' own units too: slurmstack-*.service run them with the cluster's
+  # configuration (their files come from the config store at boot).
+  for unit in slurmctld.service slurmd.service slurmdbd.service mariadb.service \
+    prometheus.service prometheus-node-exporter.service prometheus-alertmanager.service; do
     # (No `| grep -q` under pipefail: grep's early exit would fail the pipe.)
     if [ "$(systemctl is-enabled "$unit" 2>/dev/null || true)" = enabled ]; then
       systemctl disable "$unit" >/dev/null 2>&1 || true
       log "units: disabled $unit"
     fi
+  done
+}
+
+# --- the parent, the build tools, and what goes before the snapshot ----------------------------
+
+# What the parent image had, recorded once before the first install: its packages (none of them
+# is ever removed) and the files no package owns (what the bake builds is what is new after).
+PARENT_PACKAGES="$STATE/parent-packages"
+PARENT_FILES="$STATE/parent-files"
+# Where sources build their binaries and libraries (node's own paths; sources are not there).
+BUILT_DIRS="/usr/bin /usr/sbin /usr/lib /usr/libexec /usr/local /opt"
+owned_files() {
+  # Every path dpkg knows, /bin, /sbin and /lib as /usr/... (merged /usr on Ubuntu and Debian).
+  cat /var/lib/dpkg/info/*.list 2>/dev/null | sed -E 's#^/(bin|sbin|lib|lib32|lib64|libx32)/#/usr/\1/#' | sort -u
+}
+unowned_files() {
+  local dirs=() dir
+  for dir in $BUILT_DIRS; do [ -d "$dir" ] && [ ! -L "$dir" ] && dirs+=("$dir"); done
+  comm -23 <(find "${dirs[@]}" -xdev -type f -not -path "$SOURCES/*" 2>/dev/null | sort -u) <(owned_files)
+}
+record_parent() {
+  if [ -f "$PARENT_PACKAGES" ] && [ -f "$PARENT_FILES" ]; then
+    log "parent: $(wc -l <"$PARENT_PACKAGES") packages recorded before the first install"
+    return
+  fi
+  dpkg-query -W -f='${db:Status-Status} ${Package}\n' | awk '$1 == "installed" { print $2 }' |
+    sort -u >"$PARENT_PACKAGES"
+  unowned_files >"$PARENT_FILES"
+  log "parent: recorded $(wc -l <"$PARENT_PACKAGES") packages and $(wc -l <"$PARENT_FILES") files of no package"
+}
+
+# The build tools the bake installs and removes again: BUILD_PACKAGES that are neither the
+# image's own packages nor the parent's (the Deep Learning AMI's compilers stay: its CUDA
+# toolkit needs them, and users build CUDA extensions with them).
+build_only() {
+  local pkg
+  for pkg in $BUILD_PACKAGES; do
+    case " $APT_PACKAGES " in *" $pkg "*) continue ;; esac
+    grep -qx "$pkg" "$PARENT_PACKAGES" 2>/dev/null && continue
+    echo "$pkg"
+  done
+}
+# A run of these very settings removed the build tools after building everything: they are not
+# installed again (every source build finds its stamp); other settings install them.
+BUILD_TOOLS_REMOVED="$STATE/build-tools-removed"
+settings_digest() { cat "$SETTINGS" "$0" | sha256sum | cut -d' ' -f1; }
+build_tools_wanted() {
+  if [ "$(head -n 1 "$BUILD_TOOLS_REMOVED" 2>/dev/null)" = "$(settings_digest)" ]; then
+    return
+  fi
+  echo "$BUILD_PACKAGES"
+}
+
+# Packages apt would autoremove now (apt-get's simulation), following dependencies only: the
+# image installs without recommends, so what only a recommendation keeps (dpkg-dev recommends
+# build-essential) is a build tool's, or the parent's, which is never removed.
+AUTOREMOVE=(-o APT::AutoRemove::RecommendsImportant=false -o APT::AutoRemove::SuggestsImportant=false)
+autoremovable() {
+  "${APT_GET[@]}" "${AUTOREMOVE[@]}" -s autoremove 2>/dev/null | awk '/^Remv / { print $2 }' | sort -u
+}
+
+# The shared libraries the bake's own binaries load (ldd of every ELF file the bake added),
+# by the package that holds each: marked as installed on purpose, so that removing the -dev
+# package that brought one in does not take it away.
+BUILT_FILES="$STATE/built-files"
+is_elf() {
+  local magic=""
+  case "$1" in *.py | *.pyc | *.h | *.hpp | *.txt | *.md | *.json | *.html | *.gz) return 1 ;; esac
+  LC_ALL=C IFS= read -r -n 4 -d '' magic <"$1" 2>/dev/null || true
+  [ "$magic" = $'\x7fELF' ]
+}
+keep_runtime_libraries() {
+  local file lib owner kept=() packages
+  : >"$BUILT_FILES.new"
+  while IFS= read -r file; do
+    is_elf "$file" && echo "$file" >>"$BUILT_FILES.new"
+  done < <(comm -23 <(unowned_files) "$PARENT_FILES")
+  mv "$BUILT_FILES.new" "$BUILT_FILES"
+  packages=$(while IFS= read -r file; do
+    ldd "$file" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 }'
+  done <"$BUILT_FILES" | sort -u | while IFS= read -r lib; do
+    owner=$(dpkg-query -S "$lib" 2>/dev/null || dpkg-query -S "$(realpath "$lib")" 2>/dev/null ||
+      dpkg-query -S "${lib#/usr}" 2>/dev/null || true)
+    [ -n "$owner" ] && echo "${owner%%:*}" | tr ',' '\n' | sed 's/ //g'
+  done | sort -u)
+  for lib in $packages; do
+    if build_only | grep -qx "${lib%%:*}"; then
+      fail "build tools: a binary the bake built loads a library of build package ${lib%%:*}; make it a package of the image (image_pins.json, packages)"
+    fi
+    if [ "$(apt-mark showauto "$lib" 2>/dev/null)" = "$lib" ]; then
+      apt-mark manual "$lib" >/dev/null
+      kept+=("$lib")
+    fi
+  done
+  log "build tools: $(wc -l <"$BUILT_FILES") built files load $(echo "$packages" | grep -c . || true) packages' libraries${kept:+; kept ${kept[*]}}"
+}
+
+# The last step of the bake, after every source build (Slurm's, efs-utils', enroot's, pyxis',
+# nccl-tests'): the build tools it installed go, with whatever only they needed, and the sources
+# with them. They are marked as installed automatically, so apt removes exactly those that no
+# package of the image needs (perl stays for MariaDB, gcc for mpicc); the parent's packages and
+# the image's own stay. The test phase checks it.
+remove_build_tools() {
+  local tools=() pkg before after gone=() kept=()
+  for pkg in $(build_only); do installed "$pkg" && tools+=("$pkg"); done
+  if [ "${#tools[@]}" -eq 0 ]; then
+    log "build tools: none installed"
+  else
+    keep_runtime_libraries
+    before=$(autoremovable)
+    apt-mark auto "${tools[@]}" >/dev/null
+    after=$(autoremovable)
+    for pkg in $(comm -13 <(echo "$before") <(echo "$after")); do
+      grep -qx "$pkg" "$PARENT_PACKAGES" || gone+=("$pkg")
+    done
+    [ "${#gone[@]}" -eq 0 ] || "${APT_GET[@]}" "${AUTOREMOVE[@]}" purge "${gone[@]}" >&2
+    for pkg in "${tools[@]}"; do installed "$pkg" && kept+=("$pkg"); done
+    log "build tools: removed ${#gone[@]} packages (${tools[*]} and what only they needed)${kept:+; kept ${kept[*]}, which the image needs}"
+  fi
+  rm -rf "$SOURCES" "$DOWNLOADS"
+  if [ "$(head -n 1 "$BUILD_TOOLS_REMOVED" 2>/dev/null)" != "$(settings_digest)" ]; then
+    { settings_digest; build_only; } >"$BUILD_TOOLS_REMOVED"
+  fi
+}
+
+# Every binary package of a held package's source, at that source's one version, held: an
+# upgrade of libmunge2 alone (a security update) would make munge and its library differ from
+# what the test phase checked.
+source_of() { dpkg-query -W -f='${source:Package}' "$1" 2>/dev/null; }
+hold_sources() {
+  local pkg source siblings=() versions
+  for pkg in $HELD_PACKAGES; do
+    installed "$pkg" || continue
+    source=$(source_of "$pkg")
+    versions=$(dpkg-query -W -f='${db:Status-Status} ${source:Package} ${source:Version}\n' |
+      awk -v s="$source" '$1 == "installed" && $2 == s { print $3 }' | sort -u)
+    [ "$(echo "$versions" | wc -l)" -eq 1 ] ||
+      fail "hold: the binaries of source $source are at several versions: $(echo $versions)"
+    mapfile -t siblings < <(dpkg-query -W -f='${db:Status-Status} ${source:Package} ${Package}\n' |
+      awk -v s="$source" '$1 == "installed" && $2 == s { print $3 }')
+    hold "${siblings[@]}"
   done
 }
 
@@ -160,6 +304,7 @@ fetch() {
 # At the start of the bake, before anything installs: the FSx repository has a Lustre client
 # for the parent's kernel, or the bake stops here, saying so (it does not fall back to another
 # kernel: nodes would boot one the parent was not tested with).
+LUSTRE_LIST=/etc/apt/sources.list.d/fsxlustreclientrepo.list
 lustre_available() {
   if [ "$LUSTRE" = skip ]; then
     log "lustre: skipped (LUSTRE=skip)"
@@ -172,9 +317,10 @@ lustre_available() {
   # AWS publishes the key on its own HTTPS address and no fingerprint to check it against;
   # the fingerprint the bake trusted goes into the manifest (lustre_key).
   [ -f "$keyring" ] || curl -fsSL --retry 3 "$LUSTRE_KEY_URL" | gpg --dearmor -o "$keyring"
-  echo "deb [signed-by=$keyring] $LUSTRE_REPOSITORY $codename main" \
-    >/etc/apt/sources.list.d/fsxlustreclientrepo.list
-  "${APT_GET[@]}" update
+  echo "deb [signed-by=$keyring] $LUSTRE_REPOSITORY $codename main" >"$LUSTRE_LIST"
+  # That repository's index alone (the others are read by the first install).
+  "${APT_GET[@]}" update -o Dir::Etc::sourcelist="$LUSTRE_LIST" -o Dir::Etc::sourceparts=- \
+    -o APT::Get::List-Cleanup=0 >&2 || fail "lustre: the FSx repository $LUSTRE_REPOSITORY cannot be read"
   candidate=$(apt-cache policy "lustre-client-modules-$kernel" 2>/dev/null |
     awk '/Candidate:/ { print $2 }')
   if [ -z "$candidate" ] || [ "$candidate" = "(none)" ]; then
@@ -309,7 +455,7 @@ install_pyxis() {
     log "pyxis: $PYXIS_VERSION already built against Slurm $SLURM_PACKAGE_VERSION"
     return
   fi
-  local src="/usr/local/src/pyxis-$PYXIS_VERSION"
+  local src="$SOURCES/pyxis-$PYXIS_VERSION"
   fetch "$PYXIS_URL" "$PYXIS_SHA256" "$DOWNLOADS/pyxis-$PYXIS_VERSION.tar.gz"
   rm -rf "$src" && mkdir -p "$src"
   tar -xzf "$DOWNLOADS/pyxis-$PYXIS_VERSION.tar.gz" -C "$src" --strip-components=1
@@ -318,6 +464,31 @@ install_pyxis() {
   make -C "$src" install prefix=/usr/local
   [ -f "$PYXIS_PLUGIN" ] || fail "pyxis installed no $PYXIS_PLUGIN"
   echo "$want" >"$stamp"
+}
+
+# The EFA installer (CPU images; the Deep Learning AMIs carry their own): AWS's libfabric with
+# the efa provider, rdma-core and the Open MPI built against them, in /opt/amazon, the fabric
+# stack GPU nodes use, not Ubuntu's. Pinned by its sha256 (image_pins.json, efa_installer) and
+# run as AWS ParallelCluster's cookbook runs it on Ubuntu (efa_installer.sh -y).
+EFA_MPI=/opt/amazon/openmpi/bin
+EFA_FABRIC=/opt/amazon/efa/bin
+install_efa_installer() {
+  [ -n "$EFA_INSTALLER_VERSION" ] || { log "efa installer: not on this image"; return; }
+  local stamp="$STATE/efa-installer" want="$EFA_INSTALLER_VERSION $EFA_INSTALLER_SHA256"
+  if [ -x "$EFA_MPI/mpicc" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    log "efa installer: $EFA_INSTALLER_VERSION already installed"
+    return
+  fi
+  local tarball="$DOWNLOADS/aws-efa-installer-$EFA_INSTALLER_VERSION.tar.gz"
+  local src="$SOURCES/efa-installer-$EFA_INSTALLER_VERSION"
+  fetch "$EFA_INSTALLER_URL" "$EFA_INSTALLER_SHA256" "$tarball"
+  rm -rf "$src" && mkdir -p "$src"
+  tar -xzf "$tarball" -C "$src"
+  (cd "$src/aws-efa-installer" && ./efa_installer.sh -y) >&2 || fail "efa installer: efa_installer.sh failed"
+  [ -x "$EFA_MPI/mpicc" ] || fail "efa installer: no Open MPI in ${EFA_MPI%/bin}"
+  [ -x "$EFA_FABRIC/fi_info" ] || fail "efa installer: no libfabric in ${EFA_FABRIC%/bin}"
+  echo "$want" >"$stamp"
+  log "efa installer: $EFA_INSTALLER_VERSION installed (libfabric ${EFA_FABRIC%/bin}, Open MPI ${EFA_MPI%/bin})"
 }
 
 # DCGM: the parent's own when it carries one (the Deep Learning Base AMI does, built for its
@@ -341,6 +512,25 @@ install_dcgm() {
   fi
 }
 
+# dcgm-exporter from its pinned commit, as its Makefile's `binary` target builds it; Go's
+# toolchain switch fetches the Go release go.mod asks for and checks it (and every module
+# go.sum pins) against Go's checksum database.
+install_dcgm_exporter() {
+  [ -n "$DCGM_EXPORTER_VERSION" ] || { log "dcgm-exporter: not on this image"; return; }
+  local stamp="$STATE/dcgm-exporter" want="$DCGM_EXPORTER_VERSION $DCGM_EXPORTER_COMMIT"
+  if [ -x /usr/local/bin/dcgm-exporter ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    log "dcgm-exporter: $DCGM_EXPORTER_VERSION already installed"
+    return
+  fi
+  local src="$SOURCES/dcgm-exporter"
+  git_checkout dcgm-exporter "$DCGM_EXPORTER_REPOSITORY" "$DCGM_EXPORTER_TAG" "$DCGM_EXPORTER_COMMIT" "$src"
+  (cd "$src/cmd/dcgm-exporter" && GOTOOLCHAIN="$DCGM_EXPORTER_GO" GOFLAGS=-mod=readonly \
+    go build -trimpath -ldflags "-X main.BuildVersion=$DCGM_EXPORTER_TAG" -o /usr/local/bin/dcgm-exporter) >&2 ||
+    fail "dcgm-exporter: the build of $DCGM_EXPORTER_TAG failed"
+  echo "$want" >"$stamp"
+  log "dcgm-exporter: $DCGM_EXPORTER_VERSION built from $DCGM_EXPORTER_COMMIT"
+}
+
 # The include directory of NCCL: the CUDA toolkit's own, or the system's (libnccl-dev).
 nccl_home() {
   local dir
@@ -362,7 +552,7 @@ install_nccl_tests() {
     log "nccl-tests: $NCCL_TESTS_VERSION already built"
     return
   fi
-  local src="/usr/local/src/nccl-tests-$NCCL_TESTS_VERSION" cuda=/usr/local/cuda
+  local src="$SOURCES/nccl-tests-$NCCL_TESTS_VERSION" cuda=/usr/local/cuda
   local mpi=/opt/amazon/openmpi nccl
   [ -x "$cuda/bin/nvcc" ] || fail "nccl-tests: no CUDA toolkit at $cuda (the parent carries one)"
   [ -x "$mpi/bin/mpicc" ] || fail "nccl-tests: no Open MPI at $mpi (the EFA installer's)"
@@ -410,7 +600,7 @@ manifest() {
     --arg pyxis "$PYXIS_VERSION" --arg efs "$(pkg_version amazon-efs-utils)" \
     --arg lustre "$(pkg_version "lustre-client-modules-$(uname -r)")" \
     --arg dcgm "$( [ -n "$DCGM_PACKAGE" ] && dcgm_present)" \
-    --arg nccl_tests "$NCCL_TESTS_VERSION" \
+    --arg nccl_tests "$NCCL_TESTS_VERSION" --arg efa_installer "$EFA_INSTALLER_VERSION" \
     --arg lustre_key "$(gpg --show-keys --with-colons /usr/share/keyrings/fsx-ubuntu-public-key.gpg 2>/dev/null |
       awk -F: '$1 == "fpr" { print $10; exit }')" \
     --arg nft "$(pkg_version nftables)" --arg agent "$(cat "$STATE/agent")" \
@@ -418,7 +608,7 @@ manifest() {
     '{image: $key, kind: $kind, version: ($version | tonumber),
       parent_ami: $parent, kernel: $kernel, slurm: $slurm, munge: $munge, pmix: $pmix,
       enroot: $enroot, pyxis: $pyxis, efs_utils: $efs, lustre_client: $lustre, dcgm: $dcgm,
-      nccl_tests: $nccl_tests, lustre_key: $lustre_key,
+      nccl_tests: $nccl_tests, efa_installer: $efa_installer, lustre_key: $lustre_key,
       nftables: $nft, slurmdbd: $slurmdbd, mariadb: $mariadb, agent_sha256: $agent}' >"$tmp"
   # The parent is known on the build instance only: keep the recorded one elsewhere.
   if [ "$parent" = unknown ] && [ -f "$IMAGE_MANIFEST" ]; then
@@ -506,6 +696,47 @@ nccl_tests_run() {
   "$NCCL_TESTS_DIR/all_reduce_perf" -h >/dev/null && echo "all_reduce_perf $NCCL_TESTS_VERSION"
 }
 
+# The build tools the bake installed are gone (or kept only as what an image package needs:
+# installed automatically and not removable), the sources with them, and every library the
+# bake's own binaries load is there.
+build_tools_removed() {
+  local left=() kept=() pkg missing removable
+  removable=$(autoremovable)
+  for pkg in $(build_only); do
+    installed "$pkg" || continue
+    if [ "$(apt-mark showauto "$pkg")" = "$pkg" ] && ! grep -qx "$pkg" <<<"$removable"; then
+      kept+=("$pkg")
+    else
+      left+=("$pkg")
+    fi
+  done
+  [ "${#left[@]}" -eq 0 ] || { echo "still installed: ${left[*]}"; return 1; }
+  [ -z "$removable" ] || { echo "left for apt to remove: $(echo $removable)"; return 1; }
+  [ ! -e "$SOURCES" ] || { echo "$SOURCES is still there"; return 1; }
+  [ -f "$BUILD_TOOLS_REMOVED" ] || { echo "the bake never removed its build tools"; return 1; }
+  missing=$(while IFS= read -r file; do
+    ldd "$file" 2>/dev/null | grep 'not found' | sed "s#^#$file: #"
+  done <"$BUILT_FILES")
+  [ -z "$missing" ] || { echo "unresolved: $missing"; return 1; }
+  echo "$(build_only | wc -l) build packages: gone${kept:+ but ${kept[*]} (needed by the image)}; $(wc -l <"$BUILT_FILES") built files load all their libraries"
+}
+# Each held package's source: all its installed binaries held, at one version.
+sources_held() {
+  local pkg source all name version versions out=()
+  all=$(dpkg-query -W -f='${db:Status-Status} ${Package} ${source:Package} ${source:Version}\n')
+  for pkg in $HELD_PACKAGES; do
+    installed "$pkg" || continue
+    source=$(source_of "$pkg")
+    versions=$(awk -v s="$source" '$1 == "installed" && $3 == s { print $4 }' <<<"$all" | sort -u)
+    [ "$(wc -l <<<"$versions")" -eq 1 ] || { echo "source $source at $(echo $versions)"; return 1; }
+    while read -r name version; do
+      held "$name" >/dev/null || { echo "$name (source $source) is not held"; return 1; }
+      out+=("$name=$version")
+    done < <(awk -v s="$source" '$1 == "installed" && $3 == s { print $2, $4 }' <<<"$all")
+  done
+  echo "held with their sources: $(printf '%s\n' "${out[@]}" | sort -u | tr '\n' ' ')"
+}
+
 run_tests() {
   check slurm slurm_version
   check munge munge --version
@@ -523,8 +754,15 @@ run_tests() {
   [ "$EFS_UTILS" != skip ] && check efs-utils command -v mount.efs
   [ "$MOUNTPOINT_S3" != skip ] && check mountpoint-s3 test "$(mount_s3_version)" = "$MOUNTPOINT_S3_VERSION"
   [ -n "$DCGM_PACKAGE" ] && check dcgm dcgmi --version
+  [ -n "$DCGM_EXPORTER_VERSION" ] && check dcgm-exporter /usr/local/bin/dcgm-exporter --version
+  check node-exporter prometheus-node-exporter --version
   [ -n "$NCCL_TESTS_VERSION" ] && check nccl-tests nccl_tests_run
-  [ "$IMAGE_KIND" = cpu ] && check mpi mpicc --version
+  if [ -n "$EFA_INSTALLER_VERSION" ]; then
+    check mpi "$EFA_MPI/mpicc" --version
+    check libfabric "$EFA_FABRIC/fi_info" --version
+  fi
+  check build-tools-removed build_tools_removed
+  check sources-held sources_held
   check agent "$AGENT_PATH" --help
   # What every boot checks (the bootstrap's `check`, same code, same list).
   # shellcheck disable=SC2086
@@ -536,18 +774,24 @@ run_tests() {
 case "$COMMAND" in
   build)
     mkdir -p "$STATE" "$DOWNLOADS"
+    record_parent
     quiet_apt
     lustre_available
     apt_packages
     units_off
     install_lustre_client
+    install_efa_installer
     install_efs_utils
     install_mountpoint_s3
     install_enroot
     install_pyxis
     install_dcgm
+    install_dcgm_exporter
     install_nccl_tests
     install_agent
+    # After every source build (the last one above): the build tools go, then the holds.
+    remove_build_tools
+    hold_sources
     kernel_is_lustres
     manifest
     log "build of $IMAGE_KEY done"
@@ -559,7 +803,11 @@ case "$COMMAND" in
   packages)
     echo "$APT_PACKAGES $BUILD_PACKAGES"
     ;;
+  parent)
+    mkdir -p "$STATE"
+    record_parent
+    ;;
   *)
-    fail "unknown command $COMMAND (build, test or packages)"
+    fail "unknown command $COMMAND (build, test, packages or parent)"
     ;;
 esac

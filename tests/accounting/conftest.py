@@ -45,7 +45,6 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from helpers_examples import REPO
 from slurm.conftest import (
     Cluster,
     make_devices,
@@ -64,6 +63,7 @@ from slurmstack.node.context import Context
 from slurmstack.plan import ClusterPlan, build_plan
 from slurmstack.render import SLURMD_UNIT_PATH, head_files, pool_files, user_data
 from slurmstack.validate import validate_object
+from support.examples import REPO
 
 REGION = "us-east-1"
 ACCOUNTING_BINARIES = ("mariadbd", "mariadb-install-db", "mariadb", "slurmdbd", "sacct", "sacctmgr")
@@ -257,9 +257,11 @@ class AccountingHead:
         path = contract.BOOTSTRAP_ENV_PATH
         (env,) = [f for f in cloud_init["write_files"] if f["path"] == path]
         self.write(path, env["content"])
-        config = contract.read_accounting_config(files[contract.ACCOUNTING_CONFIG_PATH])
+        config = contract.load_document(
+            contract.AccountingConfig, files[contract.ACCOUNTING_CONFIG_PATH]
+        )
         config = replace(config, slurmdbd_port=self.dbd_port)
-        self.write(contract.ACCOUNTING_CONFIG_PATH, contract.accounting_config_json(config))
+        self.write(contract.ACCOUNTING_CONFIG_PATH, contract.dump_document(config))
 
     def write(self, node_path: str, text: str) -> None:
         path = self.node_path(node_path)
@@ -302,6 +304,15 @@ class AccountingHead:
         return run(["sacctmgr", "-n", "-P", *args], self.cluster).stdout
 
     def srun(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        # The node must be free first: a job that waits for resources gets its allocation
+        # later, in a message slurmctld (22.05) restricts to the job's user, which srun --uid
+        # (still root then) cannot decode; a GPU pool's Epilog keeps the last job COMPLETING
+        # for a moment.
+        wait_for(
+            lambda: not run(["squeue", "-h"], self.cluster).stdout.strip(),
+            "no job left in the queue",
+            self.cluster,
+        )
         cmd = ["srun", "-p", POOL, "-t", "1", "--chdir=/tmp", *args]
         return run(cmd, self.cluster, check=check, timeout=60)
 

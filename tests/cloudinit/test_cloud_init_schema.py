@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack.contract import BOOTSTRAP_PATH, HEAD_ROLE
 from slurmstack.plan import role_image_contract
 from slurmstack.render import roles, user_data
 from slurmstack.stack.user_data import ec2_user_data
+from support.examples import EXAMPLE_IDS, example_plan
 
 pytestmark = pytest.mark.cloudinit
 
@@ -86,8 +86,11 @@ def test_every_boot_step_runs_through_the_runner(example: str) -> None:
         agent_steps = [i for i, step in enumerate(ran) if step[1:2] == ["slurmstack-node"]]
         assert ran.index(["install"]) < min(agent_steps)
         if role != HEAD_ROLE:
-            assert ran[-1] == ["done"]
-            assert ran[-2] == ["run", "systemctl", "enable", "--now", "slurmstack-slurmd.service"]
+            # slurmd starts, then `joined` lets the group count the node in service (its
+            # launch lifecycle hook), then the boot is done.
+            assert ["done"] in ran
+            assert ran[-2] == ["run", "slurmstack-node", "joined"]
+            assert ran[-3] == ["run", "systemctl", "enable", "--now", "slurmstack-slurmd.service"]
 
 
 @pytest.mark.parametrize("example", EXAMPLE_IDS)
@@ -159,3 +162,33 @@ def test_cloud_init_reads_the_compressed_user_data(example: str, tmp_path: Path)
             check=True,
         )
         assert result.stdout.decode() == user_data(plan, role), role
+
+
+TEAM = Path(__file__).resolve().parents[1] / "vcluster" / "definitions" / "team.yaml"
+DAEMONS = ("slurmctld.service", "slurmstack-slurmd.service", "slurmstack-sackd.service")
+
+
+def test_a_team_clusters_documents_pass_schema_and_make_people_before_slurm(
+    tmp_path: Path,
+) -> None:
+    """A cluster with people and a login pool (the team scenarios' definition): every role's
+    document, the login pool's too, is valid cloud-config, and every node makes the people's
+    accounts (identities) before it starts its Slurm daemon, which runs their jobs or submits
+    them (slurmctld resolves a job's uid on the head, slurmd runs it under that uid)."""
+    from slurmstack.loader import load_file
+    from slurmstack.plan import build_plan
+
+    loaded = load_file(TEAM)
+    assert loaded.spec is not None, loaded.findings
+    plan = build_plan(loaded.spec)
+    assert "login/login" in roles(plan)
+    for role in roles(plan):
+        path = tmp_path / f"{role.replace('/', '-')}.yaml"
+        path.write_text(user_data(plan, role))
+        result = schema(path)
+        assert result.returncode == 0 and "Valid cloud-config" in result.stdout, (role, result)
+        ran = steps(plan, role)
+        people = ran.index(["run", "slurmstack-node", "identities"])
+        started = [i for i, step in enumerate(ran) if step[-1:] and step[-1] in DAEMONS]
+        assert started and people < min(started), (role, ran)
+        assert ["done"] in ran

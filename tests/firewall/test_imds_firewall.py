@@ -13,10 +13,10 @@ import yaml
 
 from firewall.conftest import CLIENT_TIMEOUT, MetadataNetwork, require_tools
 from firewall.metadata_standin import INSTANCE_ID
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack.contract import HEAD_ROLE, IMDS_IPV6, SLURM_USER
 from slurmstack.imds_firewall import RULES_PATH, TABLE
 from slurmstack.render import roles, user_data
+from support.examples import EXAMPLE_IDS, example_plan
 
 pytestmark = pytest.mark.firewall
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack.contract import JOBS_LIB_DIR
 from slurmstack.render import AGENT_DIR, agent_files, render_cluster
 from slurmstack.render.jobs import verbatim_library
+from support.examples import EXAMPLE_IDS, example_plan
 
 GOLDEN = Path(__file__).resolve().parent / "files"
 UPDATE = os.environ.get("SLURMSTACK_UPDATE_GOLDEN") == "1"

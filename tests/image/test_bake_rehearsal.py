@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import http.server
+import json
 import os
 import re
 import shutil
@@ -28,12 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from apt_sources import efa_installer, lustre_module, parent_dcgm, signed_repository
 from git_sources import GitSource, efs_utils_source, enroot_source
 
-from helpers_examples import example_plan
 from slurmstack import contract, render
 from slurmstack.plan import ImageKind, images
 from slurmstack.render import image as build
+from support.examples import example_plan
 
 pytestmark = pytest.mark.image
 
@@ -44,6 +46,7 @@ IN_ROOT = contract.IMAGE_BUNDLE_DIR
 ENROOT = images.image_pins()["enroot"]["version"]
 EFS_UTILS = images.image_pins()["efs_utils"]["version"]
 PYXIS = images.image_pins()["pyxis"]["version"]
+EFA_INSTALLER = images.image_pins()["efa_installer"]["version"]
 
 # What the rehearsal sets differently from the Ubuntu image, and why.
 REHEARSAL_DIFFERENCES = {
@@ -58,9 +61,24 @@ REHEARSAL_DIFFERENCES = {
     "ENROOT_REPOSITORY, ENROOT_COMMIT, EFS_UTILS_REPOSITORY, EFS_UTILS_COMMIT, PYXIS_URL, "
     "PYXIS_SHA256": "no internet: stand-in sources this test builds, served on loopback, with "
     "their real commits and checksums",
-    "CONTRACT": "less mount.lustre and lctl (the client skipped above)",
+    "MOUNTPOINT_S3=skip": "AWS's Mountpoint for S3 release package is a download from AWS (no "
+    "internet here); its signature check is the unit tests' (test_image_pins)",
+    "CONTRACT": "less mount.lustre and lctl (the client skipped above), mount-s3 (skipped above) "
+    "and sackd (below)",
+    "APT_PACKAGES, HELD_PACKAGES": "less sackd: Debian 12's Slurm 22.05 has no sackd package "
+    "(sackd came with Slurm 23.11; Ubuntu 24.04 packages it)",
+    "EFA_INSTALLER_URL, EFA_INSTALLER_SHA256": "AWS's EFA installer builds its kernel module and "
+    "installs Ubuntu and Amazon Linux packages only: a stand-in tarball of its layout "
+    "(tests/image/apt_sources.py), served on loopback with its own sha256, puts Open MPI's "
+    "mpicc and libfabric's fi_info where the installer does (/opt/amazon); fetch, checksum, "
+    "extraction, efa_installer.sh -y and the test phase's checks run as on an image",
 }
-SKIPPED_CONTRACT = {"cmd:mount.lustre", "cmd:lctl", "cmd:mount-s3"}
+# The root carries the build tools already (so its apt step runs offline); the parent the bake
+# records (build.sh `parent`: its packages, which are never removed, and its files of no
+# package) is that root without them, as the bake would find a parent that never had them.
+STAND_IN_PARENT = "the root less the build tools and what only they need (stand_in_parent)"
+SKIPPED_CONTRACT = {"cmd:mount.lustre", "cmd:lctl", "cmd:sackd", "cmd:mount-s3"}
+NOT_IN_DEBIAN_12 = {"sackd"}
 
 
 def in_ci() -> bool:
@@ -120,6 +138,7 @@ def build_artifacts(out: Path, tmp: Path, url: str) -> dict[str, Path | GitSourc
         tar.add(source, arcname=f"pyxis-{PYXIS}")
     return {
         "pyxis": tarball,
+        "efa_installer": efa_installer(tmp / "efa", out, EFA_INSTALLER),
         "enroot": enroot_source(tmp, out, url, ENROOT),
         "efs_utils": efs_utils_source(tmp, out, url, EFS_UTILS),
     }
@@ -183,13 +202,14 @@ def settings_value(settings: str, key: str) -> str:
 
 
 def rehearsal_packages(settings: str) -> list[str]:
-    apt = settings_value(settings, "APT_PACKAGES").split()
+    apt = [p for p in settings_value(settings, "APT_PACKAGES").split() if p not in NOT_IN_DEBIAN_12]
     build = settings_value(REHEARSAL_BUILD_PACKAGES, "BUILD_PACKAGES").split()
     # The stand-in sources: cloned with git, efs-proxy built by cargo, enroot's helper given
     # capabilities (setcap), the efs-utils .deb's dependencies installed from the root.
     sources = ["git", "cargo", "stunnel4", "openssl"]
-    # python3 for the bootstrap and the agent; systemd so the unit steps run as on an image.
-    return sorted({*apt, *build, *sources, "python3", "systemd"})
+    # python3 for the bootstrap and the agent; systemd so the unit steps run as on an image;
+    # gpg, as Ubuntu's images carry it, for the FSx repository's key.
+    return sorted({*apt, *build, *sources, "python3", "systemd", "gpg"})
 
 
 @pytest.fixture(scope="module")
@@ -240,11 +260,49 @@ def shq(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
+PARENT_RECORDS = ("parent-packages", "parent-files")
+# As build.sh's autoremovable(): dependencies only (the image installs without recommends).
+AUTOREMOVE = (
+    "-o APT::AutoRemove::RecommendsImportant=false -o APT::AutoRemove::SuggestsImportant=false"
+)
+STATE = "var/lib/slurmstack/image"
+
+
+@pytest.fixture(scope="module")
+def stand_in_parent(base_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """build.sh's parent records (STAND_IN_PARENT): in a scratch overlay of the root, the build
+    tools marked as installed automatically and apt's autoremove run (what the bake's own
+    removal does), then `build.sh parent`."""
+    scratch_dir = tmp_path_factory.mktemp("parent")
+    parts = {name: scratch_dir / name for name in ("upper", "work", "merged")}
+    for path in parts.values():
+        path.mkdir()
+    scratch = Rooted(lower=base_root, **parts)
+    settings = build.build_env(rehearsal_image())
+    settings = re.sub(r"^BUILD_PACKAGES='[^']*'$", REHEARSAL_BUILD_PACKAGES, settings, flags=re.M)
+    stage_bundle(scratch, settings)
+    apt = set(settings_value(settings, "APT_PACKAGES").split())
+    tools = [t for t in settings_value(settings, "BUILD_PACKAGES").split() if t not in apt]
+    out = scratch.run(
+        f"apt-mark auto {' '.join(tools)} >/dev/null && apt-get -y -q {AUTOREMOVE} autoremove --purge "
+        f">/dev/null && bash {IN_ROOT}/build.sh parent {IN_ROOT}/image.env {IN_ROOT}"
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    records = {name: (scratch.upper / STATE / name).read_text() for name in PARENT_RECORDS}
+    for tool in tools:
+        assert tool not in records["parent-packages"].split(), tool
+    return records
+
+
 @pytest.fixture
-def rooted(base_root: Path, tmp_path: Path) -> Rooted:
+def rooted(base_root: Path, tmp_path: Path, stand_in_parent: dict[str, str]) -> Rooted:
     parts = {name: tmp_path / name for name in ("upper", "work", "merged")}
     for path in parts.values():
         path.mkdir()
+    state = parts["upper"] / STATE
+    state.mkdir(parents=True)
+    for name, text in stand_in_parent.items():
+        (state / name).write_text(text)
     return Rooted(lower=base_root, **parts)
 
 
@@ -267,15 +325,19 @@ def rehearsal_settings(rooted: Rooted, server: FileServer, artifacts: Artifacts)
         return hashlib.sha256(path.read_bytes()).hexdigest()
 
     pyxis, enroot, efs = artifacts["pyxis"], artifacts["enroot"], artifacts["efs_utils"]
-    assert isinstance(pyxis, Path)
+    efa = artifacts["efa_installer"]
+    assert isinstance(pyxis, Path) and isinstance(efa, Path)
     assert isinstance(enroot, GitSource) and isinstance(efs, GitSource)
     items = [c for c in settings_value(settings, "CONTRACT").split() if c not in SKIPPED_CONTRACT]
     held = settings_value(settings, "HELD_PACKAGES").split()
-    held = [p for p in held if not p.startswith("libslurm")] + libslurm
+    held = [p for p in held if not p.startswith("libslurm") and p not in NOT_IN_DEBIAN_12]
+    held += libslurm
+    apt = [p for p in settings_value(settings, "APT_PACKAGES").split() if p not in NOT_IN_DEBIAN_12]
     overrides = {
         "SLURM_VERSION": slurm.split("-")[0],
         "SLURM_PACKAGE_VERSION": slurm,
         "HELD_PACKAGES": " ".join(held),
+        "APT_PACKAGES": " ".join(apt),
         "LUSTRE": "skip",
         "MOUNTPOINT_S3": "skip",
         "KERNEL_HOLD": "no",
@@ -286,6 +348,8 @@ def rehearsal_settings(rooted: Rooted, server: FileServer, artifacts: Artifacts)
         "EFS_UTILS_COMMIT": efs.commit,
         "PYXIS_URL": f"{server.url}/{pyxis.name}",
         "PYXIS_SHA256": sha(pyxis),
+        "EFA_INSTALLER_URL": f"{server.url}/{efa.name}",
+        "EFA_INSTALLER_SHA256": sha(efa),
         "CONTRACT": " ".join(items),
     }
     for key, value in overrides.items():
@@ -333,6 +397,9 @@ def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
     log = first.stderr
     # Downloaded and verified, built, installed.
     assert f"download: pyxis-{PYXIS}.tar.gz fetched, checksum ok" in log
+    # The EFA installer, by its sha256, run as on Ubuntu: Open MPI and libfabric in /opt/amazon.
+    assert f"download: aws-efa-installer-{EFA_INSTALLER}.tar.gz fetched, checksum ok" in log
+    assert f"efa installer: {EFA_INSTALLER} installed (libfabric /opt/amazon/efa" in log
     enroot, efs = artifacts["enroot"], artifacts["efs_utils"]
     assert isinstance(enroot, GitSource) and isinstance(efs, GitSource)
     for name, source in (("enroot", enroot), ("efs-utils", efs)):
@@ -344,6 +411,23 @@ def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
     # enroot's submodule came from the server too, at the commit the tag records.
     assert any(path.startswith("/enroot-deps.git/") for path in server.served)
     assert "held slurm-client" in log
+    assert "parent: " in log and "packages recorded before the first install" in log
+    # The build tools went last, with what only they needed; the image's own stayed (gcc for
+    # mpicc, perl for MariaDB), and so did every binary of a held package's source.
+    assert log.index("build tools: removed") > log.index(f"efs-utils: {EFS_UTILS} built from")
+    assert log.index("build tools: removed") > log.index("agent: installed")
+    tools = settings_value(REHEARSAL_BUILD_PACKAGES, "BUILD_PACKAGES").split()
+    status = rooted.run(
+        "dpkg-query -W -f='${db:Status-Status} ${Package}\\n' "
+        + " ".join([*tools, "rustc", "make", "g++", "gcc", "libmunge2", "munge"])
+        + " 2>/dev/null || true"
+    ).stdout
+    installed = {line.split()[1] for line in status.splitlines() if line.startswith("installed ")}
+    assert installed.isdisjoint({*tools, "rustc", "make", "g++"}), installed
+    assert {"gcc", "munge", "libmunge2"} <= installed, installed
+    assert not (rooted.upper / "usr/local/src/slurmstack").exists()
+    held = rooted.run("apt-mark showhold").stdout.split()
+    assert {"munge", "libmunge2"} <= set(held), held
     assert "lustre: skipped (LUSTRE=skip)" in log
     # apt's timers and unattended-upgrades are masked before apt's first step, not after.
     for unit in ("apt-daily.timer", "apt-daily-upgrade.timer", "unattended-upgrades.service"):
@@ -374,8 +458,10 @@ def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
         f"enroot: {ENROOT} already installed",
         f"efs-utils: {EFS_UTILS} already installed",
         f"pyxis: {PYXIS} already built",
+        f"efa installer: {EFA_INSTALLER} already installed",
         "agent: ",
         "manifest: /etc/slurmstack/image.json unchanged",
+        "build tools: none installed",
     ):
         assert step in second.stderr, step
     assert len(server.served) == served_before
@@ -390,10 +476,17 @@ def test_the_build_script_bakes_a_debian_root_twice_and_its_tests_pass(
         if line.split()[:1] in (["ok"], ["FAIL"])
     )
     pieces = ("slurm", "munge", "pmix", "nftables", "enroot", "enroot-caps", "efs-utils", "pyxis")
-    pieces += ("agent",)
+    pieces += ("agent", "mpi", "libfabric", "build-tools-removed", "sources-held")
     for piece in (*pieces, "contract"):
         assert results.get(piece) == "ok", (piece, tested.stdout)
     assert "srun --help lists --container-image" in tested.stdout
+    built = re.search(
+        r"^ok\s+build-tools-removed: .*; (\d+) built files load all", tested.stdout, re.M
+    )
+    assert built and int(built.group(1)) > 0, tested.stdout  # pyxis' plugin, enroot's helpers
+    assert re.search(
+        r"^ok\s+sources-held: held with their sources: .*libmunge2=", tested.stdout, re.M
+    )
     # enroot's helper was built (against its submodule) and given its capability (make setcap).
     assert "enroot-caps: /usr/bin/enroot-mksquashovlfs cap_sys_admin=ep" in tested.stdout
 
@@ -500,3 +593,114 @@ def test_the_bake_refuses_an_image_that_would_boot_another_kernel(
         "kernel: the image would boot 6.8.0-1012-aws, but its Lustre client is built for "
         "6.8.0-1010-aws" in newer.stderr
     ), newer.stderr[-2000:]
+
+
+def fake_uname(rooted: Rooted, kernel: str) -> None:
+    uname = rooted.upper / "usr/local/bin/uname"
+    uname.parent.mkdir(parents=True, exist_ok=True)
+    uname.write_text(FAKE_UNAME.replace("6.8.0-1010-aws", kernel))
+    uname.chmod(0o755)
+
+
+def with_settings(settings: str, **values: str) -> str:
+    for key, value in values.items():
+        settings, count = re.subn(rf"^{key}='[^']*'$", f"{key}='{value}'", settings, flags=re.M)
+        assert count == 1, key
+    return settings
+
+
+def test_a_parent_whose_kernel_has_no_lustre_client_fails_at_the_start(
+    rooted: Rooted, file_server: tuple[FileServer, Artifacts], tmp_path: Path
+) -> None:
+    """LUSTRE=fsx against a stand-in FSx repository (signed, on loopback) that has the client
+    for an older kernel only: the bake stops before its first install, saying which kernel
+    and what to do."""
+    server, artifacts = file_server
+    older = lustre_module(tmp_path / "debs", "6.8.0-1009-aws")
+    repo = signed_repository(tmp_path / "repo", tmp_path / "www", server.url, [older])
+    settings = rehearsal_settings(rooted, server, artifacts)
+    stage_bundle(
+        rooted,
+        with_settings(
+            settings, LUSTRE="fsx", LUSTRE_REPOSITORY=repo.url, LUSTRE_KEY_URL=repo.key_url
+        ),
+    )
+    fake_uname(rooted, "6.8.0-1012-aws")
+    out = rooted.run(BUILD)
+    assert out.returncode != 0
+    assert (
+        "FAILED: the parent image's kernel 6.8.0-1012-aws has no FSx for Lustre client module "
+        "yet (no lustre-client-modules-6.8.0-1012-aws in the FSx repository): pin the parent to "
+        "an earlier image (image.parents) or build again once AWS publishes the module"
+    ) in out.stderr, out.stderr[-3000:]
+    # apt read the signed index (the key fetched, InRelease checked) ...
+    assert "/fsx-key.asc" in server.served and "/fsx/dists/bookworm/InRelease" in server.served
+    # ... and that was all: nothing was installed, fetched or built.
+    for later in ("apt: all", "apt: installing", "enroot:", "pyxis", "build tools"):
+        assert later not in out.stderr, later
+
+
+def test_a_gpu_parent_keeps_its_dcgm_and_gets_the_lustre_client_of_its_kernel(
+    rooted: Rooted, file_server: tuple[FileServer, Artifacts], tmp_path: Path
+) -> None:
+    """A parent like the Deep Learning Base AMI: its own DCGM installed (a stand-in .deb of
+    the name build.sh looks for), the image's DCGM package set as on an NVIDIA image; an FSx
+    repository with the client for the parent's kernel. The bake uses the parent's DCGM (the
+    image's package is not in Debian: asking apt for it would fail the bake), installs the
+    client from the signed repository and holds it."""
+    server, artifacts = file_server
+    modules = [lustre_module(tmp_path / "debs", k) for k in ("6.8.0-1009-aws", "6.8.0-1010-aws")]
+    repo = signed_repository(tmp_path / "repo", tmp_path / "www", server.url, modules)
+    dcgm = parent_dcgm(tmp_path / "debs")
+    # Staged outside /tmp: a /tmp made in the overlay's upper layer would hide the root's
+    # sticky, world-writable one (apt's unprivileged gpgv writes there).
+    staged = rooted.upper / "var/cache/parent-debs"
+    staged.mkdir(parents=True)
+    shutil.copyfile(dcgm, staged / dcgm.name)
+    assert rooted.run(f"dpkg -i /var/cache/parent-debs/{dcgm.name} >/dev/null").returncode == 0
+    image_dcgm = images.image_pins()["dcgm"]["package"]
+    settings = with_settings(
+        rehearsal_settings(rooted, server, artifacts),
+        LUSTRE="fsx",
+        LUSTRE_REPOSITORY=repo.url,
+        LUSTRE_KEY_URL=repo.key_url,
+        DCGM_PACKAGE=image_dcgm,
+    )
+    stage_bundle(rooted, settings)
+    fake_uname(rooted, "6.8.0-1010-aws")
+    out = rooted.run(BUILD)
+    assert out.returncode == 0, out.stderr[-4000:]
+    log = out.stderr
+    assert "lustre: the FSx repository has lustre-client-modules-6.8.0-1010-aws 2.15.6-1fsx1" in log
+    assert log.index("lustre: the FSx repository has") < log.index("apt: all")
+    assert "held lustre-client-modules-6.8.0-1010-aws 2.15.6-1fsx1" in log
+    assert "dcgm: datacenter-gpu-manager 1:3.3.9 already installed" in log
+    listed = rooted.run(
+        "dpkg-query -W -f='${db:Status-Status} ${Package}\\n' 'datacenter-gpu-manager*'"
+    )
+    dcgms = [
+        line.split()[1] for line in listed.stdout.splitlines() if line.startswith("installed ")
+    ]
+    assert dcgms == ["datacenter-gpu-manager"], listed.stdout  # one DCGM: the parent's
+    manifest = json.loads((rooted.upper / contract.IMAGE_MANIFEST_PATH.lstrip("/")).read_text())
+    assert manifest["dcgm"] == "datacenter-gpu-manager 1:3.3.9"
+    assert manifest["lustre_client"] == "2.15.6-1fsx1"
+    assert re.fullmatch(r"[0-9A-F]{40}", manifest["lustre_key"]), manifest  # the key it trusted
+    tested = rooted.run(TEST)
+    assert re.search(r"^ok\s+dcgm: dcgmi  version: 3\.3\.9", tested.stdout, re.M), tested.stdout
+
+
+def test_the_test_phase_fails_an_image_that_kept_its_build_sources(
+    rooted: Rooted, file_server: tuple[FileServer, Artifacts]
+) -> None:
+    """The build-tools check can fail: the baked root with the sources directory back."""
+    server, artifacts = file_server
+    stage_bundle(rooted, rehearsal_settings(rooted, server, artifacts))
+    assert rooted.run(BUILD).returncode == 0
+    broken = rooted.run(f"mkdir -p /usr/local/src/slurmstack/pyxis && {TEST}")
+    assert broken.returncode != 0
+    assert re.search(
+        r"^FAIL\s+build-tools-removed: /usr/local/src/slurmstack is still there",
+        broken.stdout,
+        re.M,
+    ), broken.stdout

@@ -111,3 +111,11 @@ def test_plan_runs_from_an_installed_wheel(installed: Path, tmp_path: Path) -> N
     planned = json.loads(wheel.stdout)
     assert planned["summary"]["nodes"] > 0 and planned["resources"]
     assert planned == json.loads(checkout.stdout)
+
+
+def test_plan_against_runs_from_an_installed_wheel(installed: Path, tmp_path: Path) -> None:
+    """The replacement data ships in the wheel: `plan --against` compares without a checkout."""
+    args = ["plan", str(EXAMPLE), "--against", str(EXAMPLE), "--json"]
+    wheel = _run([str(installed / "slurmstack"), *args], cwd=tmp_path, env=_clean_env())
+    changes = json.loads(wheel.stdout)["changes"]
+    assert changes["changes"] == [] and changes["class"] == "none"

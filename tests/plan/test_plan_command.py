@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from helpers_stack import EXAMPLE_IDS, example, plan_of, run_ok
 from slurmstack.catalog import load_catalog
 from slurmstack.report.cost import cost_report
+from support.stack import EXAMPLE_IDS, example, plan_of, run_ok
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -324,11 +324,30 @@ def adapt_slurm_conf(
     keys one test changes in its own copy only (each must be a key the file sets). Without
     ``accounting``, the accounting keys are left out (without_accounting)."""
     rendered = rendered if accounting else without_accounting(rendered)
-    subs = {**substitutions(cluster, task_prolog), **(overrides or {})}
+    overrides = {**job_program_stand_ins(rendered, cluster), **(overrides or {})}
+    subs = {**substitutions(cluster, task_prolog), **overrides}
     text = replace_keys(rendered, subs)
     text += "".join(f"{line}\n" for line in test_only_lines(cluster))
     assert_used_as_rendered(rendered, text, cluster, task_prolog, overrides)
     return text
+
+
+# The GPU pools' Prolog and Epilog (which job holds each GPU, for dcgm-exporter) launch the
+# node agent, which is not installed on this machine; slurmd drains a node whose Prolog fails
+# and revokes the job. Here they are a program that records its call and succeeds, so the
+# keys stay where the rendered file puts them.
+JOB_PROGRAMS = ("Prolog", "Epilog")
+
+
+def job_program_stand_ins(rendered: str, cluster: Cluster) -> dict[str, str]:
+    keys = {_key(line) for line in rendered.splitlines()} & set(JOB_PROGRAMS)
+    if not keys:
+        return {}
+    program = cluster.root / "etc" / "job-program.sh"
+    program.parent.mkdir(parents=True, exist_ok=True)
+    program.write_text(f'#!/bin/sh\necho "$0 $SLURM_JOB_ID" >> {cluster.root}/job-program.log\n')
+    program.chmod(0o755)
+    return {key: str(program) for key in sorted(keys)}
 
 
 def assert_used_as_rendered(

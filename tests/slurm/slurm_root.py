@@ -26,7 +26,7 @@ SLURM_ROOT_ENV = "SLURMSTACK_SLURM_ROOT"
 BIND_ENV = "SLURMSTACK_SLURM_BIND"
 
 # The commands the tests and the node agent start. Each must exist in the root.
-COMMANDS = ("munged", "slurmctld", "slurmd", "scontrol", "srun", "sinfo", "squeue")
+COMMANDS = ("munged", "slurmctld", "slurmd", "scontrol", "srun", "sinfo", "squeue", "sbatch")
 # Host directories every wrapped command sees at the same path inside the root.
 SHARED_DIRS = ("/proc", "/sys", "/dev", "/run", "/tmp")
 # Inside the root, commands find only the root's own programs (never a wrapper again).

@@ -8,10 +8,10 @@ import shlex
 
 import pytest
 
-from helpers_examples import example_plan
 from slurm.conftest import Cluster, make_devices, run, wait_for, write_config
 from slurmstack.contract import SLURMCTLD_PORT, TASK_PROLOG_PATH, node_name, node_name_prefix
 from slurmstack.render import SLURMD_UNIT_PATH, head_files, pool_files
+from support.examples import example_plan
 
 pytestmark = pytest.mark.slurm
 

@@ -15,7 +15,6 @@ import subprocess
 
 import pytest
 
-from helpers_examples import example_plan
 from slurm.conftest import Cluster, wait_for, write_config
 from slurm.test_dynamic_node import node_fields, slurmd_command
 from slurmstack import contract
@@ -24,6 +23,7 @@ from slurmstack.node import cli, slurm
 from slurmstack.node.context import Context
 from slurmstack.node.controller import reap
 from slurmstack.render import SLURMD_UNIT_PATH, head_files, pool_files
+from support.examples import example_plan
 
 pytestmark = pytest.mark.slurm
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurm.conftest import make_devices, run, write_config
 from slurm.slurm_root import slurm_root
 from slurmstack.contract import node_name, node_name_prefix
 from slurmstack.render import head_files, pool_files
+from support.examples import EXAMPLE_IDS, example_plan
 
 pytestmark = pytest.mark.slurm
 

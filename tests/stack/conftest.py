@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from helpers_stack import EXAMPLE_IDS, example, plan_of, run_ok
 from slurmstack.offline import OfflineRun
 from slurmstack.plan import ClusterPlan
+from support.stack import EXAMPLE_IDS, example, plan_of, run_ok
 
 
 @pytest.fixture(params=EXAMPLE_IDS)

@@ -4,7 +4,7 @@ documents use: an explicit Deny wins, then an Allow, else the implicit deny; Act
 match with IAM's wildcards (* and ?, actions case-insensitively); a policy variable in a
 Resource (``${ec2:SourceInstanceARN}``) takes the request context's value, and a statement whose
 variable the context lacks does not apply; conditions are ANDed across operators and keys and
-ORed across a key's values; a negated operator (StringNotLike) is true when its key is absent,
+ORed across a key's values; a negated operator (StringNotLike, ArnNotLike) is true when its key is absent,
 the others false. Any other operator is refused rather than guessed.
 https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html
 """
@@ -38,7 +38,7 @@ def _key(context: dict[str, str], key: str) -> str | None:
 
 def _condition_holds(operator: str, key: str, wanted: list[str], context: dict[str, str]) -> bool:
     value = _key(context, key)
-    if operator == "StringNotLike":
+    if operator in ("StringNotLike", "ArnNotLike"):
         return value is None or not any(_match(w, value) for w in wanted)
     if value is None:
         return False

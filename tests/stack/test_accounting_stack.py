@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from helpers_stack import (
+from support.stack import (
     T_PARAM,
     T_PASSWORD,
     T_SECRET,

@@ -21,9 +21,9 @@ import pulumi.runtime.stack as sdk_stack
 import pytest
 
 import slurmstack.stack.drain as drain
-from helpers_stack import small_cluster
 from slurmstack.offline import OfflineRun, engine, run_definition
 from slurmstack.stack.drain import drain_pending_outputs
+from support.stack import small_cluster
 
 pytestmark = pytest.mark.stack
 

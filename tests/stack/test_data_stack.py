@@ -11,7 +11,13 @@ from typing import Any
 import parliament
 import pytest
 
-from helpers_stack import (
+from slurmstack.offline import run_definition
+from slurmstack.offline.existing import World
+from slurmstack.offline.standins import ACCOUNT_ID
+from slurmstack.render.node import node_config
+from slurmstack.stack.data_policies import association_bucket_policy, mountpoint_bucket_policy
+from stack.iam_eval import decide
+from support.stack import (
     T_DRA,
     T_EFS,
     T_ENI,
@@ -26,12 +32,6 @@ from helpers_stack import (
     run_ok,
     small_cluster,
 )
-from slurmstack.offline import run_definition
-from slurmstack.offline.existing import World
-from slurmstack.offline.standins import ACCOUNT_ID
-from slurmstack.render.node import node_config
-from slurmstack.stack.data_policies import association_bucket_policy, mountpoint_bucket_policy
-from stack.iam_eval import decide
 
 pytestmark = pytest.mark.stack
 

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from helpers_stack import (
+from slurmstack.offline import OfflineRun
+from slurmstack.plan import ClusterPlan
+from support.stack import (
     EXAMPLE_IDS,
     T_ASG,
     T_EGRESS,
@@ -21,8 +23,6 @@ from helpers_stack import (
     plan_of,
     run_ok,
 )
-from slurmstack.offline import OfflineRun
-from slurmstack.plan import ClusterPlan
 
 pytestmark = pytest.mark.stack
 

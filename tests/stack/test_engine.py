@@ -9,7 +9,9 @@ import re
 import pulumi.runtime.settings as runtime_settings
 import pytest
 
-from helpers_stack import (
+from slurmstack.offline import run_definition
+from slurmstack.offline.standins import Context, call_stand_in, stand_in
+from support.stack import (
     T_BUCKET,
     T_EFS,
     T_INSTANCE,
@@ -21,8 +23,6 @@ from helpers_stack import (
     run_ok,
     small_cluster,
 )
-from slurmstack.offline import run_definition
-from slurmstack.offline.standins import Context, call_stand_in, stand_in
 
 pytestmark = pytest.mark.stack
 

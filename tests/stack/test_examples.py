@@ -11,12 +11,19 @@ from typing import Any
 
 import pytest
 
-from helpers_stack import (
+from slurmstack.contract import CLUSTER_TAG, POOL_TAG, ROLE_TAG
+from slurmstack.offline import OfflineRun
+from slurmstack.plan import ClusterPlan
+from slurmstack.render import USER_DATA_LIMIT, user_data
+from slurmstack.spec import CapacityType
+from slurmstack.stack.user_data import ec2_user_data
+from support.stack import (
     T_ASG,
     T_BUCKET,
     T_DRA,
     T_EFS,
     T_EGRESS,
+    T_HOOK,
     T_INGRESS,
     T_INSTANCE,
     T_LT,
@@ -33,12 +40,6 @@ from helpers_stack import (
     user_data_bytes,
     user_data_texts,
 )
-from slurmstack.contract import CLUSTER_TAG, POOL_TAG, ROLE_TAG
-from slurmstack.offline import OfflineRun
-from slurmstack.plan import ClusterPlan
-from slurmstack.render import USER_DATA_LIMIT, user_data
-from slurmstack.spec import CapacityType
-from slurmstack.stack.user_data import ec2_user_data
 
 pytestmark = pytest.mark.stack
 
@@ -63,6 +64,8 @@ UNTAGGABLE = {
     T_RANDOM,
     T_PASSWORD,
     T_ASG,  # tagged through its `tags` list of {key, value, propagate_at_launch}
+    T_HOOK,  # a lifecycle hook takes no tags
+    "aws:ec2/tag:Tag",  # is one tag of another resource (an AMI's root snapshot)
 }
 
 
@@ -89,6 +92,8 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
     # head: 3 Slurm port ranges x (workers, self) + one per ssh CIDR; workers: self, head
     # ingress; storage: Lustre 2 port ranges x 3 peers, NFS x 2 peers, EFA extras.
     ingress = 6 + len(spec.network.ssh_cidrs) + 2
+    # slurmdbd from the workers (sacct, sshare where jobs run), with accounting on.
+    ingress += 1 if spec.slurm.accounting.enabled else 0
     egress = 1 + 2
     if plan.lustre is not None:
         ingress += 6
@@ -122,10 +127,13 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
             T_VOLUME: 1,
             "aws:ec2/volumeAttachment:VolumeAttachment": 1,
             "aws:s3/bucketObjectv2:BucketObjectv2": store_objects,
-            "aws:ssm/document:Document": 1,
-            "aws:ssm/association:Association": 1,
+            # apply-config (the head node) and sync-nodes (every node: files and people).
+            "aws:ssm/document:Document": 2,
+            "aws:ssm/association:Association": 2,
             T_LT: len(plan.pools),
             T_ASG: len(plan.pools),
+            # Each pool's drain hook and join hook (launches wait until the node is in Slurm).
+            T_HOOK: 2 * len(plan.pools),
         }
     )
     if spec.storage.bucket.versioning:
@@ -147,6 +155,16 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
         params += 1
     if plan.elastic_pools:
         params += 1  # the compute subnet, which the power programs launch elastic nodes into
+    # Observing: the alert topic (its ARN a parameter), one subscription per alert address, a
+    # log group per log source (slurmdbd's with accounting), the budget when asked.
+    observe = spec.observability
+    params += 1
+    c["aws:sns/topic:Topic"] = 1
+    if observe.alerts.email:
+        c["aws:sns/topicSubscription:TopicSubscription"] = len(observe.alerts.email)
+    c["aws:cloudwatch/logGroup:LogGroup"] += 5 if accounting.enabled else 4
+    if observe.budget_monthly_usd is not None:
+        c["aws:budgets/budget:Budget"] = 1
     c[T_PARAM] = params
     if spec.network.ssh_cidrs and (spec.network.vpc_id is None or spec.network.public_subnet_id):
         # The head node's public address (an Elastic IP on its network interface).
@@ -179,6 +197,9 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
         # Per image: its build log group and the distribution that tags its AMI.
         c["aws:imagebuilder/distributionConfiguration:DistributionConfiguration"] = len(kinds)
         c["aws:cloudwatch/logGroup:LogGroup"] += len(kinds)
+        # The AMI's root snapshot gets the AMI's tags, one ec2.Tag each: the definition's
+        # tags, the cluster, the role, the name and the image key.
+        c["aws:ec2/tag:Tag"] = len(kinds) * (len(set(spec.tags) - {"Name"}) + 4)
     return c
 
 
@@ -186,8 +207,9 @@ def test_resource_types_and_counts(example_run: Example) -> None:
     _, plan, result = example_run
     from slurmstack import render
 
-    # Every distinct rendered file, plus the manifest that lists them.
-    objects = len(render.config_store(plan).objects) + 1
+    # Every distinct rendered file, plus the manifest that lists them and the record of the
+    # deployment (slurmstack.stack.deployed).
+    objects = len(render.config_store(plan).objects) + 2
     assert result.count_by_type() == expected_counts(plan, objects)
 
 

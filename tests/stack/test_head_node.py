@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from helpers_stack import T_ENI, T_INSTANCE, T_PARAM, T_VOLUME, small_cluster
 from slurmstack import render
 from slurmstack.offline import OfflineRun, run_definition
 from slurmstack.stack.head_node import USER_DATA_TAG
+from support.stack import T_ENI, T_INSTANCE, T_PARAM, T_VOLUME, small_cluster
 
 pytestmark = pytest.mark.stack
 

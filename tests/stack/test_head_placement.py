@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from helpers_stack import EXAMPLE_IDS, example, plan_of, run_ok
 from slurmstack.report.diagram import dot, mermaid
+from support.stack import EXAMPLE_IDS, example, plan_of, run_ok
 
 pytestmark = pytest.mark.stack
 

@@ -16,12 +16,12 @@ import parliament
 import pytest
 import yaml
 
-from helpers_stack import EXAMPLE_IDS, T_ASG, T_BUCKET, T_INSTANCE, T_LT, example, plan_of, run_ok
 from slurmstack.contract import CLUSTER_TAG, POOL_TAG, ROLE_TAG
 from slurmstack.offline.standins import ACCOUNT_ID, call_stand_in
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack import policies
 from stack.iam_eval import decide
+from support.stack import EXAMPLE_IDS, T_ASG, T_BUCKET, T_INSTANCE, T_LT, example, plan_of, run_ok
 
 pytestmark = pytest.mark.stack
 
@@ -244,7 +244,16 @@ def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
         # test_nodes_pull_images_from_the_accounts_ecr_and_push_none).
         f"arn:aws:ecr:{region}:{ACCOUNT_ID}:repository/*",
         f"{iam.bucket_arn}/logs/*",  # the head reads the nodes' logs
+        f"{iam.bucket_arn}/launches/*",  # the elastic launches' names (head writes, nodes read)
         *(f"{iam.bucket_arn}/logs/{p.name}/${{ec2:SourceInstanceARN}}/*" for p in plan.pools),
+        # Observing (tests/stack/test_monitoring.py): the alert topic, the cluster's log groups
+        # and, for PutEvents only, the account's default bus.
+        f"arn:aws:sns:{region}:{ACCOUNT_ID}:{plan.name}-alerts",
+        f"arn:aws:events:{region}:{ACCOUNT_ID}:event-bus/default",
+        *(
+            f"arn:aws:logs:{region}:{ACCOUNT_ID}:log-group:/slurmstack/{plan.name}/{s}:*"
+            for s in ("slurmctld", "slurmdbd", "slurmd", "agent", "health-check")
+        ),
     )
     head_only = (iam.accounting_secret_arn,)
     group_prefix = f"arn:aws:autoscaling:{region}:{ACCOUNT_ID}:autoScalingGroup:*:"
@@ -268,6 +277,11 @@ def test_every_statement_is_scoped_to_the_cluster(iam: ClusterIam) -> None:
                 assert (
                     resource in own
                     or (resource == efs and cluster_tagged(statement, plan.name))
+                    or (  # prune-images: the cluster's own AMIs and snapshots
+                        role == iam.head
+                        and resource.startswith(f"arn:aws:ec2:{region}:")
+                        and cluster_tagged(statement, plan.name)
+                    )
                     or (role == iam.head and resource in head_only)
                     or (role == iam.head and power_scoped(plan, statement, resource))
                     or (
@@ -360,6 +374,24 @@ def test_a_pool_node_marks_only_its_own_pools_instances(iam: ClusterIam) -> None
     foreign = arn.rsplit("/", 1)[0] + f"/{name}-pool-x-pool-a"
     context = {f"aws:ResourceTag/{CLUSTER_TAG}": f"{name}-pool-x"}
     assert decide([head], action, foreign, context) == "implicit-deny"
+
+
+def test_a_pool_node_completes_only_its_own_pools_launch(iam: ClusterIam) -> None:
+    """The join hook (slurmstack.node.boot.join_hook): a node keeps alive and completes the launch
+    action of its own pool's group only, and may ask whether it waits there."""
+    for action in (
+        "autoscaling:CompleteLifecycleAction",
+        "autoscaling:RecordLifecycleActionHeartbeat",
+    ):
+        for pool in iam.plan.pools:
+            policy = iam.role_policies[iam.pool_role(pool.name)]
+            for other, (arn, group_tags) in iam.groups.items():
+                context = {f"aws:ResourceTag/{k}": v for k, v in group_tags.items()}
+                expected = "allow" if other == pool.name else "implicit-deny"
+                assert decide([policy], action, arn, context) == expected, (action, pool.name)
+    for pool in iam.plan.pools:
+        policy = iam.role_policies[iam.pool_role(pool.name)]
+        assert decide([policy], "autoscaling:DescribeAutoScalingInstances", "*", {}) == "allow"
 
 
 def test_nodes_read_the_config_store_and_write_nothing(iam: ClusterIam) -> None:
@@ -560,6 +592,71 @@ def test_bucket_refuses_plain_http_and_keeps_versions_for_administrators(iam: Cl
     assert decide([policy], "s3:PutObject", f"{bucket}/config/x", deployer) != "deny"
 
 
+def test_listed_administrators_delete_versions_whoever_deployed_last() -> None:
+    """storage.bucket.administrators: a CI role (any session of it) and an SSO role by
+    wildcard may delete object versions though someone else ran the latest `pulumi up`; an
+    unlisted role still may not, nor may a node. Without the list, only the root and the
+    latest deployer may (the CI role is refused)."""
+    from slurmstack.stack.policies import bucket_policy
+    from support.stack import small_cluster
+
+    ci = f"arn:aws:iam::{ACCOUNT_ID}:role/ci-deployer"
+    sso = f"arn:aws:iam::{ACCOUNT_ID}:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_Admin_*"
+    definition = small_cluster()
+    definition["storage"]["bucket"] = {"administrators": [ci, sso]}
+    bucket = "arn:aws:s3:::tiny-bucket"
+    deployer = "AIDAEXAMPLEDEPLOYER0"
+
+    def policy_of(definition: dict[str, Any]) -> dict[str, Any]:
+        return bucket_policy(
+            plan_of(definition), account=ACCOUNT_ID, bucket_arn=bucket, deployer_user_id=deployer
+        )
+
+    def who(userid: str, arn: str) -> dict[str, str]:
+        return {"aws:userid": userid, "aws:PrincipalArn": arn, "aws:SecureTransport": "true"}
+
+    listed, unlisted = policy_of(definition), policy_of(small_cluster())
+    version, obj = "s3:DeleteObjectVersion", f"{bucket}/checkpoints/step-100"
+    ci_session = who("AROAEXAMPLECIROLE:gh-run-42", ci)
+    sso_session = who(
+        "AROAEXAMPLESSOROLE:alice@example.com",
+        f"arn:aws:iam::{ACCOUNT_ID}:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_Admin_0a1b",
+    )
+    other = who("AROAEXAMPLEOTHER:bob", f"arn:aws:iam::{ACCOUNT_ID}:role/data-scientist")
+    node = who("AROAEXAMPLENODEROLE:i-0123", f"arn:aws:iam::{ACCOUNT_ID}:role/tiny-pool-gpu")
+    last = who(deployer, f"arn:aws:iam::{ACCOUNT_ID}:user/alice")
+    for context in (ci_session, sso_session, last):
+        assert decide([listed], version, obj, context) != "deny", context
+    for context in (other, node):
+        assert decide([listed], version, obj, context) == "deny", context
+    assert decide([unlisted], version, obj, ci_session) == "deny"
+    assert decide([unlisted], version, obj, last) != "deny"
+
+
+def test_the_head_prunes_only_the_clusters_images_and_snapshots(iam: ClusterIam) -> None:
+    """prune-images: DeregisterImage and DeleteSnapshot on resources tagged as this cluster's
+    (the stack tags the AMI and its root snapshot), nothing else; no pool node may."""
+    head = iam.role_policies[iam.head]
+    region, name = iam.plan.region, iam.plan.name
+    own = {f"aws:ResourceTag/{CLUSTER_TAG}": name}
+    other = {f"aws:ResourceTag/{CLUSTER_TAG}": f"{name}-x"}
+    for action, arn in (
+        ("ec2:DeregisterImage", f"arn:aws:ec2:{region}::image/ami-0123456789abcdef0"),
+        (
+            "ec2:DeleteSnapshot",
+            f"arn:aws:ec2:{region}::snapshot/snap-0123456789abcdef0",
+        ),
+    ):
+        assert decide([head], action, arn, own) == "allow", action
+        assert decide([head], action, arn, other) == "implicit-deny", action
+        assert decide([head], action, arn, {}) == "implicit-deny", action
+        for pool in iam.plan.pools:
+            policy = iam.role_policies[iam.pool_role(pool.name)]
+            assert decide([policy], action, arn, own) == "implicit-deny", (pool.name, action)
+    for read in ("ec2:DescribeImages", "ec2:DescribeLaunchTemplateVersions"):
+        assert decide([head], read, "*") == "allow"
+
+
 def test_a_node_writes_its_own_logs_only(iam: ClusterIam) -> None:
     """Under logs/<pool>/<its own instance ARN>/: IAM fills in the calling instance's ARN, so a
     node cannot write another node's logs, another pool's, or anything else."""
@@ -611,9 +708,9 @@ def test_the_head_controller_acts_on_its_clusters_groups_only(iam: ClusterIam) -
         assert decide([head], action, "*") == "implicit-deny"
     for read in ("ec2:DescribeCapacityReservations", "autoscaling:DescribeAutoScalingGroups"):
         assert decide([head], read, "*") == "allow"
-    for pool in iam.plan.pools:  # the pools' nodes have none of it
+    for pool in iam.plan.pools:  # the pools' nodes have none of it but their own launch's
         policy = iam.role_policies[iam.pool_role(pool.name)]
         arn, group_tags = iam.groups[pool.name]
         context = {f"aws:ResourceTag/{k}": v for k, v in group_tags.items()}
-        for action in actions:
+        for action in actions[2:]:
             assert decide([policy], action, arn, context) == "implicit-deny"

@@ -8,7 +8,10 @@ import json
 
 import pytest
 
-from helpers_stack import (
+from slurmstack import render
+from slurmstack.contract import AGENT_PATH
+from slurmstack.stack.config_store import apply_config_commands
+from support.stack import (
     T_ASSOCIATION,
     T_BUCKET,
     T_INSTANCE,
@@ -18,9 +21,6 @@ from helpers_stack import (
     plan_of,
     run_ok,
 )
-from slurmstack import render
-from slurmstack.contract import AGENT_PATH
-from slurmstack.stack.config_store import apply_config_commands
 
 pytestmark = pytest.mark.stack
 
@@ -31,12 +31,12 @@ def test_config_store_objects_manifest_and_association() -> None:
     store = render.config_store(plan)
     result = run_ok(definition)
     bucket = result.one(T_BUCKET)
+    # Not the image build bundles (tests/stack/test_images.py) nor the deployment's record
+    # (tests/stack/test_change_preflight.py).
     objects = {
         o.inputs["key"]: o
         for o in result.of_type(T_OBJECT)
-        if not o.inputs["key"].startswith(
-            "images/"
-        )  # the image build bundles (tests/stack/test_images.py)
+        if not o.inputs["key"].startswith(("images/", "slurmstack/deployed/"))
     }
     manifest_object = objects.pop(store.manifest_key)
     assert set(objects) == set(store.objects)
@@ -53,14 +53,15 @@ def test_config_store_objects_manifest_and_association() -> None:
     # Uploaded only after every object it names, and published only after it is uploaded.
     assert {o.urn for o in objects.values()} <= set(manifest_object.options.depends_on)
     assert manifest_object.urn in param.options.depends_on
-    association = result.one(T_ASSOCIATION)
+    apply_config = f"{plan.name}-apply-config"
+    association = result.one(T_ASSOCIATION, apply_config)
     head = result.one(T_INSTANCE)
     assert association.inputs["targets"] == [{"key": "InstanceIds", "values": [head.id]}]
     assert association.inputs["parameters"] == {
         "ManifestHash": hashlib.sha256(manifest.encode()).hexdigest()
     }
     assert param.urn in association.options.depends_on
-    document = result.one("aws:ssm/document:Document")
+    document = result.one("aws:ssm/document:Document", apply_config)
     assert association.inputs["name"] == document.inputs["name"]
     content = json.loads(document.inputs["content"])
     commands = content["mainSteps"][0]["inputs"]["runCommand"]

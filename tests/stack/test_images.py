@@ -15,7 +15,10 @@ import jsonschema
 import pytest
 import yaml
 
-from helpers_stack import (
+from slurmstack.offline import OfflineRun
+from slurmstack.plan import images
+from slurmstack.render import image as build
+from support.stack import (
     EXAMPLE_IDS,
     REPO,
     T_ASG,
@@ -29,9 +32,6 @@ from helpers_stack import (
     plan_of,
     run_ok,
 )
-from slurmstack.offline import OfflineRun
-from slurmstack.plan import images
-from slurmstack.render import image as build
 
 pytestmark = pytest.mark.stack
 
@@ -365,6 +365,32 @@ def test_the_ami_carries_the_clusters_tags_and_the_image_key() -> None:
         assert "{{ imagebuilder:buildDate }}" in target["amiDistributionConfiguration"]["name"]
 
 
+def test_the_amis_snapshot_carries_the_same_tags() -> None:
+    """Image Builder tags the AMI only: the stack tags its root snapshot, found by the AMI's
+    id once the image is built, with every tag the AMI carries (one ec2.Tag each)."""
+    from slurmstack.offline.standins import hex_id
+
+    definition = example("cpu-hpc")
+    result = run_ok(definition)
+    distributions = {d.outputs["arn"]: d for d in result.of_type(T_DISTRIBUTION)}
+    tagged = result.of_type("aws:ec2/tag:Tag")
+    asked = [a for t, a in result.invokes if t == "aws:ec2/getAmi:getAmi"]
+    for image in result.of_type(T_IMAGE):
+        (target,) = distributions[image.inputs["distributionConfigurationArn"]].inputs[
+            "distributions"
+        ]
+        ami_tags = target["amiDistributionConfiguration"]["amiTags"]
+        ami = image.outputs["outputResources"][0]["amis"][0]["image"]
+        assert {"filters": [{"name": "image-id", "values": [ami]}], "owners": ["self"]} in asked
+        snapshot = hex_id("snap", ami)
+        on_snapshot = {
+            t.inputs["key"]: t.inputs["value"] for t in tagged if t.inputs["resourceId"] == snapshot
+        }
+        assert on_snapshot == ami_tags
+        assert on_snapshot["slurmstack:cluster"] == plan_of(definition).name
+        assert "slurmstack:image" in on_snapshot
+
+
 def test_a_pinned_parent_is_the_recipes_and_plan_says_so() -> None:
     """image.parents pins an image's parent AMI (an earlier one, say, whose kernel has an FSx
     Lustre client); the other images keep their public parameter; plan shows which."""
@@ -378,8 +404,58 @@ def test_a_pinned_parent_is_the_recipes_and_plan_says_so() -> None:
     assert recipe.inputs["parentImage"] == "ami-0aaaabbbbccccdddd"
     (image,) = images_section(plan)["baked"]
     assert image["parent"] == "ami-0aaaabbbbccccdddd"
-    assert image["parent_pinned"] == "pinned by image.parents"
+    assert image["parent_pinned"] == "pinned by image.parents to ami-0aaaabbbbccccdddd"
     # A new pin is a new recipe (its name carries what it builds), so a new image.
     unpinned = run_ok(example("cpu-hpc")).of_type(T_RECIPE)[0]
     assert unpinned.inputs["name"] != recipe.inputs["name"]
     assert unpinned.inputs["parentImage"].startswith("ssm:/aws/service/canonical/")
+
+
+def test_a_parent_pinned_by_parameter_version_is_read_at_deploy_and_exported() -> None:
+    """image.parents {key: {parameter_version: N}}: the stack reads version N of the image's
+    public parameter (GetParameter <name>:N, never the latest), the recipe is built on that
+    AMI, the stack exports it as image_parents.<key>, and plan names parameter and version.
+    A new version is a new recipe; the other images keep following their parameter."""
+    from slurmstack.offline.standins import hex_id
+    from slurmstack.report.images import images_section
+
+    definition = example("cpu-hpc")
+    definition["image"] = {"parents": {"cpu-x86-64": {"parameter_version": 42}}}
+    plan = plan_of(definition)
+    result = run_ok(definition)
+    (parameter,) = images_section(plan)["baked"]
+    name = "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id"
+    asked = [a["name"] for t, a in result.invokes if t == "aws:ssm/getParameter:getParameter"]
+    assert asked == [f"{name}:42"]
+    (recipe,) = result.of_type(T_RECIPE)
+    assert recipe.inputs["parentImage"] == hex_id("ami", f"{name}:42")  # the stand-in's AMI
+    assert result.outputs["image_parents"] == {"cpu-x86-64": recipe.inputs["parentImage"]}
+    assert parameter["parent"] == f"{name}:42"
+    assert parameter["parent_pinned"] == (
+        f"pinned by image.parents to version 42 of {name}; the stack reads that version's AMI "
+        "at deploy time and exports it (stack output image_parents.cpu-x86-64)"
+    )
+    definition["image"]["parents"]["cpu-x86-64"]["parameter_version"] = 43
+    other = run_ok(definition).of_type(T_RECIPE)[0]
+    assert other.inputs["name"] != recipe.inputs["name"]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"parameter_version": 0}, "greater than or equal to 1"),
+        ({"version": 3}, "parameter_version"),
+        ("ami-12", "ami-"),
+    ],
+)
+def test_a_bad_parent_pin_is_a_finding(value: object, message: str) -> None:
+    from slurmstack.validate import validate_object
+
+    definition = example("cpu-hpc")
+    definition["image"] = {"parents": {"cpu-x86-64": value}}
+    result = validate_object(definition)
+    assert not result.ok
+    lines = [f.line() for f in result.findings]
+    assert any(line.startswith("image.parents.cpu-x86-64") and message in line for line in lines), (
+        lines
+    )

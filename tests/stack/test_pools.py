@@ -5,8 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from helpers_stack import T_ASG, T_LT, T_OBJECT, T_PG, run, run_ok, small_cluster
 from slurmstack.offline import OfflineRun
+from support.stack import (
+    T_ASG,
+    T_HOOK,
+    T_LT,
+    T_OBJECT,
+    T_PG,
+    plan_of,
+    run,
+    run_ok,
+    small_cluster,
+)
 
 T_IMAGE = "aws:imagebuilder/image:Image"
 
@@ -157,23 +167,66 @@ def test_a_worker_that_powers_itself_off_is_terminated() -> None:
 
 
 def test_every_group_holds_terminating_instances_for_the_drain() -> None:
-    """The drain hook is part of the group (created before its first instance), with the
-    heartbeat timeout the controller's passes keep alive and CONTINUE if they stop."""
+    """Each group's drain hook is a LifecycleHook resource of its own, with the heartbeat
+    timeout the controller's passes keep alive and CONTINUE if they stop; the group itself
+    carries none (initial_lifecycle_hooks is force-new: a change there would replace the
+    group, and with it every node of the pool)."""
     from slurmstack.contract import DRAIN_HOOK_HEARTBEAT_SECONDS, DRAIN_HOOK_NAME
 
     definition = small_cluster()
     definition["pools"].append({"name": "cpu", "instance_type": "c7i.2xlarge", "count": 1})
-    groups = run_ok(definition).of_type(T_ASG)
+    result = run_ok(definition)
+    groups = result.of_type(T_ASG)
+    hooks = [h for h in result.of_type(T_HOOK) if h.inputs["name"] == DRAIN_HOOK_NAME]
     assert len(groups) == 2
+    assert sorted(h.inputs["autoscalingGroupName"] for h in hooks) == sorted(
+        g.outputs["name"] for g in groups
+    )
     for group in groups:
-        assert group.inputs["initialLifecycleHooks"] == [
-            {
-                "name": DRAIN_HOOK_NAME,
-                "lifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING",
-                "heartbeatTimeout": DRAIN_HOOK_HEARTBEAT_SECONDS,
-                "defaultResult": "CONTINUE",
-            }
-        ]
+        assert "initialLifecycleHooks" not in group.inputs
+        # Groups made before the hook was its own resource carry it inline: never replaced for it.
+        assert "initialLifecycleHooks" in group.options.ignore_changes
+    for hook in hooks:
+        assert {k: v for k, v in hook.inputs.items() if k != "autoscalingGroupName"} == {
+            "name": DRAIN_HOOK_NAME,
+            "lifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING",
+            "heartbeatTimeout": DRAIN_HOOK_HEARTBEAT_SECONDS,
+            "defaultResult": "CONTINUE",
+        }
+
+
+def test_every_group_holds_launching_instances_until_their_node_joins() -> None:
+    """The join hook: a resource of its own on each pool's group (updated in place; a group's
+    initial hooks are force-new), on launches, abandoning an instance whose boot never ends
+    within the heartbeat timeout (AWS's default hour, above the first boot's DCGM diagnostic
+    and slurmd's start timeout). Its name is the one the node's `joined` step and the
+    bootstrap's ABANDON complete."""
+    from slurmstack.contract import (
+        DEEP_DIAGNOSTIC_SECONDS,
+        JOIN_HOOK_HEARTBEAT_SECONDS,
+        JOIN_HOOK_NAME,
+    )
+
+    definition = small_cluster()
+    definition["pools"].append({"name": "cpu", "instance_type": "c7i.2xlarge", "count": 1})
+    result = run_ok(definition)
+    groups = {g.name: g for g in result.of_type(T_ASG)}
+    hooks = [h for h in result.of_type(T_HOOK) if h.inputs["name"] == JOIN_HOOK_NAME]
+    assert sorted(h.name for h in hooks) == ["tiny-pool-cpu-join", "tiny-pool-gpu-join"]
+    for hook in hooks:
+        assert hook.inputs["autoscalingGroupName"] in {g.inputs["name"] for g in groups.values()}
+        assert hook.inputs["lifecycleTransition"] == "autoscaling:EC2_INSTANCE_LAUNCHING"
+        assert hook.inputs["defaultResult"] == "ABANDON"
+        assert hook.inputs["heartbeatTimeout"] == JOIN_HOOK_HEARTBEAT_SECONDS
+        assert DEEP_DIAGNOSTIC_SECONDS + 600 < JOIN_HOOK_HEARTBEAT_SECONDS <= 7200  # AWS's max
+        assert hook.parent and hook.parent.endswith("WorkerPool::" + hook.name[: -len("-join")])
+    # A pool's node completes it as its last boot step, after slurmd has started.
+    from slurmstack.contract import Command
+    from slurmstack.render import user_data
+
+    document = user_data(plan_of(definition), "gpu")
+    assert document.index("slurmd.service") < document.index(f"{Command.JOINED}]")
+    assert document.index(f"{Command.JOINED}]") < document.index(", done]")
 
 
 def test_8_and_10240_gpus_register_the_same_resources() -> None:
@@ -200,10 +253,11 @@ def test_resources_grow_with_pools() -> None:
     )
     two = run_ok(definition)
     added = two.count_by_type() - one.count_by_type()
-    # One launch template and one group for the new pool (no placement group: no EFA), its
-    # instance role (policy, profile), plus the config store objects new with its files.
-    assert added[T_LT] == 1 and added[T_ASG] == 1 and added[T_PG] == 0
+    # One launch template, one group and its drain and join hooks for the new pool (no
+    # placement group: no EFA), its instance role (policy, profile), plus the config store
+    # objects new with its files.
+    assert added[T_LT] == 1 and added[T_ASG] == 1 and added[T_HOOK] == 2 and added[T_PG] == 0
     iam = {"aws:iam/role:Role", "aws:iam/rolePolicy:RolePolicy"}
     iam.add("aws:iam/instanceProfile:InstanceProfile")
     assert all(added[t] == 1 for t in iam)
-    assert set(added) <= {T_LT, T_ASG, "aws:s3/bucketObjectv2:BucketObjectv2", *iam}
+    assert set(added) <= {T_LT, T_ASG, T_HOOK, "aws:s3/bucketObjectv2:BucketObjectv2", *iam}

@@ -10,7 +10,8 @@ import jsonschema
 import pytest
 import yaml
 
-from helpers_stack import (
+from slurmstack.offline import run_program
+from support.stack import (
     REPO,
     T_EGRESS,
     T_ENI,
@@ -24,7 +25,6 @@ from helpers_stack import (
     run_ok,
     small_cluster,
 )
-from slurmstack.offline import run_program
 
 pytestmark = pytest.mark.stack
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from helpers_stack import (
+from slurmstack.offline import OfflineRun
+from support.stack import (
     T_ASSOCIATION,
     T_BUCKET,
     T_DRA,
@@ -20,7 +21,6 @@ from helpers_stack import (
     example,
     run_ok,
 )
-from slurmstack.offline import OfflineRun
 
 pytestmark = pytest.mark.stack
 
@@ -79,6 +79,6 @@ def test_pool_changes_leave_head_node_and_storage_alone(change: Any) -> None:
         assert old[urn] == new[urn], f"{urn} changed"
     # The change itself did reach the cluster: through the config store and the groups.
     assert (
-        before.one(T_ASSOCIATION).inputs["parameters"]
-        != after.one(T_ASSOCIATION).inputs["parameters"]
+        before.one(T_ASSOCIATION, "llm-train-apply-config").inputs["parameters"]
+        != after.one(T_ASSOCIATION, "llm-train-apply-config").inputs["parameters"]
     )

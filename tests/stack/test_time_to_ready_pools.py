@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers_stack import example, run_ok
 from slurmstack.report.readiness import time_to_ready, time_to_ready_range
+from support.stack import example, run_ok
 
 pytestmark = pytest.mark.stack
 

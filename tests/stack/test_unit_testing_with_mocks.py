@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers_stack import example
+from support.stack import example
 
 pytestmark = pytest.mark.stack
 

@@ -10,8 +10,6 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers_examples import EXAMPLE_IDS, REPO, example_plan
-from slurmstack import accounting as rules
 from slurmstack import contract as c
 from slurmstack.checks.slurm import is_accounting_key
 from slurmstack.contract import HEAD_ROLE
@@ -32,7 +30,9 @@ from slurmstack.render import (
     slurm_conf_keys,
     user_data,
 )
+from slurmstack.rules import accounting as rules
 from slurmstack.validate import validate_object
+from support.examples import EXAMPLE_IDS, REPO, example_plan
 
 
 def plan_with(accounting: dict[str, Any], **top: Any):  # type: ignore[no-untyped-def]
@@ -72,7 +72,10 @@ def test_on_by_default_with_a_local_database() -> None:
     assert c.MARIADB_DATA_DIR.startswith("/var/spool/slurmctld/")  # the state volume
     config = json.loads(files[c.ACCOUNTING_CONFIG_PATH])
     assert config["database"]["password_secret"] == f"slurmstack/{plan.name}/accounting-db-password"
-    assert config["slurmdbd_port"] == c.SLURMDBD_PORT == 6819
+    # Slurm's default port is the document's default: the file leaves it out.
+    assert "slurmdbd_port" not in config and c.SLURMDBD_PORT == 6819
+    loaded = c.load_document(c.AccountingConfig, files[c.ACCOUNTING_CONFIG_PATH])
+    assert loaded.slurmdbd_port == c.SLURMDBD_PORT
     head = user_data(plan, "head")
     db_step = head.index("slurmstack-node, accounting-db]")
     assert head.index("slurmstack-node, state-volume]") < db_step
@@ -254,11 +257,11 @@ def test_accelerated_images_the_head_does_not_boot_carry_no_accounting() -> None
 def test_accounting_json_reads_back_what_render_wrote(example: str) -> None:
     plan = example_plan(example)
     written = accounting_config(plan)
-    text = c.accounting_config_json(written)
+    text = c.dump_document(written)
     assert text == head_files(plan)[c.ACCOUNTING_CONFIG_PATH]
-    assert c.read_accounting_config(text) == written
+    assert c.load_document(c.AccountingConfig, text) == written
     off = accounting_config(plan_with({"enabled": False}))
-    assert c.read_accounting_config(c.accounting_config_json(off)) == off
+    assert c.load_document(c.AccountingConfig, c.dump_document(off)) == off
 
 
 def test_rds_subnets_stay_clear_of_the_compute_and_public_subnets() -> None:

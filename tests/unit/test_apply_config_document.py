@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import example_plan
 from slurmstack.contract import AGENT_PATH, BOOTSTRAP_DONE, BOOTSTRAP_FAILED
 from slurmstack.stack.config_store import (
     APPLY_TIMEOUT_SECONDS,
@@ -24,6 +23,7 @@ from slurmstack.stack.config_store import (
     apply_config_commands,
     apply_config_document,
 )
+from support.examples import example_plan
 
 HASH = "a" * 64
 
@@ -106,6 +106,7 @@ def test_once_done_it_retries_reconfigure_until_slurmctld_answers(head: Head) ->
         "scontrol reconfigure",
         "scontrol reconfigure",
         "scontrol reconfigure",
+        "slurmstack-node identities",
         "slurmstack-node accounting-apply",
     ]
     assert "attempt 2 of 30" in result.stdout and "configuration applied" in result.stdout
@@ -137,9 +138,14 @@ def test_accounting_db_runs_before_reconfigure_and_its_failure_stops_it(head: He
 
 def test_a_failed_accounting_apply_fails_it_after_reconfiguring(head: Head) -> None:
     head.mark(BOOTSTRAP_DONE, "done")
-    result = head.run(agent=[0, 0, 1], scontrol=[0])
+    result = head.run(agent=[0, 0, 0, 1], scontrol=[0])
     assert result.returncode == 1
-    assert head.calls()[-2:] == ["scontrol reconfigure", "slurmstack-node accounting-apply"]
+    # The people first (a removed person is locked before losing the association).
+    assert head.calls()[-3:] == [
+        "scontrol reconfigure",
+        "slurmstack-node identities",
+        "slurmstack-node accounting-apply",
+    ]
     assert "accounting-apply failed" in result.stderr and "configuration applied" not in (
         result.stdout
     )
@@ -160,3 +166,36 @@ def test_the_document_runs_that_script_within_its_timeout() -> None:
     differ = [i for i, (x, y) in enumerate(zip(script, changed, strict=True)) if x != y]
     assert differ == [1, 2, 3, 4]
     assert MANIFEST_HASH_PARAMETER in doc["parameters"]
+
+
+def run_sync_nodes(node: Head, agent: list[int]) -> subprocess.CompletedProcess[str]:
+    """The sync-nodes script (every node, on a push) with a stand-in agent, as Run Command runs
+    it: one script, the manifest hash filled in."""
+    from slurmstack.stack.sync_nodes import sync_nodes_commands
+
+    lines = sync_nodes_commands(
+        agent=node.command("slurmstack-node", agent),
+        done_marker=str(node.root / BOOTSTRAP_DONE.lstrip("/")),
+    )
+    script = "\n".join(lines).replace("{{ " + MANIFEST_HASH_PARAMETER + " }}", HASH)
+    env = {"PATH": os.environ["PATH"]}
+    return subprocess.run(
+        ["/bin/sh", "-c", script], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def test_every_node_pulls_its_files_then_applies_its_people_once_booted(head: Head) -> None:
+    # Still booting: nothing (its bootstrap runs identities with the newest manifest).
+    result = run_sync_nodes(head, agent=[0])
+    assert result.returncode == 0 and HASH in result.stdout and head.calls() == []
+    head.mark(BOOTSTRAP_DONE, "done")
+    result = run_sync_nodes(head, agent=[0])
+    assert result.returncode == 0, result.stderr
+    assert head.calls() == ["slurmstack-node sync-config", "slurmstack-node identities"]
+
+
+def test_a_failed_sync_applies_no_people_and_fails(head: Head) -> None:
+    head.mark(BOOTSTRAP_DONE, "done")
+    result = run_sync_nodes(head, agent=[1])
+    assert result.returncode == 1
+    assert head.calls() == ["slurmstack-node sync-config"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from checks_support import Case, both, check_case, definition, findings, set_in
 
 from slurmstack.findings import Level
+from support.checks import Case, both, check_case, definition, findings, set_in
 
 A = "slurm.accounting"
 
@@ -193,6 +193,7 @@ CASES = [
         accounting(accounts=[team("ml", users=["alice", "bob", "alice"])]),
         f"{A}.accounts[0].users[2]",
         "listed twice",
+        also=frozenset({"account-user-unknown"}),  # no users declared: a warning per name
     ),
     Case(
         "accounting-tres-unknown",
@@ -255,6 +256,8 @@ def test_a_full_accounting_section_has_no_finding() -> None:
             keep_job_records_months=12,
         )
     )
+    data["users"] = [{"name": "alice", "uid": 2001}, {"name": "bob", "uid": 2002}]
+    data["login_pools"] = [{"name": "login", "instance_type": "m7i.2xlarge"}]
     assert findings(data) == []
 
 

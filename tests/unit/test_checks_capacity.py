@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from checks_support import CUSTOM_FACTS, Case, both, check_case, delete, set_in
 
 from slurmstack.findings import Level
+from support.checks import CUSTOM_FACTS, Case, both, check_case, delete, set_in
 
 W = Level.WARNING
 CR = "cr-0123456789abcdef0"

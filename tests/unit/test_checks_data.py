@@ -1,14 +1,15 @@
-"""Rules in slurmstack.checks.data (existing file systems, associations, Mountpoint for S3):
-each case triggers exactly its rule, at its path, with the fix in its message."""
+"""Rules in slurmstack.checks.data (existing file systems, associations; Mountpoint's are in
+test_checks_mountpoint): each case triggers exactly its rule, at its path, with the fix in its
+message."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from checks_support import Case, Mutation, both, check_case, definition, findings, set_in
 
 from slurmstack.findings import Level
+from support.checks import Case, Mutation, both, check_case, definition, findings, set_in
 
 W = Level.WARNING
 FS = "fs-0123456789abcdef0"
@@ -149,67 +150,6 @@ CASES = [
         "crosses Regions",
         level=W,
         name="no-import",
-    ),
-    # Mountpoint for S3.
-    Case(
-        "s3-mount-prefix",
-        s3_mounts({"mount": "/s3/data", "bucket": "b-1", "prefix": "data"}),
-        "storage.s3_mounts[0].prefix",
-        "must end with '/'",
-    ),
-    Case(
-        "s3-mount-prefix",
-        s3_mounts({"mount": "/s3/all"}),
-        "storage.s3_mounts[0].prefix",
-        "covers the stack's own config/",
-        name="cluster-bucket",
-    ),
-    Case(
-        "s3-mount-flags",
-        s3_mounts({"mount": "/s3/d", "bucket": "b-1", "allow_delete": True}),
-        "storage.s3_mounts[0].allow_delete",
-        "set read_only: false",
-    ),
-    Case(
-        "s3-mount-cache",
-        s3_mounts({"mount": "/s3/d", "bucket": "b-1", "cache": True}),
-        "storage.s3_mounts[0].cache",
-        "pools cpu do not have",
-    ),
-    Case(
-        "s3-mount-region",
-        s3_mounts({"mount": "/s3/d", "bucket": "b-1", "bucket_region": "eu-west-1"}),
-        "storage.s3_mounts[0].bucket_region",
-        "every read crosses Regions",
-        level=W,
-    ),
-    Case(
-        "s3-mount-path-in-use",
-        s3_mounts({"mount": "/fsx/datasets", "bucket": "b-1"}),
-        "storage.s3_mounts[0].mount",
-        "a data repository association",
-        name="association",
-    ),
-    Case(
-        "s3-mount-path-in-use",
-        s3_mounts({"mount": "/scratch/s3", "bucket": "b-1"}),
-        "storage.s3_mounts[0].mount",
-        "inside /scratch, the pool's NVMe scratch",
-        name="scratch",
-    ),
-    Case(
-        "s3-mount-path-in-use",
-        s3_mounts({"mount": "/home", "bucket": "b-1"}),
-        "storage.s3_mounts[0].mount",
-        "already a shared file system (storage.home.mount)",
-        name="home",
-    ),
-    Case(
-        "s3-mount-path-in-use",
-        s3_mounts({"mount": "/s3", "bucket": "b-1"}, {"mount": "/s3/x", "bucket": "b-2"}),
-        "storage.s3_mounts[1].mount",
-        "another Mountpoint mount",
-        name="nested-s3",
     ),
     Case(
         "mount-reserved",

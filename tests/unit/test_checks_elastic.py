@@ -4,11 +4,11 @@ its max_count: each case triggers exactly its rule."""
 from __future__ import annotations
 
 import pytest
-from checks_support import Case, both, check_case, definition, findings, set_in
 from pydantic import ValidationError
 
 from slurmstack.findings import Level
 from slurmstack.spec import ClusterSpec
+from support.checks import Case, both, check_case, definition, findings, set_in
 
 W = Level.WARNING
 CR = "cr-0123456789abcdef0"
@@ -28,6 +28,13 @@ CASES = [
         ),
         "tags",
         "an elastic node's instance holds 50 and slurmstack adds 6",
+    ),
+    # An elastic instance's tags are in its instance metadata, which refuses such keys.
+    Case(
+        "elastic-tag-keys",
+        both(set_in("tags", {"cost center/team": "ml"}), set_in("pools.1.max_count", 4)),
+        "tags.cost center/team",
+        "cannot be in the instance metadata",
     ),
     Case(
         "elastic-reserved-capacity",

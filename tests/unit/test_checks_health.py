@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from checks_support import Case, check_case, definition, findings, set_in
 
 from slurmstack.findings import Level
 from slurmstack.validate import validate_object
+from support.checks import Case, check_case, definition, findings, set_in
 
 CASES = [
     Case(

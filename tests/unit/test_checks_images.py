@@ -5,12 +5,12 @@ from __future__ import annotations
 import copy
 
 import pytest
-from checks_support import Case, check_case, definition, findings, set_in
 
 from slurmstack import image_pins
 from slurmstack.catalog import Architecture, load_catalog
 from slurmstack.checks.images import _baked_architectures
 from slurmstack.validate import validate_object
+from support.checks import Case, check_case, definition, findings, set_in
 
 CASES = [
     Case(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from checks_support import CUSTOM_FACTS, Case, both, check_case, set_in
 
 from slurmstack.findings import Level
+from support.checks import CUSTOM_FACTS, Case, both, check_case, set_in
 
 W = Level.WARNING
 ARM_GPU: dict[str, Any] = {

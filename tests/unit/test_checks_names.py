@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from checks_support import Case, both, check_case, set_in
+
+from support.checks import Case, both, check_case, set_in
 
 CASES = [
     Case("cluster-name-s3-prefix", set_in("name", "xn--train"), "name", "'xn--'"),
@@ -69,7 +70,7 @@ def test_rule(case: Case) -> None:
 
 
 def test_names_that_only_resemble_a_reserved_prefix_pass() -> None:
-    from checks_support import definition, findings
+    from support.checks import definition, findings
 
     for name in ("awesome", "am", "lab-aws", "amaz"):
         assert not findings(definition(set_in("name", name))), name

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from checks_support import Case, add_pool, both, check_case, definition, findings, set_in
 
 from slurmstack.findings import Level
+from support.checks import Case, add_pool, both, check_case, definition, findings, set_in
 
 W = Level.WARNING
 

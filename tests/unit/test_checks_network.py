@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from checks_support import Case, both, check_case, definition, findings, set_in
 
 from slurmstack.checks.network import compute_subnet, lustre_addresses
 from slurmstack.findings import Level
 from slurmstack.spec import ClusterSpec
+from support.checks import Case, both, check_case, definition, findings, set_in
 
 W = Level.WARNING
 VPC = "vpc-0123456789abcdef0"

@@ -6,9 +6,8 @@ import importlib
 import inspect
 from pathlib import Path
 
-from checks_support import BASE, definition, findings
-
 from slurmstack.checks import RULES, rule_id
+from support.checks import BASE, definition, findings
 
 FAMILIES = [
     "names",
@@ -18,8 +17,10 @@ FAMILIES = [
     "network",
     "storage",
     "data",
+    "mountpoint",
     "slurm",
     "accounting",
+    "people",
     "nccl",
     "tags",
     "images",

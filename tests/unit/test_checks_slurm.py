@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from checks_support import Case, check_case, definition, findings, set_in
 
 from slurmstack.checks.slurm import (
     DROPPED_AFTER_KEYS,
@@ -13,6 +12,7 @@ from slurmstack.checks.slurm import (
     REMOVED_KEYS,
 )
 from slurmstack.findings import Level
+from support.checks import Case, check_case, definition, findings, set_in
 
 W = Level.WARNING
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from checks_support import Case, Mutation, both, check_case, delete, set_in
 
 from slurmstack.findings import Level
+from support.checks import Case, Mutation, both, check_case, delete, set_in
 
 W = Level.WARNING
 EFA_AUTO = frozenset({"lustre-efa-auto"})
@@ -205,14 +205,14 @@ def test_rule(case: Case) -> None:
 
 
 def test_no_lustre_means_no_lustre_findings() -> None:
-    from checks_support import definition, findings
+    from support.checks import definition, findings
 
     found = findings(definition(delete("storage.lustre")))
     assert not [f for f in found if f.rule.startswith("lustre")]
 
 
 def test_home_null_frees_home_mount_point() -> None:
-    from checks_support import definition, findings
+    from support.checks import definition, findings
 
     found = findings(definition(both(set_in("storage.home", None), lustre(mount="/home"))))
     assert not [f for f in found if f.rule.startswith("mount")]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from checks_support import Case, check_case, set_in
 
 from slurmstack.checks.tags import SLURMSTACK_TAG_KEYS
+from support.checks import Case, check_case, set_in
 
 ROOM = 50 - len(SLURMSTACK_TAG_KEYS)
 
@@ -54,6 +54,6 @@ def test_rule(case: Case) -> None:
 
 
 def test_unicode_letters_are_allowed() -> None:
-    from checks_support import definition, findings
+    from support.checks import definition, findings
 
     assert findings(definition(set_in("tags", {"équipe": "recherche Zürich @ 2"}))) == []

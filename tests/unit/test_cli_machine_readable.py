@@ -17,7 +17,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = "examples/p5-training.yaml"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "infra")}
-COMMANDS = ("validate", "schema", "render", "plan", "catalog", "diagram")
+COMMANDS = (
+    "validate",
+    "schema",
+    "render",
+    "plan",
+    "status",
+    "logs",
+    "catalog",
+    "diagram",
+    "ssh-config",
+)
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

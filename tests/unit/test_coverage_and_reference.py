@@ -9,14 +9,14 @@ import ipaddress
 import re
 
 import pytest
-from checks_support import BASE
 from docs import reference_markdown
 
 from slurmstack.catalog import load_catalog
-from slurmstack.efa import addresses_per_node, efa_interfaces
+from slurmstack.rules.efa import addresses_per_node, efa_interfaces
+from slurmstack.rules.subnets import carve
 from slurmstack.spec import ClusterSpec, NetworkSpec
-from slurmstack.subnets import carve
 from slurmstack.validate import validate_object
+from support.checks import BASE
 
 SENTENCE_END = (".", ".)", ")", "?")
 

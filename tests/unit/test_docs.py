@@ -24,6 +24,15 @@ def test_the_readme_is_short() -> None:
     assert len(README.read_text().splitlines()) < 200
 
 
+def test_the_readmes_debian_packages_are_what_ci_installs() -> None:
+    """A fresh machine set up from the README gets every package CI's tests need."""
+    ci = (docs.REPO / ".ci/run").read_text()
+    (listed,) = re.findall(r'^DEBS="([^"]+)"', ci, re.M)
+    readme = " ".join(README.read_text().split())
+    (named,) = re.findall(r"apt-get install ([a-z0-9 .+-]+)`", readme)
+    assert named.split() == listed.split()
+
+
 def _local_links(page: Path) -> list[Path]:
     """The files a markdown page links to (its anchors and web addresses aside)."""
     found = []

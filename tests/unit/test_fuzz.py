@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from checks_support import BASE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slurmstack.findings import Level
 from slurmstack.plan import build_plan
 from slurmstack.validate import validate_object
+from support.checks import BASE
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = [yaml.safe_load(p.read_text()) for p in sorted((ROOT / "examples").glob("*.yaml"))]

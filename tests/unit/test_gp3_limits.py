@@ -9,10 +9,10 @@ from typing import Any
 
 import botocore.loaders
 import pytest
-from checks_support import definition, findings, set_in
 from pydantic import ValidationError
 
 from slurmstack.spec import GP3_MAX_GIB, GP3_MAX_IOPS, GP3_MAX_MIBPS, GP3_MIN_IOPS, RootVolume
+from support.checks import definition, findings, set_in
 
 
 def _create_volume_docs() -> dict[str, str]:

@@ -9,12 +9,12 @@ import re
 from typing import Any
 
 import pytest
-from checks_support import definition, findings
 
-from helpers_stack import plan_of
 from slurmstack import image_pins
 from slurmstack.render import image as build
 from slurmstack.stack.preflight import preflight
+from support.checks import definition, findings
+from support.stack import plan_of
 
 
 def test_every_download_of_the_shipped_pins_is_pinned() -> None:
@@ -141,9 +141,9 @@ def test_mountpoint_is_pinned_by_release_commit_and_signing_key() -> None:
 
 
 def test_build_sh_installs_mountpoint_in_its_own_function_only_when_signed() -> None:
-    from helpers_examples import example_plan
     from slurmstack.plan import image_plans
     from slurmstack.render.image import build_env, build_script
+    from support.examples import example_plan
 
     script = build_script()
     body = script[script.index("install_mountpoint_s3() {") :]
@@ -154,3 +154,35 @@ def test_build_sh_installs_mountpoint_in_its_own_function_only_when_signed() -> 
     settings = build_env(image_plans(plan)[0])
     assert "MOUNTPOINT_S3_URL='https://s3.amazonaws.com/mountpoint-s3-release/1.23.0/" in settings
     assert "MOUNTPOINT_S3_FINGERPRINT='8AEFE705EBE329C0948C75A66F1C3B3AEF4B030B'" in settings
+
+
+def test_cpu_images_take_the_efa_installers_fabric_not_ubuntus() -> None:
+    """CPU pools with EFA run the same stack as GPU nodes: the EFA installer's libfabric and
+    Open MPI in /opt/amazon, pinned by sha256 (ParallelCluster's recorded checksum), not
+    Ubuntu's libfabric1 and Open MPI (which conflict with it); the MPI job uses that MPI; GPU
+    images keep the Deep Learning AMI's own installer."""
+    from slurmstack.plan import ImageKind, image_plans
+    from support.examples import example_plan
+
+    pins = image_pins.image_pins()["efa_installer"]
+    assert re.fullmatch(r"[0-9a-f]{64}", pins["sha256"])
+    assert pins["url"].endswith(f"aws-efa-installer-{pins['version']}.tar.gz")
+    plan = example_plan("cpu-hpc")
+    (cpu,) = [i for i in image_plans(plan) if i.kind is ImageKind.CPU]
+    settings = build.build_env(cpu)
+    assert f"EFA_INSTALLER_VERSION='{pins['version']}'" in settings
+    assert f"EFA_INSTALLER_SHA256='{pins['sha256']}'" in settings
+    assert not {"libfabric1", "openmpi-bin", "libopenmpi-dev", "rdma-core"} & set(cpu.packages)
+    assert "gcc" in cpu.packages  # what the installer's mpicc drives
+    assert ("EFA installer", pins["version"]) == (
+        cpu.baked()[-1][0],
+        cpu.baked()[-1][1].split()[0],
+    )
+    from slurmstack.plan.workload import acceptance
+
+    for pool in acceptance(plan).pools:
+        assert pool.mpi_bin == "/opt/amazon/openmpi/bin", pool.pool
+    gpu = example_plan("p5-training")
+    for image in image_plans(gpu):
+        if image.kind is not ImageKind.CPU:
+            assert "EFA_INSTALLER_VERSION=''" in build.build_env(image)

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack import imds_firewall
 from slurmstack.contract import HEAD_ROLE
 from slurmstack.plan import images
 from slurmstack.render import roles, user_data
+from support.examples import EXAMPLE_IDS, example_plan
 
 RUN = ["slurmstack-bootstrap", "run"]
 ENABLE = [*RUN, "systemctl", "enable", "--now", imds_firewall.UNIT_NAME]

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 import yaml
-from checks_support import BASE
 
 from slurmstack.loader import load_file
 from slurmstack.validate import validate_object
+from support.checks import BASE
 
 ROOT = Path(__file__).resolve().parents[2]
 

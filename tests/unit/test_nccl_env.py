@@ -20,7 +20,13 @@ from __future__ import annotations
 import pytest
 
 from slurmstack.catalog import load_catalog
-from slurmstack.fabric import EnvTarget, FabricProfile, fabric_env, fabric_profile, with_overrides
+from slurmstack.rules.fabric import (
+    EnvTarget,
+    FabricProfile,
+    fabric_env,
+    fabric_profile,
+    with_overrides,
+)
 
 NEVER = {
     "NCCL_PROTO",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack.contract import MountKind
-from slurmstack.fsx import is_efa_lustre_client, lustre_efa_interface_count
 from slurmstack.plan import MAX_NODE_COUNT_STEP, ClusterPlan, PlanError, build_plan
+from slurmstack.rules.fsx import is_efa_lustre_client, lustre_efa_interface_count
 from slurmstack.spec import ClusterSpec
+from support.examples import EXAMPLE_IDS, example_plan
 
 
 def test_p5_pool() -> None:

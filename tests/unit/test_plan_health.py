@@ -3,11 +3,11 @@ README quotes it."""
 
 from __future__ import annotations
 
-from helpers_examples import example_plan
 from slurmstack.contract import OPERATOR_ACTION, Check, Remedy, cause_of, reason
-from slurmstack.health_policy import CAUSES, CRITICAL_XIDS, FIXED_CAUSES, OVERRIDABLE_CAUSES
 from slurmstack.plan.health import plan_health
+from slurmstack.rules.health_policy import CAUSES, CRITICAL_XIDS, FIXED_CAUSES, OVERRIDABLE_CAUSES
 from slurmstack.spec import HealthSpec
+from support.examples import example_plan
 
 
 def test_every_check_a_node_reports_has_a_row() -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack.catalog import load_catalog
-from slurmstack.contract import Collective, acceptance_json, read_acceptance
+from slurmstack.contract import Acceptance, Collective, dump_document, load_document
 from slurmstack.plan import build_plan, workload
+from support.examples import EXAMPLE_IDS, example_plan
 
 pytestmark = pytest.mark.workload
 
@@ -75,7 +75,9 @@ def test_each_kind_of_pool_gets_its_collective() -> None:
     assert ("FI_PROVIDER", "efa") in p5.pool("train").env
     cpu = workload.acceptance(example_plan("cpu-hpc"))
     assert {p.collective for p in cpu.pools} == {Collective.MPI}
-    assert all(p.threshold is None and p.mpi_bin == "" and not p.allreduce_args for p in cpu.pools)
+    # CPU images carry the EFA installer's Open MPI too (image_pins.json, efa_installer).
+    assert all(p.threshold is None and not p.allreduce_args for p in cpu.pools)
+    assert {p.mpi_bin for p in cpu.pools} == {"/opt/amazon/openmpi/bin"}
     trn = workload.acceptance(example_plan("trainium"))
     assert {p.collective for p in trn.pools} == {Collective.NONE}
 
@@ -92,9 +94,9 @@ def test_a_gpu_pool_without_efa_is_run_but_not_held_to_a_threshold() -> None:
 @pytest.mark.parametrize("example", EXAMPLE_IDS)
 def test_acceptance_json_reads_back_what_render_wrote(example: str) -> None:
     written = workload.acceptance(example_plan(example))
-    text = acceptance_json(written)
-    assert read_acceptance(text) == written
-    assert acceptance_json(read_acceptance(text)) == text
+    text = dump_document(written)
+    assert load_document(Acceptance, text) == written
+    assert dump_document(load_document(Acceptance, text)) == text
 
 
 def test_checkpoints_go_to_lustre_else_to_the_shared_home() -> None:

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from helpers_stack import plan_of, small_cluster
 from slurmstack.contract import ELASTIC_TAG, LaunchRetry
 from slurmstack.node.power.launch import fleet_request, fleet_result
 from slurmstack.node.power.retry import RetryState
 from slurmstack.render.node import elastic_pool
+from support.stack import plan_of, small_cluster
 
 SUBNET = "subnet-0123456789abcdef0"
 CONFIG = "LaunchTemplateConfigs"

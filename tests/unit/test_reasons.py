@@ -18,8 +18,8 @@ from slurmstack.contract import (
     reason,
     reason_parts,
 )
-from slurmstack.health_policy import CAUSES
 from slurmstack.node.health.findings import Finding
+from slurmstack.rules.health_policy import CAUSES
 
 DETAIL = "79 pid=12, GPU has fallen off the bus (PCI:0000:10:1c)"
 

@@ -13,17 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack.contract import (
     ACCEPT_PATH,
     ACCEPTANCE_PATH,
     ECR_LOGIN_PATH,
     JOBS_DIR,
     JOBS_LIB_DIR,
-    read_acceptance,
+    Acceptance,
+    load_document,
 )
 from slurmstack.render import role_files
 from slurmstack.render.jobs import head_jobs_files, library
+from support.examples import EXAMPLE_IDS, example_plan
 
 pytestmark = pytest.mark.workload
 
@@ -68,7 +69,8 @@ def test_cpu_and_neuron_pools_get_what_runs_on_them() -> None:
         f"{JOBS_DIR}/mpi/mpi.sbatch" in cpu and f"{JOBS_DIR}/mpi/nccl-allreduce.sbatch" not in cpu
     )
     assert "gpus-per-node" not in sbatch_options(cpu[f"{JOBS_DIR}/batch/ddp.sbatch"])
-    assert 'mpi-allreduce.sh ""' in cpu[f"{JOBS_DIR}/mpi/mpi.sbatch"]
+    # The EFA installer's Open MPI, as on GPU nodes (image_pins.json, efa_installer).
+    assert 'mpi-allreduce.sh "/opt/amazon/openmpi/bin"' in cpu[f"{JOBS_DIR}/mpi/mpi.sbatch"]
     trn = head_jobs_files(example_plan("trainium"))
     jobs = sorted(p.rsplit("/", 1)[1] for p in trn if p.startswith(f"{JOBS_DIR}/trn1/"))
     assert jobs == ["mpi.sbatch", "node-check.sbatch"]
@@ -94,15 +96,16 @@ def test_the_head_has_every_job_and_a_pool_only_its_steps(example: str) -> None:
     head = role_files(plan, "head")
     assert ACCEPT_PATH in head and ECR_LOGIN_PATH in head
     assert {p.name for p in plan.pools} == {
-        read_acceptance(head[ACCEPTANCE_PATH]).pools[i].pool for i in range(len(plan.pools))
+        load_document(Acceptance, head[ACCEPTANCE_PATH]).pools[i].pool
+        for i in range(len(plan.pools))
     }
     for pool in plan.pools:
         files = role_files(plan, pool.name)
         jobs = {p for p in files if p.startswith(JOBS_DIR + "/")}
         assert jobs == {ACCEPTANCE_PATH, *library()}, pool.name
-        own = read_acceptance(files[ACCEPTANCE_PATH])
+        own = load_document(Acceptance, files[ACCEPTANCE_PATH])
         assert [p.pool for p in own.pools] == [pool.name]
-        assert own.pools[0] == read_acceptance(head[ACCEPTANCE_PATH]).pool(pool.name)
+        assert own.pools[0] == load_document(Acceptance, head[ACCEPTANCE_PATH]).pool(pool.name)
         assert ACCEPT_PATH not in files and ECR_LOGIN_PATH in files
 
 

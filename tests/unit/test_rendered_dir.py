@@ -8,10 +8,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from helpers_examples import REPO, example_plan
 from slurmstack.cli import app
 from slurmstack.render import render_cluster
 from slurmstack.rendered_dir import MANIFEST, digest, write_rendered
+from support.examples import REPO, example_plan
 
 
 def render(source: str, out: Path):  # type: ignore[no-untyped-def]

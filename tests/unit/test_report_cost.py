@@ -11,7 +11,9 @@ import yaml
 from slurmstack.catalog import load_catalog
 from slurmstack.loader import load_object
 from slurmstack.plan import build_plan
+from slurmstack.plan.observability import observability_plan
 from slurmstack.report.cost import cost_report, service_prices
+from slurmstack.report.monitoring_cost import budget_warning, managed_prometheus_monthly_usd
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -97,3 +99,67 @@ def test_every_line_names_a_source() -> None:
         for line in report.lines:
             assert line.source, line.item
         assert all(usage.source for usage in report.usage_billed)
+
+
+def _observed(**observability: Any) -> dict[str, Any]:
+    data = _definition("p5-training.yaml")
+    data["observability"] = observability
+    # An elastic part, so the idle month and the full-size month differ.
+    data["pools"][-1]["max_count"] = data["pools"][-1]["count"] + 4
+    return data
+
+
+def _plan(data: dict[str, Any]):  # type: ignore[no-untyped-def]
+    loaded = load_object(data)
+    assert loaded.spec is not None, loaded.findings
+    return build_plan(loaded.spec)
+
+
+def test_monitoring_runs_on_the_head_and_its_usage_prices_carry_sources() -> None:
+    report = _report(_observed(log_retention_days=90))
+    line = _line(report, "monitoring: Prometheus")
+    assert line.hourly_usd == 0.0 and "head node" in line.source
+    usage = {u.item: u for u in report.usage_billed}
+    logs = usage["CloudWatch Logs (kept 90 days)"]
+    assert logs.unit_price == "$0.50/GB ingested, $0.03/GB-month stored"
+    assert "aws.amazon.com/cloudwatch/pricing" in logs.source
+    assert "aws.amazon.com/sns/pricing" in usage["alert emails (SNS)"].source
+    assert not any("Managed" in u for u in usage)  # off by default
+    assert not any(line.item.startswith("Amazon Managed") for line in report.lines)
+
+
+def test_managed_prometheus_is_priced_from_the_samples_at_full_size() -> None:
+    data = _observed(managed_prometheus=True, managed_grafana=True, scrape_interval_seconds=60)
+    plan = _plan(data)
+    report = cost_report(plan)
+    amp = _line(report, "Amazon Managed Service for Prometheus: ingestion")
+    series = observability_plan(plan).series_at_full_size
+    samples = series * 720 * 3600 // 60
+    tiered = min(samples, 2e9) / 1e7 * 0.90 + max(samples - 2e9, 0) / 1e7 * 0.35
+    assert amp.monthly_usd == pytest.approx(tiered)
+    assert managed_prometheus_monthly_usd(plan) == (pytest.approx(tiered), samples)
+    # Twice as often: twice the samples, beyond the first tier at the lower price.
+    faster = cost_report(_plan(_observed(managed_prometheus=True, scrape_interval_seconds=30)))
+    assert _line(faster, "Amazon Managed").monthly_usd > amp.monthly_usd
+    usage = {u.item: u.unit_price for u in report.usage_billed}
+    assert usage["Amazon Managed Grafana"] == "$9/editor-month, $5/viewer-month"
+
+
+@pytest.mark.parametrize(
+    ("amount", "expected"),
+    [(1.0, "costs with no job running"), (None, None), (10**9, None), ("full", "at full size")],
+)
+def test_the_budget_is_checked_against_plans_monthly_estimate(amount: Any, expected: Any) -> None:
+    idle = cost_report(_plan(_observed()))
+    assert idle.idle_monthly_usd < idle.monthly_usd
+    if amount == "full":  # between the idle and the full-size month
+        amount = round((idle.idle_monthly_usd + idle.monthly_usd) / 2)
+    data = _observed() if amount is None else _observed(budget_monthly_usd=amount)
+    plan = _plan(data)
+    finding = budget_warning(plan, cost_report(plan))
+    if expected is None:
+        assert finding is None
+    else:
+        assert finding is not None and finding.path == "observability.budget_monthly_usd"
+        assert expected in finding.message and finding.level.value == "warning"
+        assert _line(cost_report(plan), "AWS Budgets budget").hourly_usd == 0.0

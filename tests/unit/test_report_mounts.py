@@ -3,9 +3,9 @@ its sources."""
 
 from __future__ import annotations
 
-from helpers_stack import plan_of
 from slurmstack.report.data import mounts_section
 from stack.test_data_stack import byo
+from support.stack import plan_of
 
 
 def test_plan_shows_every_mount_with_reach_cost_and_first_data() -> None:
@@ -32,7 +32,7 @@ def test_plan_shows_every_mount_with_reach_cost_and_first_data() -> None:
 
 
 def test_a_plain_cluster_lists_its_one_association() -> None:
-    from helpers_examples import example_plan
+    from support.examples import example_plan
 
     mounts = mounts_section(example_plan("p5-training"))["mounts"]
     assert [m["mount"] for m in mounts if "association" in m["what"]] == ["/fsx/datasets"]

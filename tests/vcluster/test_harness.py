@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import EXAMPLE_IDS, example_plan
 from slurmstack import render
 from slurmstack.loader import load_file
 from slurmstack.plan import build_plan
+from support.examples import EXAMPLE_IDS, example_plan
 from vcluster.conftest import DEFINITION
 from vcluster.harness import cloudinit, standins
 from vcluster.harness.imds import Instance, MetadataService

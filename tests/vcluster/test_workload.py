@@ -302,7 +302,8 @@ def test_acceptance_gives_a_verdict_per_pool_and_drains_a_slow_node(
     # Root (an operator) runs it: the node is drained with the documented reason.
     try:
         code, out = accept(vcluster, "--pool", "gpu", "--bisect", user=None, slow=slow)
-        assert code == 1 and f"drained {slow}: {reason}" in out, out
+        queue = head(vcluster).run("squeue", "-a", "-o", "%i %u %T %j %N %r", check=False).stdout
+        assert code == 1 and f"drained {slow}: {reason}" in out, out + queue
         record = vcluster.node_records()[slow]
         assert "DRAIN" in record["State"] and record["Reason"] == reason
     finally:

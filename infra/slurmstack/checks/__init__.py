@@ -2,8 +2,8 @@
 that yields findings with a path; all rules run and every finding is collected.
 
 Rules live in one module per resource family (names, region, instances, capacity, elastic,
-network, storage, data (existing file systems, associations, Mountpoint), slurm, accounting,
-nccl, tags, images, health). The rule id is the function name with dashes for
+network, storage, data (existing file systems, associations), mountpoint, slurm, accounting,
+people, nccl, tags, images, health). The rule id is the function name with dashes for
 underscores; the comment above each rule says why it exists.
 """
 
@@ -52,9 +52,11 @@ from slurmstack.checks import (  # noqa: E402
     health,
     images,
     instances,
+    mountpoint,
     names,
     nccl,
     network,
+    people,
     region,
     slurm,
     storage,
@@ -71,9 +73,11 @@ __all__ = [
     "health",
     "images",
     "instances",
+    "mountpoint",
     "names",
     "nccl",
     "network",
+    "people",
     "region",
     "rule",
     "rule_id",

@@ -6,16 +6,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from slurmstack.accounting import (
-    HEAD_MEMORY_SHARE_OF_BUFFER_POOL,
-    INNODB_BUFFER_POOL_MAX_MIB,
-    RDS_MAX_USER_LENGTH,
-    RDS_SUBNET_PREFIX,
-    SLURMDBD_BUFFER_POOL_FLOOR_MIB,
-    buffer_pool_mib,
-    known_tres,
-    spec_rds_subnets,
-)
 from slurmstack.catalog import Catalog
 from slurmstack.checks import rule
 from slurmstack.checks.common import (
@@ -28,6 +18,16 @@ from slurmstack.checks.common import (
 )
 from slurmstack.contract import DEFAULT_QOS, ROOT_ACCOUNT, DatabaseType
 from slurmstack.findings import Finding
+from slurmstack.rules.accounting import (
+    HEAD_MEMORY_SHARE_OF_BUFFER_POOL,
+    INNODB_BUFFER_POOL_MAX_MIB,
+    RDS_MAX_USER_LENGTH,
+    RDS_SUBNET_PREFIX,
+    SLURMDBD_BUFFER_POOL_FLOOR_MIB,
+    buffer_pool_mib,
+    known_tres,
+    spec_rds_subnets,
+)
 from slurmstack.spec import AccountingSpec, ClusterSpec
 
 PATH = "slurm.accounting"
@@ -353,7 +353,7 @@ def _larger_in_family(instance_type: str, memory_mib: int, catalog: Catalog) -> 
 
 
 # A local database runs MariaDB on the head node beside slurmctld and slurmdbd, with an eighth
-# of the head's memory as its buffer pool (slurmstack.accounting.buffer_pool_mib); Slurm's
+# of the head's memory as its buffer pool (slurmstack.rules.accounting.buffer_pool_mib); Slurm's
 # accounting guide asks for at least 4 GiB.
 # why: below 16 GiB of memory the buffer pool is under the 2 GiB at which slurmdbd reports
 # "Database settings not recommended values" at every start (_check_database_variables).

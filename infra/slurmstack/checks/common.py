@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from slurmstack.catalog import Catalog, InstanceFacts, did_you_mean
-from slurmstack.efa import resolve_efa
-from slurmstack.facts import resolve_facts
 from slurmstack.findings import Finding, Level
+from slurmstack.rules.efa import resolve_efa
+from slurmstack.rules.facts import resolve_facts
 from slurmstack.spec import ClusterSpec, PoolSpec
 
 

@@ -3,19 +3,26 @@ jobs by Slurm's power saving and stopped when idle (slurmstack.node.power)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from slurmstack.catalog import Catalog
 from slurmstack.checks import rule
 from slurmstack.checks.common import error, warning
 from slurmstack.checks.tags import MAX_TAGS, SLURMSTACK_TAG_KEYS
-from slurmstack.contract import ELASTIC_TAG, NODE_NAME_TAG
+from slurmstack.contract import ELASTIC_TAG, LAUNCH_TAG
 from slurmstack.findings import Finding
 from slurmstack.spec import CapacityType, ClusterSpec
 
 # The tags an elastic instance carries besides every pool instance's: which pool launched it,
-# and the Slurm node it runs.
-ELASTIC_TAG_KEYS = (ELASTIC_TAG, NODE_NAME_TAG)
+# and the launch (whose object in the bucket names its Slurm node).
+ELASTIC_TAG_KEYS = (ELASTIC_TAG, LAUNCH_TAG)
+# An elastic pool's instances have their tags in the instance metadata (that is how an elastic
+# node knows its launch with no API call), and EC2 then refuses to launch an instance with a tag
+# key of other characters than these, a key of only "." or "..", or "_index" (EC2 User Guide,
+# "View tags for your EC2 instances using instance metadata").
+METADATA_TAG_KEY = re.compile(r"^[A-Za-z0-9+\-=.,_:@]+$")
+METADATA_TAG_KEYS_REFUSED = frozenset({".", "..", "_index"})
 
 
 # why: max_count is the pool's most nodes; below count, Slurm would be given fewer nodes than
@@ -47,6 +54,23 @@ def elastic_tag_count(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
             f"slurmstack adds {len(SLURMSTACK_TAG_KEYS) + len(ELASTIC_TAG_KEYS)} "
             f"({', '.join((*SLURMSTACK_TAG_KEYS, *ELASTIC_TAG_KEYS))}); keep at most {room}",
         )
+
+
+# why: EC2 refuses every launch of an instance whose tags are in its metadata when a tag key
+# has a space or a "/" (and the like): the pool's elastic nodes would never start.
+@rule
+def elastic_tag_keys(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    if not any(pool.elastic_nodes for pool in spec.pools):
+        return
+    for key in spec.tags:
+        if not METADATA_TAG_KEY.match(key) or key in METADATA_TAG_KEYS_REFUSED:
+            yield error(
+                f"tags.{key}",
+                f"tag key {key!r} cannot be in the instance metadata, where an elastic node "
+                "reads its tags (EC2 refuses to launch it: only letters, digits and + - = . , "
+                "_ : @, not '.', '..' or '_index'); rename the key, e.g. "
+                f"{re.sub(r'[^A-Za-z0-9+=.,_:@-]', '-', key)!r}",
+            )
 
 
 # why: a Capacity Block is paid for its whole term whether instances run in it or not, so

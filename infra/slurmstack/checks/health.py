@@ -1,5 +1,5 @@
 """Health and repair: the definition's overrides of the reason -> action table name causes the
-table has (slurmstack.health_policy), and its XIDs (health.xids) say each XID once."""
+table has (slurmstack.rules.health_policy), and its XIDs (health.xids) say each XID once."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from slurmstack.checks import rule
 from slurmstack.checks.common import error, suggestion, warning
 from slurmstack.contract import Check
 from slurmstack.findings import Finding
-from slurmstack.health_policy import CRITICAL_XIDS, FIXED_CAUSES, OVERRIDABLE_CAUSES
+from slurmstack.rules.health_policy import CRITICAL_XIDS, FIXED_CAUSES, OVERRIDABLE_CAUSES
 from slurmstack.spec import ClusterSpec, XidHandling
 
 XID_CAUSE = f"{Check.GPU_XID.value}:"

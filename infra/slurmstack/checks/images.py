@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from slurmstack.catalog import Catalog
 from slurmstack.checks import rule
 from slurmstack.checks.common import error, head_facts, pools_with_facts
-from slurmstack.facts import resolve_facts
 from slurmstack.findings import Finding
 from slurmstack.image_pins import pin_problems
+from slurmstack.rules.facts import resolve_facts
 from slurmstack.spec import ClusterSpec
 
 

@@ -32,10 +32,13 @@ HEAD_MIN_ANY = (2, 4 * 1024)
 
 
 def _instance_types(spec: ClusterSpec) -> Iterator[tuple[str, str, InstanceFacts | None]]:
-    """(path prefix, instance type, definition facts) for the head node and every pool."""
+    """(path prefix, instance type, definition facts) for the head node, every pool and every
+    login pool."""
     yield "head_node", spec.head_node.instance_type, spec.head_node.instance_facts
     for index, pool in enumerate(spec.pools):
         yield f"pools[{index}]", pool.instance_type, pool.instance_facts
+    for index, login in enumerate(spec.login_pools):
+        yield f"login_pools[{index}]", login.instance_type, login.instance_facts
 
 
 # why: without facts slurmstack cannot size Slurm nodes, GRES or the EFA layout.

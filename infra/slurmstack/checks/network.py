@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from slurmstack.catalog import Catalog
 from slurmstack.checks import rule
 from slurmstack.checks.common import error, pools_with_facts, warning
-from slurmstack.efa import addresses_per_node, efa_interfaces
 from slurmstack.findings import Finding
+from slurmstack.rules.efa import addresses_per_node, efa_interfaces
+from slurmstack.rules.subnets import carve
 from slurmstack.spec import ClusterSpec, LustreSpec
-from slurmstack.subnets import carve
 
 # A new VPC: AWS allows /16 to /28; slurmstack carves a compute and a public subnet out of
 # it, so /24 is the smallest that leaves the compute subnet room for a useful cluster.

@@ -13,7 +13,7 @@ from slurmstack.catalog import Catalog
 from slurmstack.checks import rule
 from slurmstack.checks.common import error, pools_with_facts, warning
 from slurmstack.findings import Finding
-from slurmstack.fsx import (
+from slurmstack.rules.fsx import (
     HDD_STEP,
     LUSTRE_EFA_CONNECTION_LIMIT,
     METADATA_IOPS,

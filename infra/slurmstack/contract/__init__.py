@@ -26,10 +26,14 @@ the one door: import every name from ``slurmstack.contract``, never from its mod
 - ``reasons``: The reasons slurmstack gives a node in Slurm, and the causes the repair table is
   written in.
 - ``repair``: The head controller's repair policy: what it does about each cause.
+- ``documents``: The one codec of the JSON documents (node.json, accounting.json, acceptance.json).
 - ``node_config``: node.json: what the node agent knows about its role, written by render.
 - ``accounting``: accounting.json: what the head's agent knows about accounting, written by
   render.
+- ``observe``: The exporters' ports, the agent's metrics and scrape targets, the GPU-to-job
+  files, the alert event's schema.
 - ``image``: What a node's image must hold, and where the image build finds its inputs.
+- ``people``: identities.json: the people every node knows, their ids, login pools' names.
 - ``acceptance``: acceptance.json: what acceptance expects of each pool's nodes, and how it
   tests them.
 """
@@ -40,11 +44,14 @@ from . import (
     accounting,
     aws,
     commands,
+    documents,
     env,
     image,
     names,
     node_config,
+    observe,
     paths,
+    people,
     reasons,
     repair,
     store,
@@ -53,11 +60,14 @@ from .acceptance import *
 from .accounting import *
 from .aws import *
 from .commands import *
+from .documents import *
 from .env import *
 from .image import *
 from .names import *
 from .node_config import *
+from .observe import *
 from .paths import *
+from .people import *
 from .reasons import *
 from .repair import *
 from .store import *
@@ -68,11 +78,14 @@ __all__ = sorted(
         *accounting.__all__,
         *aws.__all__,
         *commands.__all__,
+        *documents.__all__,
         *env.__all__,
         *image.__all__,
         *names.__all__,
         *node_config.__all__,
+        *observe.__all__,
         *paths.__all__,
+        *people.__all__,
         *reasons.__all__,
         *repair.__all__,
         *store.__all__,

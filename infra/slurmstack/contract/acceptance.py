@@ -3,20 +3,9 @@
 from __future__ import annotations
 
 import enum
-import json
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
-from .node_config import GENERATED_BY
-
-__all__ = [
-    "Acceptance",
-    "AllReduceThreshold",
-    "Collective",
-    "PoolAcceptance",
-    "acceptance_json",
-    "read_acceptance",
-]
+__all__ = ["Acceptance", "AllReduceThreshold", "Collective", "PoolAcceptance"]
 
 
 class Collective(enum.StrEnum):
@@ -65,43 +54,3 @@ class Acceptance:
             if pool.pool == name:
                 return pool
         raise KeyError(name)
-
-
-def acceptance_json(acceptance: Acceptance) -> str:
-    """acceptance.json as render writes it (sorted keys, two-space indent)."""
-    pools = []
-    for pool in acceptance.pools:
-        data: dict[str, Any] = {f.name: getattr(pool, f.name) for f in fields(pool)}
-        data["mounts"] = list(pool.mounts)
-        data["env"] = [list(pair) for pair in pool.env]
-        data["allreduce_args"] = list(pool.allreduce_args)
-        data["collective"] = pool.collective.value
-        data["threshold"] = None if pool.threshold is None else vars(pool.threshold).copy()
-        pools.append(data)
-    document = {"generated_by": GENERATED_BY, "cluster": acceptance.cluster, "pools": pools}
-    return json.dumps(document, indent=2, sort_keys=True) + "\n"
-
-
-def read_acceptance(text: str) -> Acceptance:
-    """The Acceptance of an acceptance.json (ValueError or KeyError for a malformed one)."""
-    data = json.loads(text)
-    pools = []
-    for pool in data["pools"]:
-        threshold = pool.get("threshold")
-        pools.append(
-            PoolAcceptance(
-                pool=str(pool["pool"]),
-                partition=str(pool["partition"]),
-                instance_type=str(pool["instance_type"]),
-                nodes=int(pool["nodes"]),
-                gpus_per_node=int(pool["gpus_per_node"]),
-                efa_devices=int(pool["efa_devices"]),
-                mounts=tuple(str(m) for m in pool["mounts"]),
-                env=tuple((str(k), str(v)) for k, v in pool["env"]),
-                collective=Collective(pool["collective"]),
-                threshold=AllReduceThreshold(**threshold) if threshold else None,
-                allreduce_args=tuple(str(a) for a in pool.get("allreduce_args") or ()),
-                mpi_bin=str(pool.get("mpi_bin") or ""),
-            )
-        )
-    return Acceptance(cluster=str(data["cluster"]), pools=tuple(pools))

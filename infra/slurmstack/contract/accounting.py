@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import enum
-import json
 from dataclasses import dataclass
-from typing import Any
 
 from .aws import SLURMDBD_PORT
-from .node_config import GENERATED_BY
 
 __all__ = [
     "DEFAULT_QOS",
@@ -20,8 +17,6 @@ __all__ = [
     "AccountingUser",
     "DatabaseType",
     "PoolPrice",
-    "accounting_config_json",
-    "read_accounting_config",
 ]
 
 # --- accounting.json ----------------------------------------------------------------------
@@ -114,47 +109,3 @@ class AccountingConfig:
     accounts: tuple[AccountingAccount, ...] = ()
     users: tuple[AccountingUser, ...] = ()
     pools: tuple[PoolPrice, ...] = ()
-
-
-def accounting_config_json(config: AccountingConfig) -> str:
-    """accounting.json as render writes it (sorted keys, two-space indent)."""
-    data: dict[str, Any] = {
-        "generated_by": GENERATED_BY,
-        "cluster": config.cluster,
-        "enabled": config.enabled,
-    }
-    if config.enabled:
-        database = None if config.database is None else vars(config.database).copy()
-        data.update(
-            slurmdbd_port=config.slurmdbd_port,
-            database=database,
-            qos=[vars(q) for q in config.qos],
-            accounts=[{**vars(a), "qos": list(a.qos)} for a in config.accounts],
-            users=[{**vars(u), "accounts": list(u.accounts)} for u in config.users],
-            pools=[vars(p) for p in config.pools],
-        )
-    return json.dumps(data, indent=2, sort_keys=True) + "\n"
-
-
-def read_accounting_config(text: str) -> AccountingConfig:
-    """The AccountingConfig of an accounting.json (ValueError or KeyError for a malformed one)."""
-    data = json.loads(text)
-    if not data["enabled"]:
-        return AccountingConfig(cluster=str(data["cluster"]), enabled=False)
-    db = data.get("database")
-    return AccountingConfig(
-        cluster=str(data["cluster"]),
-        enabled=True,
-        slurmdbd_port=int(data["slurmdbd_port"]),
-        database=None
-        if db is None
-        else AccountingDatabase(**{**db, "type": DatabaseType(db["type"])}),
-        qos=tuple(AccountingQos(**q) for q in data["qos"]),
-        accounts=tuple(
-            AccountingAccount(**{**a, "qos": tuple(a["qos"])}) for a in data["accounts"]
-        ),
-        users=tuple(
-            AccountingUser(**{**u, "accounts": tuple(u["accounts"])}) for u in data["users"]
-        ),
-        pools=tuple(PoolPrice(**p) for p in data["pools"]),
-    )

@@ -11,6 +11,7 @@ __all__ = [
     "CONTROLLER_INTERVAL_SECONDS",
     "LAUNCH_RETRY_MAX_SECONDS",
     "LAUNCH_RETRY_SECONDS",
+    "ORPHAN_GRACE_SECONDS",
     "POWER_ENV_PATH",
     "POWER_LOG_PATH",
     "POWER_PROGRAMS",
@@ -61,6 +62,20 @@ class Command(enum.StrEnum):
     JOB_DIRS = "job-dirs"
     ECR_TOKEN = "ecr-token"
     ECR_LOGIN = "ecr-login"
+    # People (slurmstack.node.people).
+    IDENTITIES = "identities"
+    # Observability (slurmstack.node.observe).
+    NODE_METRICS = "node-metrics"
+    HEAD_METRICS = "head-metrics"
+    GPU_JOB_START = "gpu-job-start"
+    GPU_JOB_END = "gpu-job-end"
+    ALERT_RELAY = "alert-relay"
+    FOLLOW_LOGS = "follow-logs"
+    DIAG = "diag"
+    # Rollouts and permissions (slurmstack.node.boot.join_hook, slurmstack.node.power.launch_check).
+    JOINED = "joined"
+    LAUNCH_CHECK = "launch-check"
+    PRUNE_IMAGES = "prune-images"
 
 
 def agent_command(command: Command, *args: str) -> str:
@@ -108,3 +123,6 @@ POWER_SWEEP_INTERVAL_SECONDS = 60
 # up to LAUNCH_RETRY_MAX_SECONDS, before its nodes are offered to Slurm again.
 LAUNCH_RETRY_SECONDS = 120
 LAUNCH_RETRY_MAX_SECONDS = 1800
+# An elastic instance no node runs on (its address is no node's) is terminated by the sweep
+# this long after its launch: a resume sets its nodes' addresses within seconds of the launch.
+ORPHAN_GRACE_SECONDS = 600

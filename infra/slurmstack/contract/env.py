@@ -1,19 +1,24 @@
 """The node's KEY=value files: bootstrap.env (who the node is) and node.env (what it learned at
-boot)."""
+boot); and the deploy-time parameters as the node read them at boot."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, fields
 
 __all__ = [
     "ENV_PREFIX",
+    "PARAMETERS_FRESH_SECONDS",
     "BootstrapEnv",
+    "DeployValues",
     "NodeEnv",
     "bootstrap_env_text",
+    "deploy_values_of",
     "env_key",
     "env_ref",
     "parse_env",
     "read_bootstrap_env",
+    "read_deploy_values",
     "read_node_env",
 ]
 
@@ -88,3 +93,40 @@ def env_ref(name: str) -> str:
     if name not in {f.name for f in fields(NodeEnv)}:
         raise KeyError(f"NodeEnv has no field {name!r}")
     return "${" + env_key(name) + "}"
+
+
+# --- the deploy-time parameters, as read at boot -------------------------------------------
+
+# A node reads the deploy-time parameters of its role (names.parameter_calls) in one
+# GetParameters call (the head in two) when it first needs one, and keeps the answer in
+# PARAMETERS_CACHE_PATH, on /run: gone at the next boot. Parameter Store allows an account 40
+# reads a second by default, which a thousand nodes booting at once would exceed ninefold at
+# nine reads each. An answer older than this is read again when a value is asked for.
+PARAMETERS_FRESH_SECONDS = 1800
+
+
+@dataclass(frozen=True)
+class DeployValues:
+    """Deploy-time values by parameter key (e.g. ``head/address``), and when they were read."""
+
+    read_at: float
+    values: dict[str, str]
+
+    def text(self) -> str:
+        return json.dumps({"read_at": self.read_at, "values": self.values}, sort_keys=True)
+
+
+def read_deploy_values(text: str) -> DeployValues:
+    data = json.loads(text)
+    values = {str(k): str(v) for k, v in data["values"].items()}
+    return DeployValues(float(data["read_at"]), values)
+
+
+def deploy_values_of(answer: dict[str, object], prefix: str) -> dict[str, str]:
+    """Parameter key -> value of a GetParameters answer for names under ``prefix``."""
+    found = {}
+    for item in answer.get("Parameters") or ():  # type: ignore[attr-defined]
+        name, value = str(item["Name"]), str(item["Value"])
+        if name.startswith(prefix + "/"):
+            found[name[len(prefix) + 1 :]] = value
+    return found

@@ -12,8 +12,10 @@ __all__ = [
     "IMAGE_ACCOUNTING_ITEMS",
     "IMAGE_BASE_ITEMS",
     "IMAGE_BUNDLE_DIR",
+    "IMAGE_DIRECTORY_ITEMS",
     "IMAGE_HEAD_ITEMS",
     "IMAGE_LOCAL_DATABASE_ITEMS",
+    "IMAGE_LOGIN_ITEMS",
     "IMAGE_MANIFEST_PATH",
     "IMAGE_MOUNT_ITEMS",
     "IMAGE_PREFIX",
@@ -65,8 +67,16 @@ def _commands(*names: str) -> tuple[str, ...]:
     return tuple(image_item(ImageItem.COMMAND, name) for name in names)
 
 
-# Every node: munge, the Slurm client, the metadata firewall's nft, the agent's boto3.
-IMAGE_BASE_ITEMS = (*_commands("munged", "scontrol", "nft"), image_item(ImageItem.MODULE, "boto3"))
+# Every node: munge, the Slurm client, the metadata firewall's nft, the agent's boto3, and
+# the tools that make people's accounts (the identities step).
+IMAGE_BASE_ITEMS = (
+    *_commands("munged", "scontrol", "nft", "useradd", "usermod", "groupadd"),
+    image_item(ImageItem.MODULE, "boto3"),
+)
+# A login node: Slurm's clients configless (sackd), sshd, sudo, Slurm's accounting clients.
+IMAGE_LOGIN_ITEMS = _commands("sackd", "sshd", "ssh-keygen", "sudo", "sbatch", "sacct", "sshare")
+# People from a directory: SSSD and its NSS module and key lookup for sshd.
+IMAGE_DIRECTORY_ITEMS = _commands("sssd", "sss_ssh_authorizedkeys")
 IMAGE_HEAD_ITEMS = _commands("slurmctld")
 IMAGE_WORKER_ITEMS = (
     *_commands("slurmd", "srun", "enroot"),

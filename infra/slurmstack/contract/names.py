@@ -14,10 +14,14 @@ __all__ = [
     "ELASTIC_TAG",
     "EXISTING_DNS",
     "EXISTING_MOUNT_NAME",
+    "GET_PARAMETERS_MAX",
     "HEAD_ROLE",
     "IMAGE_TAG",
+    "JOIN_HOOK_HEARTBEAT_SECONDS",
+    "JOIN_HOOK_NAME",
+    "LAUNCH_TAG",
     "NODE_INDEX_MAX",
-    "NODE_NAME_TAG",
+    "POOL_PARAMETERS",
     "POOL_ROLE",
     "POOL_TAG",
     "ROLE_TAG",
@@ -36,10 +40,10 @@ __all__ = [
     "node_name",
     "node_name_pattern",
     "node_name_prefix",
+    "parameter_calls",
     "parameter_name",
     "parameter_prefix",
-    "pool_group_name",
-    "pool_resource_name",
+    "resource_name",
     "resource_tags",
 ]
 
@@ -60,12 +64,6 @@ def head_host(cluster: str) -> str:
 # unique within the compute subnet (an AWS subnet is at most a /16), stable for the
 # instance's life, and inside one hostlist range per pool (gres.conf relies on that).
 NODE_INDEX_MAX = 0xFFFF
-
-
-def pool_group_name(cluster: str, pool: str) -> str:
-    """The pool's Auto Scaling group (and launch template, placement group, role): the stack
-    names them so, the head's controller finds the group by it."""
-    return f"{cluster}-pool-{pool}"
 
 
 def node_name_prefix(pool: str) -> str:
@@ -124,11 +122,13 @@ def elastic_index(name: str, pool: str) -> int | None:
 POOL_ROLE = "pool"
 
 
-def pool_resource_name(cluster: str, pool: str) -> str:
-    """The name of a pool's launch template, placement group, Auto Scaling group and role:
-    ``{cluster}-pool-{pool}`` (the stack's resource_name scheme). The power programs launch
-    elastic nodes from the launch template of this name."""
-    return f"{cluster}-{POOL_ROLE}-{pool}"
+def resource_name(cluster: str, role: str, pool: str | None = None) -> str:
+    """The one name scheme of the cluster's AWS resources, ``{cluster}-{role}[-{pool}]``: the
+    stack's logical and (where AWS takes one) physical names. A pool's launch template,
+    placement group, Auto Scaling group and role are ``resource_name(cluster, POOL_ROLE,
+    pool)``: the head's controller finds the group by it, the power programs launch elastic
+    nodes from the template of this name."""
+    return f"{cluster}-{role}" + (f"-{pool}" if pool else "")
 
 
 # --- tags ------------------------------------------------------------------------------
@@ -143,10 +143,13 @@ POOL_TAG = f"{TAG_PREFIX}pool"
 IMAGE_TAG = f"{TAG_PREFIX}image"  # on an Image Builder image: the key of the image it is
 # On an instance the power programs launched (value: its pool), from the launch itself: the
 # node agent knows by it to wait for its name, the head's role may terminate only such
-# instances. Its Slurm node name follows as NODE_NAME_TAG once EC2 has said which instance
-# takes which name.
+# instances. LAUNCH_TAG, also from the launch, is the id of the launch (one EC2 Fleet request):
+# the head writes one object per launch to the bucket (launch_key: instance -> node name) as
+# soon as EC2 has said which instances it launched, and the node reads its name there. EC2
+# cannot give each instance of one request a tag of its own, and a CreateTags call per instance
+# is what a thousand-node launch cannot afford.
 ELASTIC_TAG = f"{TAG_PREFIX}elastic"
-NODE_NAME_TAG = f"{TAG_PREFIX}node-name"
+LAUNCH_TAG = f"{TAG_PREFIX}launch"
 
 
 def resource_tags(
@@ -188,6 +191,10 @@ class DeployParameter(enum.StrEnum):
     # The RDS accounting database's address (slurm.accounting.database.type rds): known only
     # once the instance exists; the head's agent waits for it (slurmdbd.conf's StorageHost).
     ACCOUNTING_DB_HOST = "accounting/db-host"
+    # The alert topic's ARN (SNS): the head's alert relay publishes to it.
+    ALERT_TOPIC_ARN = "monitoring/alert-topic-arn"
+    # The managed Prometheus workspace's remote-write URL (observability.managed_prometheus).
+    REMOTE_WRITE_URL = "monitoring/remote-write-url"
 
 
 def existing_parameter(file_system_id: str, what: str) -> str:
@@ -210,6 +217,32 @@ def parameter_name(prefix: str, key: DeployParameter | str) -> str:
     return f"{prefix}/{key}"
 
 
+# GetParameters takes at most ten names a call (AWS Systems Manager API Reference,
+# GetParameters: Names, 1 to 10 items).
+GET_PARAMETERS_MAX = 10
+# What a pool node reads (its boot and its agent): one GetParameters call. The head reads every
+# DeployParameter (two calls: it is one node).
+POOL_PARAMETERS = tuple(
+    k.value
+    for k in (
+        DeployParameter.HEAD_ADDRESS,
+        DeployParameter.BUCKET,
+        DeployParameter.LUSTRE_DNS,
+        DeployParameter.LUSTRE_MOUNT_NAME,
+        DeployParameter.EFS_ID,
+        DeployParameter.CONFIG_MANIFEST,
+    )
+)
+
+
+def parameter_calls(prefix: str, role: str, also: str = "") -> list[list[str]]:
+    """The names of the deploy-time parameters a node of ``role`` reads (and ``also``, a key
+    asked for beyond them), as GetParameters calls of at most GET_PARAMETERS_MAX names."""
+    keys = [k for k in DeployParameter if role == HEAD_ROLE or k in POOL_PARAMETERS or k == also]
+    names = [parameter_name(prefix, k) for k in keys]
+    return [names[i : i + GET_PARAMETERS_MAX] for i in range(0, len(names), GET_PARAMETERS_MAX)]
+
+
 def munge_secret_name(cluster: str) -> str:
     """The Secrets Manager secret holding the cluster's munge key."""
     return f"slurmstack/{cluster}/munge-key"
@@ -228,3 +261,12 @@ DRAIN_HOOK_NAME = "slurmstack-drain"
 # The hook's heartbeat timeout: the controller records a heartbeat on every pass while it
 # waits, so the action outlives passes without AWS's default hour running out between them.
 DRAIN_HOOK_HEARTBEAT_SECONDS = 600
+# The pools' groups hold a launching instance in this lifecycle hook (Pending:Wait) until its
+# node has joined Slurm: its last boot step (`slurmstack-node joined`) completes the action with
+# CONTINUE once slurmctld has it registered and responding, and only then is the instance
+# InService, so an instance refresh counts its warm-up from a node that runs jobs. A boot that
+# fails completes it with ABANDON (the group terminates the instance and launches another); a
+# boot that never ends is abandoned when the heartbeat timeout runs out (AWS's default hour,
+# which covers a first boot with DCGM's diagnostic: DEEP_DIAGNOSTIC_SECONDS).
+JOIN_HOOK_NAME = "slurmstack-join"
+JOIN_HOOK_HEARTBEAT_SECONDS = 3600

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import enum
-import json
 from dataclasses import dataclass, field
-from typing import Any
 
-from .commands import LAUNCH_RETRY_MAX_SECONDS, LAUNCH_RETRY_SECONDS
+from .commands import LAUNCH_RETRY_MAX_SECONDS, LAUNCH_RETRY_SECONDS, ORPHAN_GRACE_SECONDS
 from .names import HEAD_ROLE
-from .repair import RepairPolicy, read_repair_policy, repair_policy_data
+from .repair import RepairPolicy
 
 __all__ = [
-    "GENERATED_BY",
     "ElasticPool",
     "Health",
     "LaunchRetry",
@@ -23,8 +20,6 @@ __all__ = [
     "S3Mount",
     "Scratch",
     "StateVolume",
-    "node_config_json",
-    "read_node_config",
 ]
 
 # --- node.json ---------------------------------------------------------------------------
@@ -103,7 +98,10 @@ class ElasticPool:
     capacity: str  # the definition's capacity type: on_demand, spot, capacity_block, ...
     placement_group: str | None = None  # the cluster placement group the nodes launch into
     max_spot_price: str | None = None
-    tags: tuple[tuple[str, str], ...] = ()  # the pool's instance tags (ELASTIC_TAG added)
+    tags: dict[str, str] = field(default_factory=dict)  # its instances' tags (ELASTIC_TAG too)
+    # Its partition gives jobs whole nodes (OverSubscribe=EXCLUSIVE): a multi-node job's nodes
+    # launch all or nothing where Slurm's resume file does not say whether a job is exclusive.
+    exclusive: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,9 +137,10 @@ class Health:
 
 @dataclass(frozen=True)
 class NodeConfig:
-    """What the node agent knows about its role (NODE_CONFIG_PATH), written by render.
-    Head-only fields (state_volume, pools) and pool-only fields (node_name_prefix, scratch,
-    health, lustre_efa_interfaces) are left out of the file on the other role."""
+    """What the node agent knows about its role (NODE_CONFIG_PATH), written by render
+    (dump_document; the agent reads it with load_document). Head-only fields (state_volume,
+    pools, ...) and pool-only fields (node_name_prefix, scratch, health, ...) keep their
+    defaults on the other role, and a field at its default is left out of the file."""
 
     cluster: str
     region: str
@@ -154,6 +153,7 @@ class NodeConfig:
     state_volume: StateVolume | None = None
     elastic_pools: tuple[ElasticPool, ...] = ()  # what the power programs launch
     launch_retry: LaunchRetry = field(default_factory=LaunchRetry)
+    orphan_grace_seconds: int = ORPHAN_GRACE_SECONDS  # the sweep's, for an unowned instance
     pools: tuple[PoolRef, ...] = ()  # the pools whose nodes the controller looks after
     repair: RepairPolicy | None = None  # the controller's policy
     # A pool's node.
@@ -167,97 +167,3 @@ class NodeConfig:
     @property
     def is_head(self) -> bool:
         return self.role == HEAD_ROLE
-
-
-GENERATED_BY = "slurmstack"
-
-
-def node_config_json(config: NodeConfig) -> str:
-    """node.json as render writes it (sorted keys, two-space indent)."""
-    data: dict[str, Any] = {
-        "generated_by": GENERATED_BY,
-        "cluster": config.cluster,
-        "region": config.region,
-        "role": config.role,
-        "parameter_prefix": config.parameter_prefix,
-        "munge_secret": config.munge_secret,
-        "mounts": [_mount_json(m) for m in config.mounts],
-    }
-    if config.s3_mounts:
-        data["s3_mounts"] = [vars(m).copy() for m in config.s3_mounts]
-    if config.is_head:
-        volume = config.state_volume
-        data["state_volume"] = None if volume is None else vars(volume).copy()
-        data["pools"] = [vars(p).copy() for p in config.pools]
-        if config.elastic_pools:
-            data["elastic_pools"] = [_elastic_json(p) for p in config.elastic_pools]
-            data["launch_retry"] = vars(config.launch_retry).copy()
-        data["repair"] = None if config.repair is None else repair_policy_data(config.repair)
-    else:
-        data["node_name_prefix"] = config.node_name_prefix
-        if config.elastic:
-            data["elastic"] = True
-        data["scratch"] = None if config.scratch is None else {"mount": config.scratch.mount}
-        health = vars(config.health).copy()
-        health["critical_xids"] = list(config.health.critical_xids)
-        data["health"] = health
-        if config.lustre_efa_interfaces is not None:
-            data["lustre_efa_interfaces"] = config.lustre_efa_interfaces
-    return json.dumps(data, indent=2, sort_keys=True) + "\n"
-
-
-def _mount_json(mount: Mount) -> dict[str, Any]:
-    data: dict[str, Any] = {"kind": mount.kind.value, "path": mount.path}
-    if mount.file_system_id:
-        data["file_system_id"] = mount.file_system_id
-    if mount.export_path:
-        data["export_path"] = mount.export_path
-    return data
-
-
-def _mount(data: dict[str, Any]) -> Mount:
-    return Mount(
-        MountKind(data["kind"]),
-        str(data["path"]),
-        str(data.get("file_system_id") or ""),
-        str(data.get("export_path") or ""),
-    )
-
-
-def _elastic_json(pool: ElasticPool) -> dict[str, Any]:
-    data = vars(pool).copy()
-    data["tags"] = dict(pool.tags)
-    return data
-
-
-def _elastic_pool(data: dict[str, Any]) -> ElasticPool:
-    return ElasticPool(**{**data, "tags": tuple(sorted(data.get("tags", {}).items()))})
-
-
-def read_node_config(text: str) -> NodeConfig:
-    """The NodeConfig of a node.json (ValueError or KeyError for a malformed one)."""
-    data = json.loads(text)
-    volume = data.get("state_volume")
-    scratch = data.get("scratch")
-    health = dict(data.get("health") or {})
-    health["critical_xids"] = tuple(health.get("critical_xids") or ())
-    repair = data.get("repair")
-    return NodeConfig(
-        cluster=str(data["cluster"]),
-        region=str(data["region"]),
-        role=str(data["role"]),
-        parameter_prefix=str(data["parameter_prefix"]),
-        munge_secret=str(data["munge_secret"]),
-        mounts=tuple(_mount(m) for m in data["mounts"]),
-        s3_mounts=tuple(S3Mount(**m) for m in data.get("s3_mounts") or ()),
-        state_volume=StateVolume(**volume) if volume else None,
-        pools=tuple(PoolRef(**p) for p in data.get("pools") or ()),
-        elastic_pools=tuple(_elastic_pool(p) for p in data.get("elastic_pools") or ()),
-        launch_retry=LaunchRetry(**(data.get("launch_retry") or {})),
-        node_name_prefix=str(data.get("node_name_prefix") or ""),
-        elastic=bool(data.get("elastic", False)),
-        scratch=Scratch(str(scratch["mount"])) if scratch else None,
-        health=Health(**health),
-        repair=read_repair_policy(repair) if repair else None,
-        lustre_efa_interfaces=data.get("lustre_efa_interfaces"),
-    )

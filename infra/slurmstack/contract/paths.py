@@ -33,6 +33,7 @@ __all__ = [
     "ENROOT_CONF_PATH",
     "ENROOT_RUNTIME_DIR",
     "ENROOT_SUBDIRS",
+    "EVENTS_LOG_PATH",
     "FABRIC_PROFILE_PATH",
     "HEALTH_CHECK_PROGRAM",
     "HEALTH_DIR",
@@ -54,10 +55,12 @@ __all__ = [
     "NCCL_TESTS_DIR",
     "NODE_CONFIG_PATH",
     "NODE_ENV_PATH",
+    "PARAMETERS_CACHE_PATH",
     "POWER_SERVICE",
     "POWER_TIMER",
     "REBOOT_PROGRAM",
     "SLURMCTLD_DROPIN_PATH",
+    "SLURMCTLD_LOG_PATH",
     "SLURMCTLD_UNIT",
     "SLURMDBD_CONF_PATH",
     "SLURMDBD_CONF_RENDERED_PATH",
@@ -94,11 +97,14 @@ BOOTSTRAP_FAILED = "/var/lib/slurmstack/bootstrap.failed"
 BOOTSTRAP_ENV_PATH = "/etc/slurmstack/bootstrap.env"
 NODE_CONFIG_PATH = "/etc/slurmstack/node.json"
 NODE_ENV_PATH = "/etc/slurmstack/node.env"
+# The deploy-time parameters as read at boot (DeployValues), on /run: read again every boot.
+PARAMETERS_CACHE_PATH = "/run/slurmstack/parameters.json"
 TASK_PROLOG_PATH = "/etc/slurmstack/task-prolog.sh"
 IMDS_FIREWALL_RULES_PATH = "/etc/slurmstack/imds-firewall.nft"
 SLURM_DIR = "/etc/slurm"
 SLURM_CONF_PATH = f"{SLURM_DIR}/slurm.conf"
 SLURMD_LOG_PATH = "/var/log/slurm/slurmd.log"  # SlurmdLogFile
+SLURMCTLD_LOG_PATH = "/var/log/slurm/slurmctld.log"  # SlurmctldLogFile
 SYSTEMD_DIR = "/etc/systemd/system"
 NCCL_CONF_PATH = "/etc/nccl.conf"
 FABRIC_PROFILE_PATH = "/etc/profile.d/slurmstack-fabric.sh"
@@ -172,6 +178,9 @@ KERNEL_LOG_PATH = "/dev/kmsg"
 LOG_DIR = "/var/log/slurmstack"
 HEALTH_LOG_PATH = f"{LOG_DIR}/health.log"  # every check's findings, on the node
 CONTROLLER_LOG_PATH = f"{LOG_DIR}/controller.log"  # every decision and action, on the head
+# What an operator must hear about (a pool the head may not launch, ...): JSON lines
+# (slurmstack.node.events).
+EVENTS_LOG_PATH = f"{LOG_DIR}/events.log"
 # The controller's memory (replacements per pool, the breakers, reboots it issued): on the
 # head's state volume, so a replaced head keeps it.
 CONTROLLER_STATE_PATH = f"{STATE_VOLUME_MOUNT}/slurmstack/controller.json"

@@ -52,7 +52,7 @@ _REASON = re.compile(
 
 class Check(enum.StrEnum):
     """The <check> of a slurmstack reason: what was found, and by whom. Each has a row in the
-    repair table (slurmstack.health_policy.CAUSES), so the table names every reason an operator
+    repair table (slurmstack.rules.health_policy.CAUSES), so the table names every reason an operator
     can see."""
 
     # Found on the node (slurmstack.node.health), at boot or by Slurm's HealthCheckProgram.

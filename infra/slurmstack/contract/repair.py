@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
-__all__ = ["Remedy", "RepairPolicy", "RepairRule", "read_repair_policy", "repair_policy_data"]
+__all__ = ["Remedy", "RepairPolicy", "RepairRule"]
 
 
 class Remedy(enum.StrEnum):
@@ -25,36 +24,25 @@ class RepairRule:
 
 @dataclass(frozen=True)
 class RepairPolicy:
-    """The head controller's policy, rendered from the definition into the head's node.json."""
+    """The head controller's policy, rendered from the definition into the head's node.json
+    (slurmstack.plan.health sets every field: the defaults are the definition's)."""
 
-    rules: tuple[RepairRule, ...] = ()
+    rules: tuple[RepairRule, ...]
     # The circuit breaker: at most this many replacements per pool in this many minutes; then
     # the pool's automatic replacement stops until an operator resets it.
-    breaker_replacements: int = 3
-    breaker_window_minutes: int = 60
+    breaker_replacements: int
+    breaker_window_minutes: int
     # A cause that comes back within this after the controller rebooted the node: replace.
-    reboot_window_minutes: int = 1440
+    reboot_window_minutes: int
     # A Capacity Block's nodes are drained this long before EC2 starts terminating them.
-    capacity_block_drain_minutes: int = 60
+    capacity_block_drain_minutes: int
     # How long a terminating instance (scale-in, refresh, replacement) waits for its jobs.
-    scale_in_wait_minutes: int = 120
+    scale_in_wait_minutes: int
     # How long it waits, once idle, for the node to copy its logs to the bucket.
-    logs_wait_minutes: int = 5
+    logs_wait_minutes: int
 
     def remedy(self, cause: str) -> Remedy | None:
         for rule in self.rules:
             if rule.cause == cause:
                 return rule.remedy
         return None
-
-
-def repair_policy_data(policy: RepairPolicy) -> dict[str, Any]:
-    data = {f.name: getattr(policy, f.name) for f in fields(policy) if f.name != "rules"}
-    data["rules"] = [{"cause": r.cause, "remedy": r.remedy.value} for r in policy.rules]
-    return data
-
-
-def read_repair_policy(data: dict[str, Any]) -> RepairPolicy:
-    values = {k: v for k, v in data.items() if k != "rules"}
-    rules = tuple(RepairRule(str(r["cause"]), Remedy(r["remedy"])) for r in data["rules"])
-    return RepairPolicy(rules=rules, **values)

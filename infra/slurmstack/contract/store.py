@@ -1,5 +1,5 @@
 """The cluster bucket's layout: the config store (content-keyed objects, bundles, the
-manifest) and where nodes copy their logs."""
+manifest), the elastic launches' node names, and where nodes copy their logs."""
 
 from __future__ import annotations
 
@@ -12,22 +12,27 @@ from .paths import (
     AGENT_PATH,
     BOOTSTRAP_FAILED,
     CLOUD_INIT_OUTPUT_PATH,
+    EVENTS_LOG_PATH,
     HEALTH_LOG_PATH,
     SLURMD_LOG_PATH,
 )
 
 __all__ = [
     "CONFIG_PREFIX",
+    "LAUNCHES_PREFIX",
     "LOGS_PREFIX",
     "LOGS_SHIPPED_MARKER",
     "SHIPPED_LOGS",
     "Manifest",
     "bundle_text",
     "is_agent_file",
+    "launch_key",
+    "launch_names_text",
     "log_prefix",
     "manifest_json",
     "matches_key",
     "read_bundle",
+    "read_launch_names",
     "read_manifest",
     "store_key",
 ]
@@ -105,6 +110,7 @@ SHIPPED_LOGS = (
     BOOTSTRAP_FAILED,
     HEALTH_LOG_PATH,
     SLURMD_LOG_PATH,
+    EVENTS_LOG_PATH,
 )
 LOGS_SHIPPED_MARKER = "shipped.json"  # written last: the head waits for it
 
@@ -112,3 +118,22 @@ LOGS_SHIPPED_MARKER = "shipped.json"  # written last: the head waits for it
 def log_prefix(pool: str, arn: str) -> str:
     """The bucket prefix of one instance's logs (see LOGS_PREFIX)."""
     return f"{LOGS_PREFIX}{pool}/{arn}/"
+
+
+# The elastic nodes' names, one object per launch (LAUNCH_TAG): the head's power programs write
+# it (their role may write below this prefix only), an elastic instance reads its name in it at
+# boot. The bucket expires them after a while (the stack's lifecycle rule).
+LAUNCHES_PREFIX = "launches/"
+
+
+def launch_key(launch_id: str) -> str:
+    return f"{LAUNCHES_PREFIX}{launch_id}.json"
+
+
+def launch_names_text(names: dict[str, str]) -> str:
+    """One launch's object: instance id -> Slurm node name."""
+    return _compact_json({"nodes": names})
+
+
+def read_launch_names(body: bytes) -> dict[str, str]:
+    return {str(k): str(v) for k, v in json.loads(body)["nodes"].items()}

@@ -7,7 +7,10 @@
 #   done             write the done marker
 # A failing step is named on the console and in the failed marker; a worker then copies its
 # logs to the bucket (once the agent is installed) and marks itself Unhealthy so its Auto
-# Scaling group replaces it (or powers off when it cannot).
+# Scaling group replaces it (or powers off when it cannot). A step that failed on AWS saying
+# "not now" (throttled: the agent exits EXIT_RETRYABLE) is run again, patiently; if AWS still
+# says so after STEP_RETRY_SECONDS the node stays as it is: a replacement would only throttle
+# the same way (a retry storm).
 import os
 import subprocess
 import sys
@@ -21,22 +24,42 @@ from slurmstack.contract import (
     BOOTSTRAP_ENV_PATH,
     BOOTSTRAP_FAILED,
     COMMAND_DIRS,
+    EXIT_RETRYABLE,
     HEAD_ROLE,
+    JOIN_HOOK_NAME,
+    PARAMETERS_CACHE_PATH,
+    POOL_ROLE,
     BootstrapEnv,
+    DeployParameter,
+    DeployValues,
     ImageItem,
+    aws_client_config,
+    deploy_values_of,
     is_agent_file,
+    is_retryable,
     matches_key,
+    parameter_calls,
     read_bootstrap_env,
     read_bundle,
     read_manifest,
+    resource_name,
 )
 
 INSTANCE_ID_FILE = "/var/lib/cloud/data/instance-id"  # written by cloud-init
 CONTRACT_DOC = "the image contract: README, 'Images'"
+# A step AWS keeps throttling is run again after RETRY_FIRST_SECONDS, doubling up to
+# RETRY_MAX_SECONDS between tries, for at most STEP_RETRY_SECONDS.
+RETRY_FIRST_SECONDS = 15.0
+RETRY_MAX_SECONDS = 300.0
+STEP_RETRY_SECONDS = 3600.0
 
 
 class StepFailed(Exception):
     pass
+
+
+class StillThrottled(StepFailed):
+    """AWS said "not now" for longer than STEP_RETRY_SECONDS: no reason to replace the node."""
 
 
 def log(message: str) -> None:
@@ -50,15 +73,34 @@ def aws_session() -> Any:
     return boto3.session.Session()
 
 
-def wait_parameter(ssm: Any, name: str, timeout: float, poll: float) -> str:
+def client(session: Any, service: str, region: str) -> Any:
+    """A client that retries throttling with backoff, boundedly (the contract's settings)."""
+    from botocore.config import Config
+
+    return session.client(service, region_name=region, config=Config(**aws_client_config()))
+
+
+def read_parameters(ssm: Any, env: BootstrapEnv, root: str, timeout: float, poll: float) -> Any:
+    """The deploy-time parameters of the node's role in one GetParameters call (the head's in
+    two; the agent's steps take theirs from the answer, kept at PARAMETERS_CACHE_PATH), again
+    until the manifest and bucket are there (deploy time)."""
+    calls = parameter_calls(env.parameter_prefix, env.role)
+    needed = (DeployParameter.CONFIG_MANIFEST.value, DeployParameter.BUCKET.value)
     deadline = time.monotonic() + timeout
     while True:
-        try:
-            return str(ssm.get_parameter(Name=name)["Parameter"]["Value"])
-        except ssm.exceptions.ParameterNotFound:
-            if time.monotonic() > deadline:
-                raise SystemExit(f"bootstrap: parameter {name} did not appear") from None
-            time.sleep(poll)
+        found_in: list[Any] = [p for n in calls for p in ssm.get_parameters(Names=n)["Parameters"]]
+        answer: dict[str, object] = {"Parameters": found_in}
+        found = DeployValues(time.time(), deploy_values_of(answer, env.parameter_prefix))
+        target = os.path.join(root, PARAMETERS_CACHE_PATH.lstrip("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target + ".new", "w") as handle:
+            handle.write(found.text())
+        os.replace(target + ".new", target)
+        if all(key in found.values for key in needed):
+            return found
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bootstrap: parameters {', '.join(needed)} did not appear")
+        time.sleep(poll)
 
 
 def fetch_verified(s3: Any, bucket: str, key: str) -> bytes:
@@ -72,10 +114,11 @@ def fetch_verified(s3: Any, bucket: str, key: str) -> bytes:
 def install(
     env: BootstrapEnv, session: Any, root: str = "/", timeout: float = 3600.0, poll: float = 10.0
 ) -> str:
-    ssm = session.client("ssm", region_name=env.region)
-    s3 = session.client("s3", region_name=env.region)
-    manifest_key = wait_parameter(ssm, env.manifest_parameter, timeout, poll)
-    bucket = wait_parameter(ssm, env.bucket_parameter, timeout, poll)
+    ssm = client(session, "ssm", env.region)
+    s3 = client(session, "s3", env.region)
+    values = read_parameters(ssm, env, root, timeout, poll).values
+    manifest_key = values[DeployParameter.CONFIG_MANIFEST.value]
+    bucket = values[DeployParameter.BUCKET.value]
     manifest = read_manifest(fetch_verified(s3, bucket, manifest_key))
     files = manifest.files[env.role]
     contents: dict[str, bytes] = {}
@@ -137,13 +180,57 @@ def write_marker(path: str, text: str, root: str) -> None:
         handle.write(time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime()) + text + "\n")
 
 
+def patiently(attempt: Any, what: str, sleep: Any = time.sleep) -> Any:
+    """``attempt()`` again while it fails for a reason that passes (its exit status
+    EXIT_RETRYABLE, or an AWS error that says "not now"), backing off, for at most
+    STEP_RETRY_SECONDS; then StillThrottled."""
+    delay, waited = RETRY_FIRST_SECONDS, 0.0
+    while True:
+        try:
+            result = attempt()
+            if result != EXIT_RETRYABLE:
+                return result
+            why = "AWS said not now"
+        except Exception as exc:
+            if not is_retryable(exc):
+                raise
+            why = str(exc)
+        if waited >= STEP_RETRY_SECONDS:
+            raise StillThrottled(f"AWS kept saying not now for {int(waited)} s: {why}")
+        log(f"`{what}`: {why}; again in {delay:.0f} s")
+        sleep(delay)
+        waited += delay
+        delay = min(delay * 2, RETRY_MAX_SECONDS)
+
+
+def abandon_launch(groups: Any, group: str, instance: str) -> None:
+    """An instance still waiting in its group's launch hook (slurmstack.node.boot.join_hook) never
+    goes InService: ABANDON makes the group terminate it and launch another (an instance
+    refresh counts it as a failed replacement). One already in service, or an elastic node (in
+    no group), has no such action: AWS refuses the call, which is fine."""
+    try:
+        groups.complete_lifecycle_action(
+            AutoScalingGroupName=group,
+            LifecycleHookName=JOIN_HOOK_NAME,
+            InstanceId=instance,
+            LifecycleActionResult="ABANDON",
+        )
+        log(f"abandoned {instance}'s launch: its group terminates it and launches another")
+    except Exception as exc:  # ValidationError: no lifecycle action waits for this instance
+        log(f"no launch of {instance} to abandon ({exc})")
+
+
 def report_failure(
-    step: str, detail: str, env: BootstrapEnv | None, session: Any, root: str, run: Any
-) -> None:
+    step: str, detail: str, env: BootstrapEnv | None, session: Any, root: str, run: Any,
+    replace: bool = True,
+) -> None:  # fmt: skip
     log(f"FAILED step `{step}`: {detail}")
     write_marker(BOOTSTRAP_FAILED, f"step `{step}`: {detail}", root)
     if env is None or env.role == HEAD_ROLE:
         return  # the head stays up for an operator to look at (so does a node of no known role)
+    if not replace:
+        log("not marking this instance Unhealthy: AWS throttled it, and so would it a new one")
+        return
     agent = os.path.join(root, AGENT_PATH.lstrip("/"))
     if os.path.exists(agent):  # installed: its logs go to the bucket before it is replaced
         why = f"boot step {step} failed"
@@ -152,7 +239,9 @@ def report_failure(
         with open(os.path.join(root, INSTANCE_ID_FILE.lstrip("/"))) as handle:
             instance = handle.read().strip()
         session = session or aws_session()
-        session.client("autoscaling", region_name=env.region).set_instance_health(
+        groups = client(session, "autoscaling", env.region)
+        abandon_launch(groups, resource_name(env.cluster, POOL_ROLE, env.role), instance)
+        groups.set_instance_health(
             InstanceId=instance, HealthStatus="Unhealthy", ShouldRespectGracePeriod=False
         )
         log(f"marked {instance} Unhealthy: its Auto Scaling group replaces it")
@@ -161,7 +250,13 @@ def report_failure(
         run(["systemctl", "poweroff"], check=False)
 
 
-def main(argv: list[str], session: Any = None, root: str = "/", run: Any = subprocess.run) -> int:
+def main(
+    argv: list[str],
+    session: Any = None,
+    root: str = "/",
+    run: Any = subprocess.run,
+    sleep: Any = time.sleep,
+) -> int:
     command, args = (argv[0], argv[1:]) if argv else ("", [])
     step = " ".join(args) if command == "run" else command
     env: BootstrapEnv | None = None
@@ -176,9 +271,9 @@ def main(argv: list[str], session: Any = None, root: str = "/", run: Any = subpr
         elif command == "install":
             assert env is not None  # read above: only `check` runs without it
             session = session or aws_session()
-            install(env, session, root=root)
+            patiently(lambda: install(env, session, root=root), "install", sleep)
         elif command == "run":
-            code = run(args, check=False).returncode
+            code = patiently(lambda: run(args, check=False).returncode, step, sleep)
             if code != 0:
                 raise StepFailed(f"exit status {code}")
         elif command == "done":
@@ -186,7 +281,8 @@ def main(argv: list[str], session: Any = None, root: str = "/", run: Any = subpr
         else:
             raise StepFailed("usage: slurmstack-bootstrap check|install|run|done [ARG...]")
     except (SystemExit, Exception) as exc:  # install raises SystemExit
-        report_failure(step, str(exc) or type(exc).__name__, env, session, root, run)
+        replace = not isinstance(exc, StillThrottled)
+        report_failure(step, str(exc) or type(exc).__name__, env, session, root, run, replace)
         return 1
     return 0
 

@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..contract import HEAD_ROLE
+from ..contract import EXIT_RETRYABLE, HEAD_ROLE, is_retryable
 from .commands import COMMANDS, reference
 from .context import AgentError, Context, log
 from .subcommand import Subcommand
@@ -47,6 +47,13 @@ def main(argv: list[str] | None = None, ctx: Context | None = None) -> int:
     except AgentError as exc:
         log(f"{args.command}: {exc}")
         return 1
+    except Exception as exc:
+        if not is_retryable(exc):
+            raise
+        # Throttled (or not yet consistent) past the client's own retries: the caller (the
+        # first-boot script, a timer) runs the step again later.
+        log(f"{args.command}: AWS said not now: {exc}")
+        return EXIT_RETRYABLE
 
 
 def misplaced(ctx: Context, command: Subcommand) -> str | None:

@@ -5,7 +5,7 @@ subcommand is one Subcommand in its room's ``commands`` module."""
 
 from __future__ import annotations
 
-from . import accounting, boot, controller, health, power, workload
+from . import accounting, boot, controller, health, observe, people, power, workload
 from .subcommand import Subcommand
 
 COMMANDS: tuple[Subcommand, ...] = (
@@ -14,7 +14,9 @@ COMMANDS: tuple[Subcommand, ...] = (
     *controller.COMMANDS,
     *power.COMMANDS,
     *accounting.COMMANDS,
+    *people.COMMANDS,
     *workload.COMMANDS,
+    *observe.COMMANDS,
 )
 
 

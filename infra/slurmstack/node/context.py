@@ -13,6 +13,7 @@ import os
 import pwd
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -29,9 +30,10 @@ from ..contract import (
     DeployParameter,
     NodeConfig,
     NodeEnv,
+    aws_client_config,
+    load_document,
     parameter_name,
     read_bootstrap_env,
-    read_node_config,
     read_node_env,
 )
 
@@ -111,16 +113,29 @@ class Aws:
         self._region = region
         self._session = session
         self._default: Any = None
+        # One client per session and service, shared by threads (botocore's clients are
+        # thread-safe): made once, as making one costs more than most calls.
+        self._clients: dict[tuple[int, str], Any] = {}
+        self._lock = threading.Lock()
 
     def _client(self, service: str) -> Any:
-        session = self._session()
-        if session is None:
-            if self._default is None:
-                import boto3
+        with self._lock:
+            session = self._session()
+            if session is None:
+                if self._default is None:
+                    import boto3
 
-                self._default = boto3.session.Session()
-            session = self._default
-        return session.client(service, region_name=self._region())
+                    self._default = boto3.session.Session()
+                session = self._default
+            key = (id(session), service)
+            if key not in self._clients:
+                from botocore.config import Config  # with boto3, in the image
+
+                # Bounded retries in botocore's standard mode: throttling retried with backoff.
+                config = Config(**aws_client_config())
+                region = self._region()
+                self._clients[key] = session.client(service, region_name=region, config=config)
+            return self._clients[key]
 
     def ssm(self) -> SSMClient:
         client: SSMClient = self._client("ssm")
@@ -145,6 +160,16 @@ class Aws:
     def secretsmanager(self) -> SecretsManagerClient:
         client: SecretsManagerClient = self._client("secretsmanager")
         return client
+
+    # The head's alert relay and every node's log shipping (no type stubs are installed).
+    def sns(self) -> Any:
+        return self._client("sns")
+
+    def events(self) -> Any:
+        return self._client("events")
+
+    def logs(self) -> Any:
+        return self._client("logs")
 
 
 @dataclass
@@ -185,7 +210,7 @@ class Context:
             raise AgentError(
                 f"{NODE_CONFIG_PATH} is missing: run `slurmstack-node sync-config` first"
             )
-        return read_node_config(path.read_text())
+        return load_document(NodeConfig, path.read_text())
 
     def node_env(self) -> NodeEnv:
         path = self.path(NODE_ENV_PATH)
@@ -199,21 +224,28 @@ class Context:
     def parameter_name(self, key: DeployParameter | str) -> str:
         return parameter_name(self.bootstrap_env().parameter_prefix, key)
 
-    def get_parameter(self, key: DeployParameter | str) -> str | None:
-        ssm = self.aws.ssm()
-        try:
-            return str(ssm.get_parameter(Name=self.parameter_name(key))["Parameter"]["Value"])
-        except ssm.exceptions.ParameterNotFound:
-            return None
+    def get_parameter(self, key: DeployParameter | str, max_age: float | None = None) -> str | None:
+        """A deploy-time value (None while it does not exist), from the one answer a boot reads
+        (slurmstack.node.parameters) when it is at most ``max_age`` seconds old. ``key``: a
+        DeployParameter, or a file system of yours' (contract.existing_parameter)."""
+        from . import parameters  # it builds on this module
+
+        if max_age is None:
+            return parameters.get(self, key)
+        return parameters.get(self, key, max_age)
 
     def wait_parameter(
-        self, key: DeployParameter | str, timeout: float = 3600.0, poll: float = 10.0
+        self,
+        key: DeployParameter | str,
+        timeout: float = 3600.0,
+        poll: float = 10.0,
+        max_age: float | None = None,
     ) -> str:
         """Deploy-time values appear when the stack has created what they name (a file
         system can take a quarter of an hour): wait for them."""
         waited = 0.0
         while True:
-            value = self.get_parameter(key)
+            value = self.get_parameter(key, max_age)
             if value is not None:
                 return value
             if waited >= timeout:

@@ -8,10 +8,13 @@ from ..contract import CLUSTER_TAG, POOL_TAG, PoolRef, node_name
 from .context import Context
 
 if TYPE_CHECKING:
-    from mypy_boto3_ec2.type_defs import FilterTypeDef
+    from mypy_boto3_ec2.type_defs import FilterTypeDef, PaginatorConfigTypeDef
 
 # EC2 states in which an instance still holds its private address.
 LIVE_INSTANCE_STATES = ("pending", "running", "stopping", "stopped")
+# DescribeInstances with filters, a page at a time: at most 1,000 instances a page (its
+# MaxResults), each page asked for with the token of the one before.
+INSTANCES_PAGE: PaginatorConfigTypeDef = {"PageSize": 1000}
 
 
 def live_instances(
@@ -26,7 +29,8 @@ def live_instances(
         {"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
         {"Name": "instance-state-name", "Values": list(LIVE_INSTANCE_STATES)},
     ]
-    pages = ctx.aws.ec2().get_paginator("describe_instances").paginate(Filters=filters)
+    paginator = ctx.aws.ec2().get_paginator("describe_instances")
+    pages = paginator.paginate(Filters=filters, PaginationConfig=INSTANCES_PAGE)
     for page in pages:
         for reservation in page["Reservations"]:
             for instance in reservation["Instances"]:

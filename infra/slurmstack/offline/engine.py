@@ -30,14 +30,14 @@ from google.protobuf import json_format  # type: ignore[import-untyped]
 from pulumi.runtime import config as runtime_config
 from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
-from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.stack import run_in_stack
 
 from slurmstack import program as program_module
 from slurmstack.collector import collector_paused
 from slurmstack.loader import STACK_CONFIG_KEY, STACK_REGION_KEY
-from slurmstack.offline.existing import World, read_stand_in, world_for
+from slurmstack.offline.existing import World, world_for
 from slurmstack.offline.mocks import StandInMocks
+from slurmstack.offline.reads import ReadingMonitor
 from slurmstack.offline.record import OfflineRun, Options, RecordedResource
 from slurmstack.offline.standins import DEFAULT_REGION
 
@@ -46,6 +46,7 @@ PROJECT = "slurmstack"
 DEFAULT_STACK = "offline"
 CLUSTER_CONFIG_KEY = STACK_CONFIG_KEY
 REGION_CONFIG_KEY = STACK_REGION_KEY
+OFFLINE_CONFIG_KEY = "slurmstack:offline"
 
 _SIG = rpc._special_sig_key
 _SECRET_SIG = rpc._special_secret_sig
@@ -70,7 +71,7 @@ def _secret_paths(value: Any, prefix: str = "") -> Iterator[str]:
             yield from _secret_paths(item, f"{prefix}[{index}]")
 
 
-class _RecordingMonitor(MockMonitor):
+class _RecordingMonitor(ReadingMonitor):
     """The mock monitor, also keeping the request details the mocks do not see."""
 
     def __init__(self, mocks: StandInMocks) -> None:
@@ -80,26 +81,6 @@ class _RecordingMonitor(MockMonitor):
         self.stack_outputs: dict[str, Any] = {}
         self.stack_secret_outputs: tuple[str, ...] = ()
         self._record_lock = threading.Lock()
-        self.reads: list[tuple[str, str, str]] = []  # (type, logical name, id) of each get
-        self._mocks = mocks
-
-    def ReadResource(self, request: Any) -> Any:
-        """A ``get`` of a resource that exists outside the stack: recorded apart from the
-        registrations (Pulumi never creates, updates or deletes what it only reads), and
-        answered from the world's stand-ins, not through ``new_resource``."""
-        from pulumi.runtime.proto import resource_pb2
-        from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
-
-        _ensure_event_loop()  # type: ignore[no-untyped-call]
-        with self._record_lock:
-            self.reads.append((request.type, request.name, request.id))
-            state = read_stand_in(
-                request.type, request.id, self._mocks.region, self._mocks.world, self._mocks.known
-            )
-        props_proto = _sync_await(rpc.serialize_properties(state, {}))
-        urn = self.make_urn(request.parent, request.type, request.name)
-        self.resources[urn] = MockMonitor.ResourceRegistration(urn, request.id, state)
-        return resource_pb2.ReadResourceResponse(urn=urn, properties=props_proto)
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
@@ -219,6 +200,8 @@ def run_program(
     non-string values are passed as JSON, as the Pulumi CLI does for objects). ``program``: a
     program directory or file to run instead of the packaged one (as `pulumi` runs a path)."""
     wire_config = {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+    # The program makes no AWS call offline (its change preflight reads the last deployment).
+    wire_config.setdefault(OFFLINE_CONFIG_KEY, "true")
     region = wire_config.get(REGION_CONFIG_KEY, DEFAULT_REGION)
     # A copy of the caller's context: the runtime's context variables (settings, root
     # resource, config) set below vanish with it. The garbage collector is paused for the

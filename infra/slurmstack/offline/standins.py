@@ -177,6 +177,36 @@ def _asg(ctx: Context) -> tuple[str, dict[str, Any]]:
     }
 
 
+def _load_balancer(ctx: Context) -> tuple[str, dict[str, Any]]:
+    """A Network Load Balancer: its id is its ARN (loadbalancer/net/<name>/<16 hex>); its
+    DNS name is <name>-<16 hex>.elb.<region>.amazonaws.com, as ELB hands them out."""
+    name = ctx.physical_name()
+    suffix = _digest("elb", ctx.name)[:16]
+    arn = ctx.arn("elasticloadbalancing", f"loadbalancer/net/{name}/{suffix}")
+    return arn, {
+        "arn": arn,
+        "name": name,
+        "dnsName": f"{name}-{suffix}.elb.{ctx.region}.amazonaws.com",
+    }
+
+
+def _target_group(ctx: Context) -> tuple[str, dict[str, Any]]:
+    name = ctx.physical_name()
+    arn = ctx.arn("elasticloadbalancing", f"targetgroup/{name}/{_digest('tg', ctx.name)[:16]}")
+    return arn, {"arn": arn, "name": name}
+
+
+def _listener(ctx: Context) -> tuple[str, dict[str, Any]]:
+    balancer = str(ctx.inputs.get("loadBalancerArn", ""))
+    prefix = (
+        balancer.replace(":loadbalancer/", ":listener/", 1)
+        if balancer
+        else ctx.arn("elasticloadbalancing", f"listener/net/{ctx.name}")
+    )
+    arn = f"{prefix}/{_digest('listener', ctx.name)[:16]}"
+    return arn, {"arn": arn}
+
+
 def _volume(ctx: Context) -> tuple[str, dict[str, Any]]:
     vid = hex_id("vol", ctx.name)
     return vid, {"arn": ctx.arn("ec2", f"volume/{vid}")}
@@ -355,7 +385,33 @@ def _random_password(ctx: Context) -> tuple[str, dict[str, Any]]:
     return "none", {"result": result, "bcryptHash": "$2a$10$" + _digest("bcrypt", result)[:53]}
 
 
+def _topic(ctx: Context) -> tuple[str, dict[str, Any]]:
+    arn = ctx.arn("sns", ctx.physical_name())
+    return arn, {"arn": arn}
+
+
+def _subscription(ctx: Context) -> tuple[str, dict[str, Any]]:
+    """SNS names a subscription by its topic and a UUID."""
+    uuid = _digest("subscription", ctx.name)
+    arn = f"{ctx.inputs.get('topic', '')}:{uuid[:8]}-{uuid[8:12]}-{uuid[12:16]}-{uuid[16:20]}-{uuid[20:32]}"
+    return arn, {"arn": arn}
+
+
+def _log_group(ctx: Context) -> tuple[str, dict[str, Any]]:
+    name = ctx.physical_name()
+    return name, {"arn": ctx.arn("logs", f"log-group:{name}")}
+
+
+def _budget(ctx: Context) -> tuple[str, dict[str, Any]]:
+    name = ctx.physical_name()
+    return f"{ctx.account}:{name}", {"arn": ctx.arn("budgets", f"budget/{name}", region=False)}
+
+
 STAND_INS: dict[str, StandIn] = {
+    "aws:sns/topic:Topic": _topic,
+    "aws:sns/topicSubscription:TopicSubscription": _subscription,
+    "aws:cloudwatch/logGroup:LogGroup": _log_group,
+    "aws:budgets/budget:Budget": _budget,
     "aws:ec2/vpc:Vpc": _vpc,
     "aws:ec2/subnet:Subnet": _simple("subnet", "subnet"),
     "aws:ec2/internetGateway:InternetGateway": _simple("igw", "internet-gateway"),
@@ -375,6 +431,9 @@ STAND_INS: dict[str, StandIn] = {
     "aws:ec2/volumeAttachment:VolumeAttachment": _simple("vai"),
     "aws:ebs/volume:Volume": _volume,
     "aws:autoscaling/group:Group": _asg,
+    "aws:lb/loadBalancer:LoadBalancer": _load_balancer,
+    "aws:lb/targetGroup:TargetGroup": _target_group,
+    "aws:lb/listener:Listener": _listener,
     "aws:fsx/lustreFileSystem:LustreFileSystem": _lustre,
     "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": _dra,
     "aws:efs/fileSystem:FileSystem": _efs,
@@ -451,6 +510,23 @@ def call_stand_in(token: str, args: dict[str, Any], region: str) -> dict[str, An
         }
     if token == "aws:index/getRegion:getRegion":
         return {"name": region, "region": region, "id": region}
+    if token == "aws:ec2/getAmi:getAmi":
+        # An AMI the stack built (looked up by its id): one root snapshot, as Image Builder's
+        # AMIs of the recipe's one EBS mapping have.
+        filters = {f.get("name"): f.get("values", []) for f in args.get("filters") or []}
+        ami = (filters.get("image-id") or ["ami-unknown"])[0]
+        return {
+            "id": ami,
+            "imageId": ami,
+            "blockDeviceMappings": [
+                {
+                    "deviceName": "/dev/sda1",
+                    "ebs": {"snapshot_id": hex_id("snap", ami), "volume_type": "gp3"},
+                    "noDevice": "",
+                    "virtualName": "",
+                }
+            ],
+        }
     if token == "aws:ssm/getParameter:getParameter":
         name = str(args.get("name", ""))
         value = hex_id("ami", name) if "ami" in name or "image" in name else f"stand-in:{name}"

@@ -5,28 +5,17 @@ definition is decided here, once, one module per concern: ``pools`` (Slurm's vie
 pool's nodes, EFA layout, placement, mounts, NCCL environment), ``head``, ``storage``
 (mounts, Lustre), ``network`` (subnets, where the head sits), ``slurm`` (MaxNodeCount,
 GresTypes, extra keys), ``images`` (the node images baked, and what each node's image must
-hold), ``health`` (the checks nodes run, the head controller's repair policy), ``accounting``
+hold), ``health`` (the checks nodes run, the head controller's repair policy), ``people`` (the
+accounts every node creates, the directory, the login pools), ``accounting``
 (slurmdbd, its database, accounts, users, QoS and the usage report's prices); ``cluster`` puts
 them together (``build_plan``). Rules the checks apply too live in modules of their own
-(slurmstack.efa, slurmstack.subnets, slurmstack.fsx, slurmstack.accounting). ``build_plan``
+(slurmstack.rules.efa, slurmstack.rules.subnets, slurmstack.rules.fsx, slurmstack.rules.accounting). ``build_plan``
 expects a definition that passed the checks (it raises ``PlanError`` when a fact it needs is
 missing, which the checks report first).
 
 The names below are the plan's public surface (``from slurmstack.plan import ...``).
 """
 
-from slurmstack.accounting import (
-    INNODB_BUFFER_POOL_MAX_MIB,
-    INNODB_BUFFER_POOL_MIN_MIB,
-    buffer_pool_mib,
-)
-from slurmstack.data import (
-    AssociationPlan,
-    ExistingFileSystemPlan,
-    S3MountPlan,
-    client_security_groups,
-)
-from slurmstack.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
 from slurmstack.image_pins import image_pins
 from slurmstack.plan.accounting import (
     ENFORCE,
@@ -55,6 +44,7 @@ from slurmstack.plan.images import (
     own_ami,
     role_image_contract,
 )
+from slurmstack.plan.people import LoginPoolPlan, identities
 from slurmstack.plan.pools import (
     MEMORY_HEADROOM_FRACTION,
     MEMORY_HEADROOM_MIN_MIB,
@@ -72,7 +62,19 @@ from slurmstack.plan.slurm import (
     SUSPEND_TIMEOUT_SECONDS,
 )
 from slurmstack.plan.storage import LustrePlan, MountPlan
-from slurmstack.subnets import carve as subnets
+from slurmstack.rules.accounting import (
+    INNODB_BUFFER_POOL_MAX_MIB,
+    INNODB_BUFFER_POOL_MIN_MIB,
+    buffer_pool_mib,
+)
+from slurmstack.rules.data import (
+    AssociationPlan,
+    ExistingFileSystemPlan,
+    S3MountPlan,
+    client_security_groups,
+)
+from slurmstack.rules.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
+from slurmstack.rules.subnets import carve as subnets
 
 __all__ = [
     "ENFORCE",
@@ -101,6 +103,7 @@ __all__ = [
     "ImageKind",
     "ImagePlan",
     "InterfaceType",
+    "LoginPoolPlan",
     "LustrePlan",
     "MountPlan",
     "NetworkInterfacePlan",
@@ -114,6 +117,7 @@ __all__ = [
     "efa_interfaces",
     "existing_placement_group",
     "head_packages",
+    "identities",
     "image_contract",
     "image_of",
     "image_pins",

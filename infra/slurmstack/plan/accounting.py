@@ -15,11 +15,6 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from slurmstack.accounting import (
-    buffer_pool_mib,
-    spec_rds_subnets,
-    tracked_gres,
-)
 from slurmstack.catalog import Catalog
 from slurmstack.contract import (
     DEFAULT_QOS,
@@ -29,6 +24,11 @@ from slurmstack.contract import (
 )
 from slurmstack.plan.cluster import ClusterPlan
 from slurmstack.plan.pools import PoolPlan
+from slurmstack.rules.accounting import (
+    buffer_pool_mib,
+    spec_rds_subnets,
+    tracked_gres,
+)
 from slurmstack.spec import AccountingSpec, AccountSpec, QosSpec
 
 # RDS for MariaDB: the engine line whose client protocol Debian's and Ubuntu's slurmdbd speak,
@@ -40,7 +40,7 @@ RDS_PARAMETER_FAMILY = "mariadb10.11"
 # and a job started only if it can finish within its TRES-minutes limits (slurm.conf(5)).
 ENFORCE = "associations,limits,qos,safe"
 # slurmdbd's own advice (accounting_storage_mysql.c, _check_database_variables): InnoDB buffer
-# pool 4 GiB (its size on the head: slurmstack.accounting.buffer_pool_mib), redo log 64 MiB,
+# pool 4 GiB (its size on the head: slurmstack.rules.accounting.buffer_pool_mib), redo log 64 MiB,
 # lock wait 900 s, packets 16 MiB.
 INNODB_LOG_FILE_MIB = 64
 INNODB_LOCK_WAIT_TIMEOUT = 900

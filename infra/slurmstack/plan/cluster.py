@@ -10,11 +10,20 @@ from slurmstack.catalog import Catalog, load_catalog
 from slurmstack.contract import (
     HEAD_ROLE,
     DeployParameter,
+    MountKind,
     munge_secret_name,
     parameter_name,
     parameter_prefix,
 )
-from slurmstack.data import (
+from slurmstack.plan.errors import PlanError
+from slurmstack.plan.head import HeadPlan
+from slurmstack.plan.health import HealthPlan, plan_health
+from slurmstack.plan.network import head_in_public_subnet
+from slurmstack.plan.people import LoginPoolPlan, plan_login_pool
+from slurmstack.plan.pools import PoolPlan, plan_pool
+from slurmstack.plan.slurm import gres_types, slurm_max_node_count, slurm_settings
+from slurmstack.plan.storage import LustrePlan, MountPlan, plan_lustre, shared_mounts
+from slurmstack.rules.data import (
     AssociationPlan,
     ExistingFileSystemPlan,
     S3MountPlan,
@@ -23,17 +32,10 @@ from slurmstack.data import (
     existing_file_systems,
     s3_mounts,
 )
-from slurmstack.facts import resolve_facts
-from slurmstack.fsx import LUSTRE_EFA_CONNECTION_LIMIT
-from slurmstack.plan.errors import PlanError
-from slurmstack.plan.head import HeadPlan
-from slurmstack.plan.health import HealthPlan, plan_health
-from slurmstack.plan.network import head_in_public_subnet
-from slurmstack.plan.pools import PoolPlan, plan_pool
-from slurmstack.plan.slurm import gres_types, slurm_max_node_count, slurm_settings
-from slurmstack.plan.storage import LustrePlan, MountPlan, plan_lustre, shared_mounts
+from slurmstack.rules.facts import resolve_facts
+from slurmstack.rules.fsx import LUSTRE_EFA_CONNECTION_LIMIT
+from slurmstack.rules.subnets import carve
 from slurmstack.spec import ClusterSpec
-from slurmstack.subnets import carve
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,18 @@ class ClusterPlan:
     public_subnet_cidr: ipaddress.IPv4Network | None
     compute_subnet_cidr: ipaddress.IPv4Network | None
     health: HealthPlan
+    login_pools: tuple[LoginPoolPlan, ...] = ()
+
+    @property
+    def users(self) -> int:
+        """People the definition declares (a directory's are not counted)."""
+        return len(self.spec.users)
+
+    def login_pool(self, name: str) -> LoginPoolPlan:
+        for pool in self.login_pools:
+            if pool.name == name:
+                return pool
+        raise KeyError(name)
 
     @property
     def max_node_count(self) -> int:
@@ -131,6 +145,12 @@ class ClusterPlan:
         return next((m for m in self.mounts if m.path == home.mount and m.shared), None)
 
     @property
+    def file_systems(self) -> tuple[MountPlan, ...]:
+        """The shared file systems every node mounts (the agent's mounts step), the buckets
+        mounted with Mountpoint aside (its s3-mounts step)."""
+        return tuple(m for m in self.mounts if m.kind is not MountKind.MOUNTPOINT_S3)
+
+    @property
     def creates_home(self) -> bool:
         """The stack makes /home's EFS file system (storage.home names none of yours)."""
         home = self.spec.storage.home
@@ -200,4 +220,5 @@ def build_plan(spec: ClusterSpec, catalog: Catalog | None = None) -> ClusterPlan
         public_subnet_cidr=public,
         compute_subnet_cidr=compute,
         health=plan_health(spec.health),
+        login_pools=tuple(plan_login_pool(p, catalog) for p in spec.login_pools),
     )

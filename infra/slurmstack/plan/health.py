@@ -1,6 +1,6 @@
 """What the plan decides about health and repair: the checks each node runs, and the head
 controller's policy, above all its reason -> action table. Policy is data: the table lives in
-slurmstack.health_policy, the definition's overrides apply here, the result is rendered into
+slurmstack.rules.health_policy, the definition's overrides apply here, the result is rendered into
 node.json (slurmstack.render.node), and docs/reference/repair-table.md quotes it (tools/docs.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from slurmstack.contract import Check, Health, RepairPolicy, RepairRule
 from slurmstack.contract import Remedy as R
-from slurmstack.health_policy import CAUSES, CRITICAL_XIDS
+from slurmstack.rules.health_policy import CAUSES, CRITICAL_XIDS
 from slurmstack.spec import HealthSpec, XidHandling
 
 # A cause back within this after the controller rebooted a node for it: the node is replaced.

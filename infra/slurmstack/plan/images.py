@@ -16,23 +16,29 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 from slurmstack.catalog import Architecture, InstanceFacts
 from slurmstack.contract import (
     HEAD_ROLE,
     IMAGE_ACCOUNTING_ITEMS,
     IMAGE_BASE_ITEMS,
+    IMAGE_DIRECTORY_ITEMS,
     IMAGE_HEAD_ITEMS,
     IMAGE_LOCAL_DATABASE_ITEMS,
+    IMAGE_LOGIN_ITEMS,
     IMAGE_MOUNT_ITEMS,
     IMAGE_SCRATCH_ITEMS,
     IMAGE_WORKER_ITEMS,
     MountKind,
+    is_login_role,
+    login_pool_of,
 )
 from slurmstack.image_pins import image_pins
 from slurmstack.plan.accounting import accounting_plan
 from slurmstack.plan.cluster import ClusterPlan
 from slurmstack.plan.storage import MountPlan
+from slurmstack.spec import ParentParameterVersion
 
 # The build instance: any type of the image's architecture will do (nothing is compiled for
 # the instance, the Lustre modules are for the parent's kernel); a compute-optimised size
@@ -71,12 +77,39 @@ class ImagePlan:
     build_instance_type: str
     version: int  # the definition's image.version: a new one takes a new parent
     parent_ami: str | None = None  # image.parents: a pinned parent, instead of the parameter's
+    parent_version: int | None = None  # image.parents: a pinned version of the parameter
 
     @property
     def parent(self) -> str:
-        """The recipe's parent: the pinned AMI, or ``ssm:<parameter>`` (resolved by Image
-        Builder when it builds, then kept)."""
-        return self.parent_ami or f"ssm:{self.parent_parameter}"
+        """What the recipe is built on, as the recipe's name records it: the pinned AMI,
+        ``<parameter>:<version>`` (a pinned version, which the stack resolves to its AMI at
+        deploy time: parent_selector), or ``ssm:<parameter>`` (resolved by Image Builder when
+        it builds, then kept)."""
+        if self.parent_ami:
+            return self.parent_ami
+        if self.parent_version is not None:
+            return self.parent_selector
+        return f"ssm:{self.parent_parameter}"
+
+    @property
+    def parent_selector(self) -> str:
+        """GetParameter's name for the pinned version (Systems Manager User Guide, "Working
+        with parameter versions": ``name:version``; a version that does not exist is an
+        error, never the latest)."""
+        return f"{self.parent_parameter}:{self.parent_version}"
+
+    @property
+    def parent_pin(self) -> str:
+        """How the parent is chosen, as `plan` says it."""
+        if self.parent_ami:
+            return f"pinned by image.parents to {self.parent_ami}"
+        if self.parent_version is not None:
+            return (
+                f"pinned by image.parents to version {self.parent_version} of "
+                f"{self.parent_parameter}; the stack reads that version's AMI at deploy time "
+                f"and exports it (stack output image_parents.{self.key})"
+            )
+        return "resolved by Image Builder when the image is built, then kept"
 
     @property
     def key(self) -> str:
@@ -123,18 +156,30 @@ class ImagePlan:
                 )
             )
         if self.kind is ImageKind.CPU:
-            out.append(("Open MPI", "Ubuntu 24.04's"))
+            out.append(
+                (
+                    "EFA installer",
+                    f"{p['efa_installer']['version']} (libfabric, rdma-core, Open MPI in "
+                    "/opt/amazon, as on the Deep Learning AMIs)",
+                )
+            )
         return tuple(out)
 
 
 def own_ami(plan: ClusterPlan, role: str) -> str | None:
     """The AMI the definition names for ``role`` (its own key first, then image.ami)."""
     spec = plan.spec
-    own = spec.head_node.ami if role == HEAD_ROLE else plan.pool(role).ami
+    if is_login_role(role):
+        # A login pool boots the head's own AMI unless it names one.
+        own = plan.login_pool(login_pool_of(role)).ami or spec.head_node.ami
+    else:
+        own = spec.head_node.ami if role == HEAD_ROLE else plan.pool(role).ami
     return own or spec.image.ami
 
 
 def _facts(plan: ClusterPlan, role: str) -> InstanceFacts:
+    if is_login_role(role):
+        return plan.login_pool(login_pool_of(role)).facts
     return plan.head.facts if role == HEAD_ROLE else plan.pool(role).facts
 
 
@@ -144,7 +189,12 @@ def _head_packages() -> list[str]:
     the image; the head's agent starts what the definition asks), so turning accounting on or
     off, or to another database, never builds a new image."""
     table = image_pins()["packages"]
-    return [*table["head"], *table["accounting"], *table["accounting_local_database"]]
+    return [
+        *table["head"],
+        *table["accounting"],
+        *table["accounting_local_database"],
+        *table["monitoring_head"],
+    ]
 
 
 def _packages(kind: ImageKind, serves_head: bool) -> tuple[str, ...]:
@@ -153,11 +203,14 @@ def _packages(kind: ImageKind, serves_head: bool) -> tuple[str, ...]:
     CPU images carry both daemons: the head and CPU pools share them."""
     table = image_pins()["packages"]
     # enroot's runtime dependencies: it is built from source, not installed as a .deb.
-    wanted = [*table["common"], *image_pins()["enroot"]["runtime_packages"], *table["worker"]]
+    wanted = [*table["common"], *table["people"], *image_pins()["enroot"]["runtime_packages"]]
+    wanted += table["worker"]
+    wanted += table["monitoring"]
     if kind is ImageKind.CPU:
-        # CPU pools run MPI over EFA with Ubuntu's Open MPI (the Deep Learning AMIs carry the
-        # EFA installer's in /opt/amazon/openmpi).
-        wanted += _head_packages() + table["efa_cpu"] + table["mpi_cpu"]
+        # CPU pools run MPI over EFA with the EFA installer's libfabric and Open MPI, as the
+        # Deep Learning AMIs do (the installer is not an apt package: build.sh installs it);
+        # gcc for its mpicc.
+        wanted += _head_packages() + table["mpi_cpu"]
     elif serves_head:
         wanted += _head_packages()
     return tuple(dict.fromkeys(wanted))
@@ -179,7 +232,7 @@ def head_packages(plan: ClusterPlan) -> tuple[str, ...]:
 def image_plans(plan: ClusterPlan) -> tuple[ImagePlan, ...]:
     """Every image the cluster bakes, in a stable order (head's first, then by key)."""
     groups: dict[tuple[ImageKind, Architecture], list[str]] = {}
-    for role in (HEAD_ROLE, *(p.name for p in plan.pools)):
+    for role in (HEAD_ROLE, *(p.name for p in plan.pools), *(p.role for p in plan.login_pools)):
         if own_ami(plan, role) is not None:
             continue
         facts = _facts(plan, role)
@@ -197,10 +250,19 @@ def image_plans(plan: ClusterPlan) -> tuple[ImagePlan, ...]:
                 packages=_packages(kind, HEAD_ROLE in roles),
                 build_instance_type=image.build_instance_type or DEFAULT_BUILD_INSTANCE[arch],
                 version=image.version,
-                parent_ami=image.parents.get(_key(kind, arch)),  # type: ignore[call-overload]
+                **_parent_pin(image.parents.get(_key(kind, arch))),  # type: ignore[call-overload]
             )
         )
     return tuple(out)
+
+
+def _parent_pin(pin: str | ParentParameterVersion | None) -> dict[str, Any]:
+    """ImagePlan's fields for an image.parents value: an AMI id, or a parameter version."""
+    if pin is None:
+        return {}
+    if isinstance(pin, str):
+        return {"parent_ami": pin}
+    return {"parent_version": pin.parameter_version}
 
 
 def _key(kind: ImageKind, arch: Architecture) -> str:
@@ -225,7 +287,8 @@ def parent_available(kind: ImageKind, arch: Architecture) -> bool:
 def image_contract(image: ImagePlan) -> tuple[str, ...]:
     """What the image's test phase checks with the boot's own check: everything any node of
     its kind may need (a role's own contract is a subset: no scratch, no Lustre, ...)."""
-    items = [*IMAGE_BASE_ITEMS, *IMAGE_WORKER_ITEMS, *IMAGE_SCRATCH_ITEMS]
+    items = [*IMAGE_BASE_ITEMS, *IMAGE_WORKER_ITEMS, *IMAGE_SCRATCH_ITEMS, *IMAGE_LOGIN_ITEMS]
+    items += IMAGE_DIRECTORY_ITEMS
     items += [item for group in IMAGE_MOUNT_ITEMS.values() for item in group]
     if image.kind is ImageKind.CPU or image.serves_head:
         items += [*IMAGE_HEAD_ITEMS, *IMAGE_ACCOUNTING_ITEMS, *IMAGE_LOCAL_DATABASE_ITEMS]
@@ -247,6 +310,9 @@ def role_image_contract(plan: ClusterPlan, role: str) -> tuple[str, ...]:
             if accounting.database.local:
                 items += IMAGE_LOCAL_DATABASE_ITEMS
         mounts = plan.mounts
+    elif is_login_role(role):
+        items += IMAGE_LOGIN_ITEMS
+        mounts = plan.mounts
     else:
         pool = plan.pool(role)
         items += IMAGE_WORKER_ITEMS
@@ -256,4 +322,6 @@ def role_image_contract(plan: ClusterPlan, role: str) -> tuple[str, ...]:
     for kind in (MountKind.EFS, MountKind.LUSTRE, MountKind.OPENZFS, MountKind.MOUNTPOINT_S3):
         if any(m.kind is kind for m in mounts):
             items += IMAGE_MOUNT_ITEMS[kind]
+    if plan.spec.directory is not None:
+        items += IMAGE_DIRECTORY_ITEMS
     return tuple(items)

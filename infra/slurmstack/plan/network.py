@@ -1,5 +1,5 @@
-"""What the plan decides about the network: the subnets of a new VPC (slurmstack.subnets, which
-the checks share), each pool's interface layout (slurmstack.efa), and where the head node sits."""
+"""What the plan decides about the network: the subnets of a new VPC (slurmstack.rules.subnets, which
+the checks share), each pool's interface layout (slurmstack.rules.efa), and where the head node sits."""
 
 from __future__ import annotations
 

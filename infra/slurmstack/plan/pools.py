@@ -7,14 +7,16 @@ from dataclasses import dataclass
 
 from slurmstack.catalog import Catalog, InstanceFacts
 from slurmstack.contract import MountKind, container_root, elastic_node_names, node_name_pattern
-from slurmstack.efa import (
+from slurmstack.plan.errors import PlanError
+from slurmstack.plan.storage import MountPlan
+from slurmstack.rules.efa import (
     NetworkInterfacePlan,
     addresses_per_node,
     efa_device_count,
     efa_interfaces,
     resolve_efa,
 )
-from slurmstack.fabric import (
+from slurmstack.rules.fabric import (
     EnvTarget,
     EnvVar,
     FabricProfile,
@@ -22,10 +24,8 @@ from slurmstack.fabric import (
     fabric_profile,
     with_overrides,
 )
-from slurmstack.facts import resolve_facts
-from slurmstack.fsx import lustre_client_efa_interfaces
-from slurmstack.plan.errors import PlanError
-from slurmstack.plan.storage import MountPlan
+from slurmstack.rules.facts import resolve_facts
+from slurmstack.rules.fsx import lustre_client_efa_interfaces
 from slurmstack.spec import CapacitySpec, CapacityType, PoolSpec, RootVolume
 
 # Memory kept back from Slurm for the OS, the NVIDIA/EFA drivers, page cache for
@@ -79,7 +79,7 @@ class PoolPlan:
     mounts: tuple[MountPlan, ...]  # every mount of a node of this pool (shared, then local)
     container_root: str  # enroot's data/cache live here (local NVMe when the pool has it)
     # Lustre over EFA: the file system is EFA-enabled, the pool has EFA on and its instance
-    # type can be an EFA Lustre client (slurmstack.fsx.is_efa_lustre_client). Otherwise the
+    # type can be an EFA Lustre client (slurmstack.rules.fsx.is_efa_lustre_client). Otherwise the
     # pool mounts the same file system over TCP.
     lustre_over_efa: bool = False
     lustre_efa_interfaces: int = 0  # EFA interfaces the node adds to LNet (0: TCP only)

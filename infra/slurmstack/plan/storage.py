@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from slurmstack.catalog import Catalog
 from slurmstack.contract import MountKind
-from slurmstack.data import existing_file_systems, s3_mounts
-from slurmstack.fsx import lustre_efa_enabled, resolved_throughput
+from slurmstack.rules.data import existing_file_systems, s3_mounts
+from slurmstack.rules.fsx import lustre_efa_enabled, resolved_throughput
 from slurmstack.spec import ClusterSpec, LustreSpec
 
 
@@ -25,6 +25,15 @@ class MountPlan:
     @property
     def existing(self) -> bool:
         return self.file_system_id is not None
+
+    @property
+    def label(self) -> str:
+        """The mount as the user data names it: its path, and for a file system of yours which
+        one (nodes mount at boot, so another one is a new launch template version)."""
+        if self.file_system_id is None:
+            return self.path
+        export = f":{self.export_path}" if self.export_path else ""
+        return f"{self.path} (your {self.kind.value} {self.file_system_id}{export})"
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,9 @@ from slurmstack.contract import (
     MountKind,
     PoolAcceptance,
 )
-from slurmstack.fabric import EnvTarget, FabricProfile
 from slurmstack.plan.cluster import ClusterPlan
-from slurmstack.plan.images import ImageKind, kind_of
 from slurmstack.plan.pools import PoolPlan
+from slurmstack.rules.fabric import EnvTarget, FabricProfile
 
 # The message size the acceptance judges at (2 GiB, the largest size both published runs
 # report): bus bandwidth at large messages is what a training job's gradient all-reduce sees.
@@ -142,13 +141,9 @@ def collective(pool: PoolPlan) -> Collective:
 
 
 # The Open MPI of the EFA installer (built with libfabric), which the Deep Learning AMIs (NVIDIA
-# and Neuron) carry: their nodes compile and run MPI with it. CPU images carry Ubuntu's Open MPI
-# on the default PATH (image_pins.json, packages.mpi_cpu).
+# and Neuron) carry and slurmstack's CPU images install (image_pins.json, efa_installer): every
+# node compiles and runs MPI with it.
 DLAMI_MPI_BIN = "/opt/amazon/openmpi/bin"
-
-
-def mpi_bin(pool: PoolPlan) -> str:
-    return "" if kind_of(pool.facts) is ImageKind.CPU else DLAMI_MPI_BIN
 
 
 def pool_acceptance(pool: PoolPlan, catalog: Catalog) -> PoolAcceptance:
@@ -170,7 +165,7 @@ def pool_acceptance(pool: PoolPlan, catalog: Catalog) -> PoolAcceptance:
         collective=chosen,
         threshold=threshold,
         allreduce_args=ALLREDUCE_ARGS if chosen is Collective.NCCL else (),
-        mpi_bin=mpi_bin(pool),
+        mpi_bin=DLAMI_MPI_BIN,
     )
 
 

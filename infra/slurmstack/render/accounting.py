@@ -17,7 +17,6 @@ from slurmstack.contract import (
     AccountingDatabase,
     AccountingQos,
     AccountingUser,
-    accounting_config_json,
 )
 from slurmstack.plan import (
     INNODB_LOCK_WAIT_TIMEOUT,
@@ -29,6 +28,8 @@ from slurmstack.plan import (
 )
 from slurmstack.render.templates import render_template
 from slurmstack.spec import QosSpec
+
+from ..contract import dump_document
 
 
 def _qos(qos: QosSpec) -> AccountingQos:
@@ -91,7 +92,7 @@ def accounting_files(plan: ClusterPlan) -> dict[str, str]:
     """Absolute node path -> text: the head node's accounting files. accounting.json always
     (the agent learns from it that accounting is off); slurmdbd's configuration (without its
     password) and unit drop-in when it is on; MariaDB's when the database is the local one."""
-    files = {ACCOUNTING_CONFIG_PATH: accounting_config_json(accounting_config(plan))}
+    files = {ACCOUNTING_CONFIG_PATH: dump_document(accounting_config(plan))}
     accounting = accounting_plan(plan)
     if accounting is None:
         return files

@@ -20,10 +20,11 @@ from slurmstack.contract import (
     BootstrapEnv,
     DeployParameter,
     bootstrap_env_text,
+    is_login_role,
 )
 from slurmstack.plan import ClusterPlan, accounting_plan, role_image_contract
 from slurmstack.render.node import BOOTSTRAP_SOURCE
-from slurmstack.render.roles import pool_named
+from slurmstack.render.roles import login_pool_named, pool_named
 from slurmstack.render.templates import render_template
 
 CLOUD_INIT = "cloud-init.yaml"
@@ -57,8 +58,36 @@ def imds_firewall_files(plan: ClusterPlan, role: str) -> dict[str, str]:
     }
 
 
+def _common(plan: ClusterPlan, role: str) -> dict[str, object]:
+    firewall_files = imds_firewall_files(plan, role)
+    return {
+        "plan": plan,
+        "bootstrap": BOOTSTRAP_PATH,
+        # runcmd's PATH (systemd's default) holds /usr/local/sbin and /usr/local/bin.
+        "bootstrap_command": BOOTSTRAP_PATH.rsplit("/", 1)[-1],
+        "agent_command": AGENT_PATH.rsplit("/", 1)[-1],
+        "bootstrap_env": bootstrap_env_text(bootstrap_env(plan, role)),
+        "bootstrap_script": bootstrap_source(),
+        "imds_firewall_rules_path": imds_firewall.RULES_PATH,
+        "imds_firewall_rules": firewall_files[imds_firewall.RULES_PATH],
+        "imds_firewall_unit_path": imds_firewall.UNIT_PATH,
+        "imds_firewall_unit": firewall_files[imds_firewall.UNIT_PATH],
+        "imds_firewall_unit_name": imds_firewall.UNIT_NAME,
+        "failed_marker": BOOTSTRAP_FAILED,
+        # Boot installs nothing: the image holds all of this, and the first step checks it.
+        "image_contract": role_image_contract(plan, role),
+    }
+
+
+def _login_user_data(plan: ClusterPlan, role: str) -> str:
+    pool = login_pool_named(plan, role)
+    return render_template("cloud-init/login.yaml.j2", pool=pool, **_common(plan, role))
+
+
 def user_data(plan: ClusterPlan, role: str) -> str:
-    """The cloud-init document of ``role`` ("head" or a pool name)."""
+    """The cloud-init document of ``role`` ("head", a pool name or a login role)."""
+    if is_login_role(role):
+        return _login_user_data(plan, role)
     pool = None if role == HEAD_ROLE else pool_named(plan, role)  # an unknown role fails first
     firewall_files = imds_firewall_files(plan, role)
     common = {
@@ -126,9 +155,14 @@ def inline_contract(source: str) -> str:
         node = definitions_of.get(name)
         if node is None:
             value = getattr(contract, name)
-            if not isinstance(value, str | int | tuple):
+            if not isinstance(value, str | int | tuple | frozenset):
                 raise TypeError(f"contract.{name} is neither a definition nor a literal")
-            definitions.append(f"{name} = {value!r}")
+            # A frozenset's repr follows string hashing, which differs per process: sorted, so
+            # the user data (whose change replaces instances) is the same on every run.
+            literal = (
+                f"frozenset({sorted(value)!r})" if isinstance(value, frozenset) else repr(value)
+            )
+            definitions.append(f"{name} = {literal}")
             return
         loads = {
             n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)

@@ -56,6 +56,9 @@ def _git_settings(prefix: str, git: dict[str, str]) -> list[tuple[str, str]]:
     ]
 
 
+_NO_GIT = {"repository": "", "tag": "", "commit": ""}
+
+
 def build_env(image: ImagePlan) -> str:
     """The build script's settings for ``image`` (a shell file it sources): everything it
     installs and every download with its checksum, from image_pins.json, where the agent goes,
@@ -63,7 +66,8 @@ def build_env(image: ImagePlan) -> str:
     images stay."""
     p = image_pins()
     nccl, nvidia = p["nccl_tests"], image.kind is ImageKind.NVIDIA
-    efs, enroot, mountpoint = p["efs_utils"], p["enroot"], p["mountpoint_s3"]
+    efs, enroot, exporter = p["efs_utils"], p["enroot"], p["dcgm_exporter"]
+    efa, cpu, mountpoint = p["efa_installer"], image.kind is ImageKind.CPU, p["mountpoint_s3"]
     values: list[tuple[str, str]] = [
         ("IMAGE_KEY", image.key),
         ("IMAGE_KIND", image.kind.value),
@@ -91,6 +95,14 @@ def build_env(image: ImagePlan) -> str:
         ("PYXIS_SHA256", p["pyxis"]["sha256"] or ""),
         ("PYXIS_PLUGIN", PYXIS_PLUGIN),
         ("DCGM_PACKAGE", p["dcgm"]["package"] if image.kind is ImageKind.NVIDIA else ""),
+        # dcgm-exporter: NVIDIA images only (empty version: not on this image).
+        ("DCGM_EXPORTER_VERSION", exporter["version"] if nvidia else ""),
+        *_git_settings("DCGM_EXPORTER", exporter["git"] if nvidia else _NO_GIT),
+        ("DCGM_EXPORTER_GO", exporter["go_toolchain"] if nvidia else ""),
+        # The EFA installer: CPU images (the Deep Learning AMIs carry their own).
+        ("EFA_INSTALLER_VERSION", efa["version"] if cpu else ""),
+        ("EFA_INSTALLER_URL", efa["url"] if cpu else ""),
+        ("EFA_INSTALLER_SHA256", (efa["sha256"] or "") if cpu else ""),
         # nccl-tests: NVIDIA images only (empty version: not on this image).
         ("NCCL_TESTS_VERSION", nccl["version"] if nvidia else ""),
         ("NCCL_TESTS_URL", nccl["url"] if nvidia else ""),

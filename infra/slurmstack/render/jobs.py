@@ -23,12 +23,13 @@ from slurmstack.contract import (
     Collective,
     Command,
     PoolAcceptance,
-    acceptance_json,
     unit_path,
 )
 from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.plan.workload import acceptance, checkpoint_root, fabric_note
 from slurmstack.render.templates import render_template, template_files
+
+from ..contract import dump_document
 
 JOB_TEMPLATES = "jobs"
 
@@ -130,7 +131,7 @@ def head_jobs_files(plan: ClusterPlan) -> dict[str, str]:
     their programs, acceptance.json of every pool, the README and the users' commands. Applied
     again with every configuration change (the head syncs), so they follow the pools."""
     accepted = acceptance(plan)
-    files = {ACCEPTANCE_PATH: acceptance_json(accepted), **library(), **launchers()}
+    files = {ACCEPTANCE_PATH: dump_document(accepted), **library(), **launchers()}
     readme_pools = []
     for pool in plan.pools:
         of_pool = accepted.pool(pool.name)
@@ -154,7 +155,7 @@ def pool_jobs_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
     and the all-reduce verdict read it). A pool's nodes take their files at boot only: nothing
     here names another pool, so adding or changing one leaves these files as they are."""
     own = Acceptance(cluster=plan.name, pools=(acceptance(plan).pool(pool.name),))
-    files = {ACCEPTANCE_PATH: acceptance_json(own), **library()}
+    files = {ACCEPTANCE_PATH: dump_document(own), **library()}
     files[ECR_LOGIN_PATH] = launchers()[ECR_LOGIN_PATH]
     return dict(sorted(files.items()))
 

@@ -3,9 +3,9 @@ prolog (the pool's NCCL/libfabric environment), and enroot's configuration."""
 
 from __future__ import annotations
 
-from slurmstack.fabric import EnvTarget
 from slurmstack.plan import PoolPlan
 from slurmstack.render.templates import render_template
+from slurmstack.rules.fabric import EnvTarget
 
 
 def task_prolog(pool: PoolPlan) -> str:

@@ -29,11 +29,10 @@ from slurmstack.contract import (
     Scratch,
     StateVolume,
     node_name_prefix,
-    pool_group_name,
-    pool_resource_name,
+    resource_name,
     resource_tags,
 )
-from slurmstack.plan import ClusterPlan, PoolPlan, S3MountPlan
+from slurmstack.plan import ClusterPlan, MountPlan, PoolPlan, S3MountPlan
 from slurmstack.render.templates import PACKAGE_DIR, render_template
 
 # The node agent's tree on a node: this package's __init__, the contract package and slurmstack/node
@@ -46,11 +45,6 @@ BOOTSTRAP_SOURCE = NODE_DIR / "bootstrap.py"
 def node_config(plan: ClusterPlan, pool: PoolPlan | None) -> NodeConfig:
     """What the node agent needs to know about its role (node.json): the head node's
     (``pool`` None) or a node's of ``pool``."""
-    mounts = tuple(
-        Mount(m.kind, m.path, m.file_system_id or "", m.export_path)
-        for m in (pool.mounts if pool is not None else plan.mounts)
-        if m.kind not in (MountKind.NVME_RAID0, MountKind.MOUNTPOINT_S3)
-    )
     scratch_path = pool.local_scratch_mount.path if pool and pool.local_scratch_mount else None
     common = NodeConfig(
         cluster=plan.name,
@@ -58,7 +52,7 @@ def node_config(plan: ClusterPlan, pool: PoolPlan | None) -> NodeConfig:
         role=HEAD_ROLE if pool is None else pool.name,
         parameter_prefix=plan.parameter_prefix,
         munge_secret=plan.munge_secret_name,
-        mounts=mounts,
+        mounts=file_system_mounts(pool.mounts if pool is not None else plan.mounts),
         s3_mounts=tuple(s3_mount(m, scratch_path) for m in plan.s3_mounts),
     )
     if pool is None:
@@ -84,6 +78,16 @@ def node_config(plan: ClusterPlan, pool: PoolPlan | None) -> NodeConfig:
     )
 
 
+def file_system_mounts(mounts: tuple[MountPlan, ...]) -> tuple[Mount, ...]:
+    """The shared file systems of a role's node.json (the mounts step): the NVMe scratch is the
+    scratch step's, the buckets Mountpoint mounts are the s3-mounts step's."""
+    return tuple(
+        Mount(m.kind, m.path, m.file_system_id or "", m.export_path)
+        for m in mounts
+        if m.kind not in (MountKind.NVME_RAID0, MountKind.MOUNTPOINT_S3)
+    )
+
+
 def s3_mount(mount: S3MountPlan, scratch: str | None) -> S3Mount:
     """A Mountpoint mount as the agent's s3-mounts step runs it on a node whose NVMe scratch
     (None: the head node, or a pool without one) may hold its cache."""
@@ -106,7 +110,7 @@ def elastic_pool(plan: ClusterPlan, pool: PoolPlan) -> ElasticPool:
     """What the head's power programs need to launch the elastic nodes of ``pool``: the
     pool's launch template (made by the stack under this name) and its instance tags, which
     are the tags its Auto Scaling group gives the always-on nodes, plus ELASTIC_TAG."""
-    name = pool_resource_name(plan.name, pool.name)
+    name = resource_name(plan.name, POOL_ROLE, pool.name)
     placement = pool.placement_group_name or (name if pool.placement_group else None)
     price = pool.capacity.max_spot_price
     instance_tags = resource_tags(
@@ -121,7 +125,8 @@ def elastic_pool(plan: ClusterPlan, pool: PoolPlan) -> ElasticPool:
         capacity=pool.capacity.type.value,
         placement_group=placement,
         max_spot_price=None if price is None else f"{price:g}",
-        tags=tuple(sorted(instance_tags.items())),
+        tags=dict(sorted(instance_tags.items())),
+        exclusive=pool.exclusive,
     )
 
 
@@ -130,7 +135,7 @@ def pool_ref(plan: ClusterPlan, pool: PoolPlan) -> PoolRef:
         name=pool.name,
         node_name_prefix=node_name_prefix(pool.name),
         feature=pool.feature,
-        group=pool_group_name(plan.name, pool.name),
+        group=resource_name(plan.name, POOL_ROLE, pool.name),
         capacity_type=pool.capacity.type.value,
         reservation_id=pool.capacity.reservation_id or "",
     )

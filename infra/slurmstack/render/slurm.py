@@ -66,9 +66,9 @@ def slurm_conf(plan: ClusterPlan) -> str:
         head_host=head_host(plan.name),
         ports=Ports(),
         state_save_location=STATE_SAVE_LOCATION,
-        resume_timeout=RESUME_TIMEOUT_SECONDS,
+        # slurm.conf has one ResumeTimeout for an elastic node's launch and a reboot's return.
+        resume_timeout=max(RESUME_TIMEOUT_SECONDS, REBOOT_TIMEOUT_SECONDS),
         suspend_timeout=SUSPEND_TIMEOUT_SECONDS,
-        reboot_timeout=REBOOT_TIMEOUT_SECONDS,
         accounting=accounting_plan(plan),
     )
 

@@ -129,7 +129,7 @@ def _images(doc: dict[str, Any]) -> Grid:
         grid.add(
             f"{image['image']} (v{image['version']}, built on {image['build_instance_type']})",
             ", ".join(image["nodes"]),
-            f"{image['parent']} (resolved at the first build, then kept)",
+            f"{image['parent']} ({image['parent_pinned']})",
             baked,
         )
     for own in section["own"]:
@@ -200,6 +200,21 @@ def _ready(doc: dict[str, Any]) -> Grid:
     return grid
 
 
+def _people(doc: dict[str, Any]) -> Grid:
+    people = doc["people"]
+    directory = people["directory"]
+    who = f"{people['users']} users, {people['groups']} groups"
+    if directory:
+        who += f", and the people of {directory['type']} {', '.join(directory['uris'])}"
+    grid = Grid(f"People: {who}", ["login pool", "nodes", "instance type", "direct SSH from"])
+    for pool in people["login_pools"]:
+        direct = ", ".join(pool["ssh_cidrs"]) or "nowhere (Session Manager only)"
+        if pool["load_balancer"]:
+            direct += " (load balancer)"
+        grid.add(pool["name"], str(pool["count"]), pool["instance_type"], direct)
+    return grid
+
+
 def print_plan(doc: dict[str, Any], console: Console) -> None:
     s = doc["summary"]
     by_model = ", ".join(f"{n} {m}" for m, n in sorted(s["gpus_by_model"].items())) or "none"
@@ -224,6 +239,7 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
             [f"   - {s}" for s in sorted({s for m in doc["mounts"] for s in m["sources"]})],
         ),
         (_images(doc), []),
+        (_people(doc), [f"  the way in: {doc['people']['way_in']}"]),
         (
             _cost(doc),
             [

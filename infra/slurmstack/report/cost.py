@@ -27,7 +27,7 @@ PRICES_FILE = Path(__file__).with_name("service_prices.json")
 @dataclass(frozen=True)
 class CostLine:
     item: str
-    category: str  # compute, network, storage, security
+    category: str  # compute, network, storage, security, monitoring
     hourly_usd: float | None  # None: no price known (see note)
     basis: str  # how the figure was computed
     source: str  # citation of the unit price
@@ -103,13 +103,20 @@ def hours_per_month() -> int:
     return int(service_prices()["hours_per_month"])
 
 
-def _price(key: str) -> tuple[float, str]:
+def unit_price(key: str) -> tuple[float, str]:
+    """(value, source) of a service price (service_prices.json)."""
     prices = service_prices()
     entry = prices[key]
     return float(entry["value"]), prices["sources"][entry["source"]]
 
 
-def _instance_price(
+def usage_price(item: str, key: str, unit: str) -> UsagePrice:
+    """A usage-billed service: its unit price (service_prices.json) per ``unit``."""
+    value, source = unit_price(key)
+    return UsagePrice(item, f"${value}/{unit}", source)
+
+
+def instance_price(
     instance_type: str, plan: ClusterPlan, facts_price: Any
 ) -> tuple[float | None, str, str]:
     """(USD per instance-hour, source, note) for one instance type."""
@@ -140,10 +147,10 @@ _CAPACITY_NOTES = {
 }
 
 
-def _gp3_hourly(volume: RootVolume | None, size_gib: int) -> float:
-    gb, _ = _price("gp3_usd_per_gb_month")
-    iops, _ = _price("gp3_usd_per_iops_month_above_3000")
-    tput, _ = _price("gp3_usd_per_mibps_month_above_125")
+def gp3_hourly(volume: RootVolume | None, size_gib: int) -> float:
+    gb, _ = unit_price("gp3_usd_per_gb_month")
+    iops, _ = unit_price("gp3_usd_per_iops_month_above_3000")
+    tput, _ = unit_price("gp3_usd_per_mibps_month_above_125")
     monthly = size_gib * gb
     if volume is not None:
         monthly += max(volume.iops - 3000, 0) * iops + max(volume.throughput_mibps - 125, 0) * tput
@@ -151,7 +158,7 @@ def _gp3_hourly(volume: RootVolume | None, size_gib: int) -> float:
 
 
 def _pool_lines(pool: PoolPlan, plan: ClusterPlan) -> list[CostLine]:
-    price, source, note = _instance_price(pool.instance_type, plan, pool.facts.price)
+    price, source, note = instance_price(pool.instance_type, plan, pool.facts.price)
     if pool.capacity.type is CapacityType.SPOT and pool.capacity.max_spot_price and price:
         price = min(price, pool.capacity.max_spot_price)
         note = "spot: shown at max_spot_price, the most it can cost"
@@ -180,9 +187,9 @@ def _pool_lines(pool: PoolPlan, plan: ClusterPlan) -> list[CostLine]:
             else price * pool.elastic_nodes,
         )
     ]
-    _, ebs_source = _price("gp3_usd_per_gb_month")
+    _, ebs_source = unit_price("gp3_usd_per_gb_month")
     # Root volumes end with their instances (delete on termination): elastic ones too.
-    per_volume = _gp3_hourly(pool.root_volume, pool.root_volume.size_gib)
+    per_volume = gp3_hourly(pool.root_volume, pool.root_volume.size_gib)
     lines.append(
         CostLine(
             item=f"pool {pool.name}: root volumes",
@@ -229,28 +236,33 @@ def _lustre_line(plan: ClusterPlan) -> CostLine | None:
 def cost_report(plan: ClusterPlan) -> CostReport:
     lines: list[CostLine] = []
     head = plan.head
-    price, source, note = _instance_price(head.instance_type, plan, head.facts.price)
+    price, source, note = instance_price(head.instance_type, plan, head.facts.price)
     lines.append(
         CostLine(
             f"head node: {head.instance_type}", "compute", price, "1 × on-demand", source, note
         )
     )
-    _, ebs_source = _price("gp3_usd_per_gb_month")
+    _, ebs_source = unit_price("gp3_usd_per_gb_month")
     lines.append(
         CostLine(
             "head node: root and Slurm state volumes",
             "storage",
-            _gp3_hourly(head.root_volume, head.root_volume.size_gib)
-            + _gp3_hourly(None, head.state_volume_gib),
+            gp3_hourly(head.root_volume, head.root_volume.size_gib)
+            + gp3_hourly(None, head.state_volume_gib),
             f"{head.root_volume.size_gib} + {head.state_volume_gib} GiB gp3",
             ebs_source,
         )
     )
     for pool in plan.pools:
         lines.extend(_pool_lines(pool, plan))
+    # A team's login pools: a module of its own, built on this one's prices.
+    from slurmstack.report.login_cost import login_lines, login_usage
+
+    for login in plan.login_pools:
+        lines.extend(login_lines(login, plan))
     if plan.spec.network.vpc_id is None:
-        nat, nat_source = _price("nat_gateway_usd_per_hour")
-        ip, _ = _price("public_ipv4_usd_per_hour")
+        nat, nat_source = unit_price("nat_gateway_usd_per_hour")
+        ip, _ = unit_price("public_ipv4_usd_per_hour")
         lines.append(
             CostLine(
                 "NAT gateway and its public IPv4 address",
@@ -263,32 +275,22 @@ def cost_report(plan: ClusterPlan) -> CostReport:
     lustre = _lustre_line(plan)
     if lustre is not None:
         lines.append(lustre)
-    secret, secret_source = _price("secret_usd_per_month")
+    secret, secret_source = unit_price("secret_usd_per_month")
     lines.append(
         CostLine(
             "munge key secret", "security", secret / hours_per_month(), "1 secret", secret_source
         )
     )
-    prices = service_prices()
+    # What observing the cluster costs: a module of its own, built on this one's prices.
+    from slurmstack.report.monitoring_cost import monitoring_lines, monitoring_usage
+
+    lines.extend(monitoring_lines(plan))
     usage = [
-        UsagePrice(
-            "S3 bucket storage",
-            f"${prices['s3_usd_per_gb_month']['value']}/GB-month",
-            prices["sources"]["s3-pricing"],
-        ),
-        UsagePrice(
-            "NAT gateway data processed",
-            f"${prices['nat_gateway_usd_per_gb']['value']}/GB",
-            prices["sources"]["vpc-pricing"],
-        ),
+        usage_price("S3 bucket storage", "s3_usd_per_gb_month", "GB-month"),
+        usage_price("NAT gateway data processed", "nat_gateway_usd_per_gb", "GB"),
     ]
     if plan.creates_home:
-        usage.insert(
-            0,
-            UsagePrice(
-                "EFS /home storage",
-                f"${prices['efs_usd_per_gb_month']['value']}/GB-month",
-                prices["sources"]["efs-pricing"],
-            ),
-        )
+        usage.insert(0, usage_price("EFS /home storage", "efs_usd_per_gb_month", "GB-month"))
+    usage.extend(login_usage(plan))
+    usage.extend(monitoring_usage(plan))
     return CostReport(tuple(lines), tuple(usage))

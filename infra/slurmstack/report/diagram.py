@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from slurmstack.contract import SLURMCTLD_PORT, SLURMD_PORT
+from slurmstack.contract import SLURMCTLD_PORT, SLURMD_PORT, SLURMDBD_PORT
 from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.spec import CapacityType
 
@@ -91,6 +91,25 @@ def diagram_model(plan: ClusterPlan) -> tuple[list[Group], list[Node], list[Edge
     edges: list[Edge] = [
         Edge("head", p.id, f"slurm {SLURMCTLD_PORT}/{SLURMD_PORT}", both_ways=True) for p in pools
     ]
+    logins = [
+        Node(
+            f"login_{p.name.replace('-', '_')}",
+            (
+                f"login pool {p.name}",
+                f"{p.count} × {p.instance_type}",
+                f"sackd · sshd · {plan.users} users",
+                "SSH via Session Manager"
+                + (" · from " + ", ".join(p.ssh_cidrs) if p.ssh_cidrs else ""),
+            ),
+        )
+        for p in plan.login_pools
+    ]
+    compute.nodes.extend(logins)
+    for login in logins:
+        edges.append(
+            Edge(login.id, "head", f"slurmctld {SLURMCTLD_PORT} · slurmdbd {SLURMDBD_PORT}")
+        )
+        edges.extend(Edge(login.id, p.id, "srun") for p in pools)
     stores: list[Node] = []
     if plan.lustre is not None:
         lus = plan.lustre
@@ -115,7 +134,7 @@ def diagram_model(plan: ClusterPlan) -> tuple[list[Group], list[Node], list[Edge
     compute.nodes.extend(stores)
     for store in stores:
         edges.append(Edge("head", store.id, "mount"))
-        edges.extend(Edge(p.id, store.id, "mount") for p in pools)
+        edges.extend(Edge(p.id, store.id, "mount") for p in [*pools, *logins])
     vpc.groups.append(compute)
     if net.vpc_id is None and public is not None:
         public.nodes.append(Node("nat", ("NAT gateway",)))

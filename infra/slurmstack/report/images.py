@@ -8,9 +8,9 @@ from typing import Any
 
 from slurmstack.catalog import load_catalog
 from slurmstack.contract import HEAD_ROLE
-from slurmstack.facts import resolve_facts
 from slurmstack.plan import ClusterPlan, image_plans, own_ami, role_image_contract
 from slurmstack.plan.images import BAKE_MINUTES
+from slurmstack.rules.facts import resolve_facts
 
 REUSE = (
     "built at the first `pulumi up`, then kept in the stack's state: later `pulumi up`s reuse "
@@ -40,11 +40,7 @@ def images_section(plan: ClusterPlan) -> dict[str, Any]:
                 "kind": image.kind.value,
                 "architecture": image.architecture.value,
                 "parent": image.parent,
-                "parent_pinned": (
-                    "pinned by image.parents"
-                    if image.parent_ami
-                    else "resolved by Image Builder when the image is built, then kept"
-                ),
+                "parent_pinned": image.parent_pin,
                 "version": image.version,
                 "nodes": list(image.roles),
                 "baked": [{"piece": piece, "version": v} for piece, v in image.baked()],

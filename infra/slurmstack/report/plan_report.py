@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from slurmstack.change.snapshot import document_fields
 from slurmstack.contract import MountKind
 from slurmstack.findings import Finding, Level
 from slurmstack.offline.record import OfflineRun, RecordedResource
@@ -19,6 +20,8 @@ from slurmstack.report.capacity import ClusterCapacity, cluster_capacity
 from slurmstack.report.cost import CostReport, cost_report
 from slurmstack.report.data import mounts_section
 from slurmstack.report.images import images_section
+from slurmstack.report.monitoring_cost import budget_warning
+from slurmstack.report.people import people_section
 from slurmstack.report.readiness import time_to_ready, time_to_ready_range, time_to_stack
 from slurmstack.report.timing import Timeline, TimelineRange
 
@@ -42,17 +45,20 @@ class PlanReport:
 
 def build_report(plan: ClusterPlan, run: OfflineRun, findings: list[Finding]) -> PlanReport:
     ready = time_to_ready_range(run)
+    cost = cost_report(plan)
+    budget = budget_warning(plan, cost)
+    warnings = [f for f in findings if f.level is Level.WARNING]
     return PlanReport(
         plan=plan,
         run=run,
         capacity=cluster_capacity(plan),
-        cost=cost_report(plan),
+        cost=cost,
         ready=ready.typical,
         ready_range=ready,
         ready_if_addresses_embedded=time_to_ready(run, embed_addresses=True, images_built=True),
         ready_images_built=time_to_ready(run, images_built=True),
         stack=time_to_stack(run),
-        warnings=tuple(f for f in findings if f.level is Level.WARNING),
+        warnings=tuple(warnings + ([budget] if budget is not None else [])),
     )
 
 
@@ -69,6 +75,8 @@ def _dependency_names(resource: RecordedResource, names: dict[str, str]) -> list
 
 
 def resources_section(run: OfflineRun) -> list[dict[str, Any]]:
+    """Every resource; a provider resource also with what `plan --against` compares (its
+    URN, inputs and options: slurmstack.change.snapshot.document_fields)."""
     names = {r.urn: r.name for r in run.resources if r.type != "pulumi:pulumi:Stack"}
     out = []
     for r in run.resources:
@@ -83,6 +91,7 @@ def resources_section(run: OfflineRun) -> list[dict[str, Any]]:
                 "protect": r.options.protect,
                 "retain_on_delete": r.options.retain_on_delete,
                 "depends_on": _dependency_names(r, names),
+                **(document_fields(r) if r.custom else {}),
             }
         )
     return out
@@ -198,6 +207,8 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
             "unpriced": list(cost.unpriced),
             "resources": len(cloud),
             "components": len(resources) - len(cloud),
+            "users": plan.users,
+            "login_nodes": sum(p.count for p in plan.login_pools),
             "time_to_ready_minutes": round(report.ready.total_seconds / 60, 1),
             "time_to_ready_range_minutes": [
                 round(report.ready_range.low_seconds / 60, 1),
@@ -242,6 +253,7 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
         "storage": storage_section(plan, cap),
         "mounts": mounts_section(plan)["mounts"],
         "images": images_section(plan),
+        "people": people_section(plan),
         "cost": {
             "lines": [
                 {

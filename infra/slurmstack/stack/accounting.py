@@ -16,7 +16,7 @@ import pulumi_aws.vpc as vpc
 import pulumi_random as random_
 
 from slurmstack.catalog import load_catalog
-from slurmstack.contract import DeployParameter
+from slurmstack.contract import DeployParameter, resource_name
 from slurmstack.plan import (
     INNODB_LOCK_WAIT_TIMEOUT,
     MAX_ALLOWED_PACKET_MIB,
@@ -27,7 +27,7 @@ from slurmstack.plan import (
     plan_rds_subnets,
 )
 from slurmstack.stack import parameters
-from slurmstack.stack.common import Role, resource_name, tags
+from slurmstack.stack.common import Role, tags
 
 # 32 letters and digits (about 190 bits): nothing slurmdbd.conf's parser or SQL would need to
 # escape, and within what RDS takes for a master password.

@@ -12,12 +12,15 @@ import pulumi
 import pulumi_aws.s3 as s3
 from pulumi_aws import get_caller_identity_output
 
-from slurmstack.contract import DeployParameter
+from slurmstack.contract import LAUNCHES_PREFIX, DeployParameter, resource_name
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters, policies
-from slurmstack.stack.common import Role, resource_name, tags
+from slurmstack.stack.common import Role, tags
 
 ABORT_INCOMPLETE_UPLOADS_DAYS = 7
+# The elastic launches' names (LAUNCHES_PREFIX): a node reads its own at boot, minutes after
+# the launch; a day later nothing reads them.
+LAUNCH_NAMES_DAYS = 1
 
 
 def stateful_options(
@@ -85,6 +88,16 @@ class ClusterBucket(pulumi.ComponentResource):
                 },
             }
         ]
+        if plan.elastic_pools:
+            # One object per elastic launch, read by its nodes within minutes of it.
+            rules.append(
+                {
+                    "id": "expire-elastic-launch-names",
+                    "status": "Enabled",
+                    "filter": {"prefix": LAUNCHES_PREFIX},
+                    "expiration": {"days": LAUNCH_NAMES_DAYS},
+                }
+            )
         if spec.versioning:
             rules.append(
                 {

@@ -30,7 +30,9 @@ from slurmstack.stack.existing_storage import ExistingFileSystems
 from slurmstack.stack.head_node import HeadNode
 from slurmstack.stack.identity import Identity
 from slurmstack.stack.image import NodeImages
+from slurmstack.stack.login_pool import LoginPool
 from slurmstack.stack.lustre import LustreStorage
+from slurmstack.stack.monitoring import Monitoring
 from slurmstack.stack.network import Network, NetworkRefs, existing_network
 from slurmstack.stack.secrets import MungeKey
 from slurmstack.stack.security import SecurityGroups
@@ -53,6 +55,8 @@ class SlurmCluster(pulumi.ComponentResource):
     head: HeadNode
     config: ConfigStore
     pools: dict[str, WorkerPool]
+    login_pools: dict[str, LoginPool]
+    monitoring: Monitoring
 
     def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("slurmstack:index:SlurmCluster", plan.name, None, opts)
@@ -164,6 +168,24 @@ class SlurmCluster(pulumi.ComponentResource):
             )
             for pool in plan.pools
         }
+        login_sg = self.security.login
+        self.login_pools = {
+            login.name: LoginPool(
+                plan,
+                login,
+                subnet_id=net.compute_subnet_id,
+                public_subnet_id=net.public_subnet_id,
+                vpc_id=net.vpc_id,
+                security_group_id=login_sg.id,
+                instance_profile_arn=self.identity.login_profiles[login.name].arn,
+                image_id=self.images.ami(login.role),
+                network_ready=net.ready,
+                security_ready=self.security.rules_of("login"),
+                opts=child,
+            )
+            for login in plan.login_pools
+            if login_sg is not None
+        }
         self.compute_subnet_parameter = None
         if plan.elastic_pools:
             # The head's ResumeProgram launches elastic nodes into the compute subnet.
@@ -174,6 +196,9 @@ class SlurmCluster(pulumi.ComponentResource):
                 role=Role.NETWORK,
                 parent=self,
             )
+        # The alert topic, the log groups and the budget: nothing waits for them (the roles
+        # name them by their names; the relay reads the topic's parameter when it sends).
+        self.monitoring = Monitoring(plan, opts=child)
         self.config = ConfigStore(
             plan, bucket=self.bucket.bucket.id, head_instance_id=self.head.instance.id, opts=child
         )
@@ -203,6 +228,10 @@ class SlurmCluster(pulumi.ComponentResource):
             "parameter_prefix": plan.parameter_prefix,
             "config_manifest_sha256": self.config.manifest_hash,
             "images": {key: self.images.ami_of(key) for key in self.images.built},
+            # What each baked image is built on: a pinned AMI, the AMI a pinned parameter
+            # version named when the stack read it, or ssm:<parameter> (Image Builder's choice,
+            # recorded in the image's manifest, /etc/slurmstack/image.json).
+            "image_parents": dict(self.images.parents),
             "pools": {
                 name: {
                     "asg_name": pool.group.name,
@@ -213,6 +242,24 @@ class SlurmCluster(pulumi.ComponentResource):
                 for name, pool in self.pools.items()
             },
         }
+        out["alert_topic_arn"] = self.monitoring.topic.arn
+        out["log_groups"] = {s.value: g.name for s, g in self.monitoring.log_groups.items()}
+        if self.login_pools:
+            # What `slurmstack ssh-config` reads: each login pool's group (its instances are
+            # found by it), the host key alias users' known_hosts keep, and the NLB's name.
+            out["login_pools"] = {
+                name: {
+                    "asg_name": login.group.name,
+                    "count": plan.login_pool(name).count,
+                    "instance_type": plan.login_pool(name).instance_type,
+                    "host_key_alias": f"{plan.name}-{name}",
+                    "load_balancer_dns": (
+                        login.load_balancer.dns_name if login.load_balancer is not None else None
+                    ),
+                }
+                for name, login in self.login_pools.items()
+            }
+            out["users"] = [u.name for u in plan.spec.users]
         if self.head.public_ip is not None:
             out["head_public_ip"] = self.head.public_ip.public_ip
         if self.lustre is not None:

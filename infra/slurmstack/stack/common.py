@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 
-from slurmstack.contract import POOL_ROLE, partition, resource_tags
+from slurmstack.contract import LOGIN_ROLE, POOL_ROLE, partition, resource_tags
 from slurmstack.plan import ClusterPlan
 
 
@@ -29,6 +29,8 @@ class Role(enum.StrEnum):
     POOL = POOL_ROLE
     IMAGE = "image"  # the node images (slurmstack.stack.image)
     ACCOUNTING = "accounting"  # the accounting database (slurmstack.stack.accounting)
+    LOGIN = LOGIN_ROLE  # the login pools (slurmstack.stack.login_pool)
+    MONITORING = "monitoring"  # alert topic, log groups, budget (slurmstack.stack.monitoring)
     DATA = "data"  # file systems of yours, looked up (slurmstack.stack.existing_storage)
 
 
@@ -42,13 +44,6 @@ NFS_PORT = 2049
 ROOT_DEVICE = "/dev/sda1"
 
 EVERYWHERE_V4 = "0.0.0.0/0"
-
-
-def resource_name(cluster: str, role: Role | str, pool: str | None = None) -> str:
-    """Deterministic name ``{cluster}-{role}[-{pool}]`` (logical and, where AWS takes one,
-    physical name)."""
-    role_part = role.value if isinstance(role, Role) else role
-    return f"{cluster}-{role_part}" + (f"-{pool}" if pool else "")
 
 
 def tags(plan: ClusterPlan, role: Role, name: str | None = None, **extra: str) -> dict[str, str]:

@@ -8,6 +8,8 @@ stored the same way, and the CONFIG_MANIFEST
 parameter holds only its key, so it stays small however many pools there are. A Command
 document and an association targeting the head node apply it: the node agent's
 ``sync-config`` and ``accounting-db``, then ``scontrol reconfigure`` and ``accounting-apply``.
+A second document and association (stack.sync_nodes), targeting every node of the cluster,
+runs ``sync-config`` and ``identities``: people reach every node without a reboot.
 The association carries the manifest hash as a parameter, so a configuration change updates
 the association, which runs it again.
 
@@ -38,12 +40,13 @@ from slurmstack.contract import (
     ROLE_TAG,
     Command,
     DeployParameter,
+    resource_name,
 )
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters
-from slurmstack.stack.common import Role, resource_name, tags
+from slurmstack.stack.common import Role, tags
+from slurmstack.stack.sync_nodes import MANIFEST_HASH_PARAMETER, sync_nodes
 
-MANIFEST_HASH_PARAMETER = "ManifestHash"
 # Ubuntu's slurm-client; by absolute path, as Run Command's PATH is not the login PATH.
 SCONTROL = "/usr/bin/scontrol"
 # `scontrol reconfigure` until slurmctld answers: at most RECONFIGURE_ATTEMPTS tries,
@@ -118,6 +121,12 @@ def apply_config_commands(
         "  n=$((n + 1))",
         '  sleep "$delay"',
         "done",
+        # People first where jobs resolve them (slurmctld looks uids up here), then Slurm's
+        # associations for them: a removed person is locked, then loses the association.
+        f'if ! "$agent" {Command.IDENTITIES}; then',
+        f'  echo "slurmstack-node {Command.IDENTITIES} failed" >&2',
+        "  exit 1",
+        "fi",
         f'if ! "$agent" {Command.ACCOUNTING_APPLY}; then',
         f'  echo "slurmstack-node {Command.ACCOUNTING_APPLY} failed" >&2',
         "  exit 1",
@@ -227,4 +236,6 @@ class ConfigStore(pulumi.ComponentResource):
             tags=tags(plan, Role.CONFIG, doc_name),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[manifest_param]),
         )
+        # Every node of the cluster: the same push reaches the people on every node.
+        sync_nodes(plan, self.manifest_hash, parent=self, depends_on=[manifest_param])
         self.register_outputs({"manifest_hash": self.manifest_hash})

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_aws.efs as efs
 
-from slurmstack.contract import DeployParameter
+from slurmstack.contract import DeployParameter, resource_name
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters
 from slurmstack.stack.bucket import stateful_options
-from slurmstack.stack.common import Role, resource_name, tags
+from slurmstack.stack.common import Role, tags
 
 
 class HomeFileSystem(pulumi.ComponentResource):

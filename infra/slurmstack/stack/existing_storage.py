@@ -22,10 +22,16 @@ import pulumi_aws.efs as efs
 import pulumi_aws.fsx as fsx
 import pulumi_aws.vpc as vpc
 
-from slurmstack.contract import EXISTING_DNS, EXISTING_MOUNT_NAME, MountKind, existing_parameter
+from slurmstack.contract import (
+    EXISTING_DNS,
+    EXISTING_MOUNT_NAME,
+    MountKind,
+    existing_parameter,
+    resource_name,
+)
 from slurmstack.plan import ClusterPlan, ExistingFileSystemPlan
 from slurmstack.stack import parameters
-from slurmstack.stack.common import Role, resource_name
+from slurmstack.stack.common import Role
 from slurmstack.stack.reachability import (
     FileSystemNetwork,
     ingress_rule,

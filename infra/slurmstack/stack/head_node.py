@@ -32,11 +32,17 @@ import pulumi
 import pulumi_aws.ebs as ebs
 import pulumi_aws.ec2 as ec2
 
-from slurmstack.contract import HEAD_ROLE, STATE_VOLUME_DEVICE, TAG_PREFIX, DeployParameter
+from slurmstack.contract import (
+    HEAD_ROLE,
+    STATE_VOLUME_DEVICE,
+    TAG_PREFIX,
+    DeployParameter,
+    resource_name,
+)
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters
 from slurmstack.stack.bucket import stateful_options
-from slurmstack.stack.common import Role, resource_name, tags
+from slurmstack.stack.common import Role, tags
 from slurmstack.stack.user_data import encoded_user_data, user_data_sha256
 
 STATE_VOLUME_IOPS = 3000

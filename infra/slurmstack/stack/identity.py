@@ -1,5 +1,6 @@
-"""Instance roles and profiles: one for the head node, one per pool (a node can mark only its
-own pool's instances Unhealthy, and IAM can only say that with a role per pool). Each role has
+"""Instance roles and profiles: one for the head node, one per pool and one per login pool (a
+node can mark only its own pool's instances Unhealthy, and IAM can only say that with a role
+per pool). Each role has
 one inline policy from slurmstack.stack.policies and nothing attached: the SSM agent's
 permissions are part of that policy rather than AWS's managed one, which also lets a node read
 every SSM parameter in the account."""
@@ -14,15 +15,17 @@ import pulumi
 import pulumi_aws.iam as iam
 from pulumi_aws import get_caller_identity_output
 
-from slurmstack.contract import POOL_TAG
-from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.contract import LOGIN_POOL_TAG, LOGIN_ROLE, POOL_TAG, resource_name
+from slurmstack.plan import ClusterPlan, LoginPoolPlan, PoolPlan
 from slurmstack.stack import policies
-from slurmstack.stack.common import Role, resource_name, tags
+from slurmstack.stack.common import Role, tags
 
 EC2_TRUST_POLICY = json.dumps(policies.EC2_TRUST_POLICY)
 
 
-def _policy_json(plan: ClusterPlan, pool: PoolPlan | None) -> Callable[[list[Any]], str]:
+def _policy_json(
+    plan: ClusterPlan, pool: PoolPlan | LoginPoolPlan | None
+) -> Callable[[list[Any]], str]:
     def render(args: list[Any]) -> str:
         account, bucket_arn, secret_arn = (str(a) for a in args[:3])
         created = None if args[3] is None else str(args[3])
@@ -30,6 +33,8 @@ def _policy_json(plan: ClusterPlan, pool: PoolPlan | None) -> Callable[[list[Any
         if pool is None:
             accounting = policies.accounting_secret_arn(plan, account, created)
             policy = policies.head_policy(plan, **scope, accounting_secret=accounting)
+        elif isinstance(pool, LoginPoolPlan):
+            policy = policies.login_policy(plan, pool, **scope)
         else:
             policy = policies.pool_policy(plan, pool, **scope)
         return json.dumps(policy, sort_keys=True)
@@ -44,6 +49,8 @@ class Identity(pulumi.ComponentResource):
     head_role: iam.Role
     pool_profiles: dict[str, iam.InstanceProfile]
     pool_roles: dict[str, iam.Role]
+    login_profiles: dict[str, iam.InstanceProfile]
+    login_roles: dict[str, iam.Role]
 
     def __init__(
         self,
@@ -69,6 +76,9 @@ class Identity(pulumi.ComponentResource):
         self.pool_roles, self.pool_profiles = {}, {}
         for pool in plan.pools:
             self.pool_roles[pool.name], self.pool_profiles[pool.name] = self._role(pool)
+        self.login_roles, self.login_profiles = {}, {}
+        for login in plan.login_pools:
+            self.login_roles[login.name], self.login_profiles[login.name] = self._role(login)
         self.register_outputs(
             {
                 "head_profile": self.head_profile.arn,
@@ -76,15 +86,19 @@ class Identity(pulumi.ComponentResource):
             }
         )
 
-    def _role(self, pool: PoolPlan | None) -> tuple[iam.Role, iam.InstanceProfile]:
+    def _role(self, pool: PoolPlan | LoginPoolPlan | None) -> tuple[iam.Role, iam.InstanceProfile]:
         plan = self._plan
-        name = policies.role_name(plan, pool)
+        login = isinstance(pool, LoginPoolPlan)
+        if pool is None:
+            name = resource_name(plan.name, Role.HEAD)
+        else:
+            name = resource_name(plan.name, LOGIN_ROLE if login else Role.POOL, pool.name)
         # The tags say whose role this is; the bucket policy names the cluster's node roles
         # by them (aws:PrincipalTag), so it does not change when a pool is added.
         role_tags = tags(plan, Role.IDENTITY, name)
         if pool is not None:
-            role_tags[POOL_TAG] = pool.name
-        kind = "head node" if pool is None else f"pool {pool.name} node"
+            role_tags[LOGIN_POOL_TAG if login else POOL_TAG] = pool.name
+        kind = "head node" if pool is None else f"{'login ' if login else ''}pool {pool.name} node"
         role = iam.Role(
             name,
             name=name,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pulumi
 import pulumi_aws.cloudwatch as cloudwatch
@@ -26,15 +27,16 @@ import pulumi_aws.ec2 as ec2
 import pulumi_aws.iam as iam
 import pulumi_aws.imagebuilder as imagebuilder
 import pulumi_aws.s3 as s3
+import pulumi_aws.ssm as ssm
 import pulumi_aws.vpc as vpc
 from pulumi_aws import get_caller_identity_output
 
 from slurmstack.catalog import Architecture
-from slurmstack.contract import IMAGE_PREFIX, IMAGE_TAG
+from slurmstack.contract import IMAGE_PREFIX, IMAGE_TAG, resource_name
 from slurmstack.plan import ClusterPlan, ImagePlan, image_of, image_plans, own_ami
 from slurmstack.render import image as build
 from slurmstack.stack import policies
-from slurmstack.stack.common import EVERYWHERE_V4, ROOT_DEVICE, Role, resource_name, tags
+from slurmstack.stack.common import EVERYWHERE_V4, ROOT_DEVICE, Role, tags
 
 IMAGE_ROLE = Role.IMAGE
 IMAGE_TESTS_TIMEOUT_MINUTES = 60
@@ -79,6 +81,7 @@ class NodeImages(pulumi.ComponentResource):
     role: iam.Role | None
     security_group: ec2.SecurityGroup | None
     built: dict[str, imagebuilder.Image]
+    parents: dict[str, pulumi.Input[str]]  # what each image is built on, as the recipe says
 
     def __init__(
         self,
@@ -97,6 +100,7 @@ class NodeImages(pulumi.ComponentResource):
         self._plan = plan
         self._child = pulumi.ResourceOptions(parent=self)
         self.built = {}
+        self.parents = {}
         self.role = None
         self.security_group = None
         wanted = image_plans(plan)
@@ -135,9 +139,7 @@ class NodeImages(pulumi.ComponentResource):
 
     def ami_of(self, key: str) -> pulumi.Output[str]:
         """The AMI an image's build made (kept in state: later `pulumi up`s reuse it)."""
-        return self.built[key].output_resources.apply(
-            lambda resources: str(resources[0].amis[0].image)  # type: ignore[index]
-        )
+        return _built_ami(self.built[key])
 
     def ami(self, role: str) -> pulumi.Input[str]:
         """The AMI ``role`` ("head" or a pool) boots: its own, or the baked image's."""
@@ -272,13 +274,14 @@ class NodeImages(pulumi.ComponentResource):
             tags=tags(plan, Role.IMAGE, versioned),
             opts=pulumi.ResourceOptions(parent=self, depends_on=objects),
         )
+        self.parents[image.key] = _parent_of(image, self)
         recipe = imagebuilder.ImageRecipe(
             versioned,
             name=versioned,
             version="1.0.0",
-            # A pinned AMI (image.parents), or the public parameter, resolved by Image Builder
-            # at build time; the built AMI is what stays.
-            parent_image=image.parent,
+            # A pinned AMI or parameter version (image.parents), or the public parameter,
+            # resolved by Image Builder at build time; the built AMI is what stays.
+            parent_image=self.parents[image.key],
             components=[{"component_arn": component.arn}],
             block_device_mappings=[
                 {
@@ -314,14 +317,14 @@ class NodeImages(pulumi.ComponentResource):
                     "region": plan.region,
                     "ami_distribution_configuration": {
                         "name": f"{base}-{{{{ imagebuilder:buildDate }}}}",
-                        "ami_tags": tags(plan, Role.IMAGE, base, **{IMAGE_TAG: image.key}),
+                        "ami_tags": snapshot_tags(plan, image),
                     },
                 }
             ],
             tags=tags(plan, Role.IMAGE, base),
             opts=self._child,
         )
-        return imagebuilder.Image(
+        built = imagebuilder.Image(
             base,
             image_recipe_arn=recipe.arn,
             infrastructure_configuration_arn=infrastructure.arn,
@@ -339,6 +342,68 @@ class NodeImages(pulumi.ComponentResource):
                 custom_timeouts=pulumi.CustomTimeouts(create=f"{image_build_timeout_minutes()}m"),
             ),
         )
+        self._tag_snapshot(image, built)
+        return built
+
+    def _tag_snapshot(self, image: ImagePlan, built: imagebuilder.Image) -> None:
+        """The AMI's root snapshot carries the AMI's tags. Image Builder tags the AMI only
+        (its distribution settings have no snapshot tags), so the stack tags the snapshot once
+        the image exists: the cluster's snapshots are found, costed and pruned by tag (the
+        head's prune-images may delete only snapshots tagged as the cluster's)."""
+        plan = self._plan
+        base = image_name(plan, image)
+        found = ec2.get_ami_output(
+            owners=["self"],
+            filters=_built_ami(built).apply(lambda ami: [{"name": "image-id", "values": [ami]}]),
+            opts=pulumi.InvokeOutputOptions(parent=self, depends_on=[built]),
+        )
+        snapshot = found.block_device_mappings.apply(_root_snapshot)
+        for key, value in sorted(snapshot_tags(plan, image).items()):
+            ec2.Tag(
+                f"{base}-snapshot-{_slug(key)}",
+                resource_id=snapshot,
+                key=key,
+                value=value,
+                opts=self._child,
+            )
+
+
+def _built_ami(built: imagebuilder.Image) -> pulumi.Output[str]:
+    return built.output_resources.apply(
+        lambda resources: str(resources[0].amis[0].image)  # type: ignore[index]
+    )
+
+
+def snapshot_tags(plan: ClusterPlan, image: ImagePlan) -> dict[str, str]:
+    """What the AMI and its root snapshot carry: the cluster's tags and the image's key."""
+    base = image_name(plan, image)
+    return tags(plan, Role.IMAGE, base, **{IMAGE_TAG: image.key})
+
+
+def _root_snapshot(mappings: Sequence[Any]) -> str:
+    """The snapshot of the AMI's root volume (the recipe's one EBS mapping)."""
+    for mapping in mappings:
+        snapshot = (mapping.ebs or {}).get("snapshot_id")
+        if mapping.device_name == ROOT_DEVICE and snapshot:
+            return str(snapshot)
+    raise ValueError(f"the image's AMI has no snapshot at {ROOT_DEVICE}")
+
+
+def _slug(key: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in key).strip("-").lower()
+
+
+def _parent_of(image: ImagePlan, parent: pulumi.Resource) -> pulumi.Input[str]:
+    """The recipe's parent_image. A pinned parameter version is read here, at deploy time
+    (GetParameter ``<parameter>:<version>``: the Systems Manager User Guide documents the
+    selector for API calls, not Image Builder's ``ssm:`` parents), so the recipe names the AMI
+    itself; a version Parameter Store no longer keeps fails the deploy before any image starts."""
+    if image.parent_version is None:
+        return image.parent
+    found = ssm.get_parameter_output(
+        name=image.parent_selector, opts=pulumi.InvokeOutputOptions(parent=parent)
+    )
+    return found.value
 
 
 def _b64(data: bytes) -> str:

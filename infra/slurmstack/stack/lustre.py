@@ -8,13 +8,13 @@ from typing import Any
 import pulumi
 import pulumi_aws.fsx as fsx
 
-from slurmstack.contract import DeployParameter
-from slurmstack.data import mount_key
+from slurmstack.contract import DeployParameter, resource_name
 from slurmstack.plan import AssociationPlan, ClusterPlan, LustrePlan
+from slurmstack.rules.data import mount_key
 from slurmstack.spec import LustreDeployment
 from slurmstack.stack import parameters
 from slurmstack.stack.bucket import stateful_options
-from slurmstack.stack.common import Role, resource_name, tags
+from slurmstack.stack.common import Role, tags
 
 # EFA-enabled file systems and the metadata configuration need Lustre 2.15.
 LUSTRE_VERSION = "2.15"

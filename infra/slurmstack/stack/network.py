@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws.ec2 as ec2
 
+from slurmstack.contract import resource_name
 from slurmstack.plan import ClusterPlan
-from slurmstack.stack.common import EVERYWHERE_V4, Role, resource_name, tags
+from slurmstack.stack.common import EVERYWHERE_V4, Role, tags
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws.ssm as ssm
 
-from slurmstack.contract import DeployParameter
+from slurmstack.contract import DeployParameter, resource_name
 from slurmstack.plan import ClusterPlan
-from slurmstack.stack.common import Role, resource_name, tags
+from slurmstack.stack.common import Role, tags
 
 
 def publish(

@@ -22,7 +22,8 @@ What each node may do, and nothing else:
   and suspend or resume the group's replacement of Unhealthy instances (the circuit breaker);
   read the nodes' logs (to see that they arrived before an instance goes); with elastic
   pools (its power programs), launch their instances from the cluster's launch templates (EC2
-  Fleet), name and terminate them, and nothing else (power_statements);
+  Fleet), name them (one object per launch under the bucket's launches/ prefix) and terminate
+  them, and nothing else (power_statements);
 - every node: pull container images from the account's ECR repositories in the cluster's
   Region (read-only), for its jobs (slurmstack.node.workload.ecr hands them the token).
 
@@ -42,17 +43,25 @@ from slurmstack.contract import (
     CONFIG_PREFIX,
     ELASTIC_TAG,
     IMAGE_PREFIX,
+    LAUNCHES_PREFIX,
+    LOGIN_POOL_TAG,
+    LOGIN_ROLE,
     LOGS_PREFIX,
-    NODE_NAME_TAG,
     POOL_TAG,
     ROLE_TAG,
     MountKind,
     log_prefix,
+    login_host_key_secret_name,
     partition,
+    resource_name,
 )
-from slurmstack.plan import ClusterPlan, MountPlan, PoolPlan, accounting_plan
-from slurmstack.stack.common import Role, resource_name, ssm_parameter_arn
+from slurmstack.plan import ClusterPlan, LoginPoolPlan, MountPlan, PoolPlan, accounting_plan
+from slurmstack.stack.common import Role, ssm_parameter_arn
 from slurmstack.stack.data_policies import mountpoint_statements
+from slurmstack.stack.monitoring_policy import (
+    head_monitoring_statements,
+    pool_monitoring_statements,
+)
 
 VERSION = "2012-10-17"
 
@@ -109,13 +118,6 @@ BUCKET_ADMIN_ACTIONS = (
     "s3:PutBucketPolicy",
     "s3:DeleteBucketPolicy",
 )
-
-
-def role_name(plan: ClusterPlan, pool: PoolPlan | None) -> str:
-    """``{cluster}-head``, or ``{cluster}-pool-{pool}`` like the pool's other resources."""
-    if pool is None:
-        return resource_name(plan.name, Role.HEAD)
-    return resource_name(plan.name, Role.POOL, pool.name)
 
 
 def asg_arn(plan: ClusterPlan, account: str, group_name: str) -> str:
@@ -278,8 +280,9 @@ def efs_fallback_statements(
 
 
 def _ec2_arn(plan: ClusterPlan, account: str, resource: str) -> str:
-    # An image's ARN names no account (Service Authorization Reference, "Amazon EC2": image).
-    owner = "" if resource.startswith("image/") else account
+    # An image's and a snapshot's ARNs name no account (Service Authorization Reference,
+    # "Amazon EC2": image, snapshot).
+    owner = "" if resource.startswith(("image/", "snapshot/")) else account
     return f"arn:{partition(plan.region)}:ec2:{plan.region}:{owner}:{resource}"
 
 
@@ -297,12 +300,13 @@ LAUNCH_RESOURCES = (
 FLEET_SERVICE = "ec2fleet.amazonaws.com"
 
 
-def power_statements(plan: ClusterPlan, account: str) -> list[dict[str, Any]]:
+def power_statements(plan: ClusterPlan, account: str, bucket_arn: str) -> list[dict[str, Any]]:
     """The head's power programs (slurmstack.node.power), when a pool is elastic: launch
     instances with an EC2 Fleet from the cluster's own launch templates, tagged as the
-    cluster's at launch; name the elastic instances; terminate only the elastic instances of
-    the cluster. slurmctld runs these programs as SlurmUser, which the head's metadata
-    firewall lets through for this (slurmstack.imds_firewall)."""
+    cluster's at launch; name them in one object per launch (the bucket's launches/ prefix);
+    terminate only the elastic instances of the cluster. slurmctld runs these programs as
+    SlurmUser, which the head's metadata firewall lets through for this
+    (slurmstack.imds_firewall)."""
     pools = plan.elastic_pools
     if not pools:
         return []
@@ -364,17 +368,12 @@ def power_statements(plan: ClusterPlan, account: str) -> list[dict[str, Any]]:
             "Condition": {"StringEquals": {"ec2:CreateAction": ["CreateFleet", "RunInstances"]}},
         },
         {
-            # ... and each elastic instance's node name, afterwards: that tag only, on the
-            # cluster's elastic instances only.
-            "Sid": "NameElasticInstances",
+            # ... and the names of each launch's instances, one object per launch, below a
+            # prefix of its own (not the config store's, which only the stack writes).
+            "Sid": "NameElasticLaunches",
             "Effect": "Allow",
-            "Action": ["ec2:CreateTags"],
-            "Resource": [_ec2_arn(plan, account, "instance/*")],
-            "Condition": {
-                "StringEquals": {ec2_cluster_tag: plan.name},
-                "StringLike": {f"ec2:ResourceTag/{ELASTIC_TAG}": "*"},
-                "ForAllValues:StringEquals": {"aws:TagKeys": [NODE_NAME_TAG]},
-            },
+            "Action": ["s3:PutObject"],
+            "Resource": [f"{bucket_arn}/{LAUNCHES_PREFIX}*"],
         },
         {
             # The elastic instances of this cluster, and no other instance (the always-on
@@ -393,7 +392,9 @@ def power_statements(plan: ClusterPlan, account: str) -> list[dict[str, Any]]:
             "Sid": "PassElasticPoolRoles",
             "Effect": "Allow",
             "Action": ["iam:PassRole"],
-            "Resource": [f"{iam}:role/{role_name(plan, p)}" for p in pools],
+            "Resource": [
+                f"{iam}:role/{resource_name(plan.name, Role.POOL, p.name)}" for p in pools
+            ],
             "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
         },
         {
@@ -424,6 +425,33 @@ def accounting_secret_arn(plan: ClusterPlan, account: str, created_arn: str | No
     return (
         f"arn:{partition(plan.region)}:secretsmanager:{plan.region}:{account}:secret:{given}-??????"
     )
+
+
+def prune_statements(plan: ClusterPlan, account: str) -> list[dict[str, Any]]:
+    """The head's prune-images (slurmstack.node.controller.images_prune): deregister the cluster's AMIs
+    and delete their snapshots, both only when tagged as the cluster's (the stack tags an AMI
+    and its root snapshot so); find them, the launch templates' versions and the snapshots
+    (EC2's Describe calls take no resource)."""
+    tagged = {"StringEquals": {f"aws:ResourceTag/{CLUSTER_TAG}": plan.name}}
+    return [
+        {
+            "Sid": "PruneClusterImages",
+            "Effect": "Allow",
+            "Action": ["ec2:DeregisterImage", "ec2:DeleteSnapshot"],
+            "Resource": [_ec2_arn(plan, account, "image/*"), _ec2_arn(plan, account, "snapshot/*")],
+            "Condition": tagged,
+        },
+        {
+            "Sid": "FindClusterImages",
+            "Effect": "Allow",
+            "Action": [
+                "ec2:DescribeImages",
+                "ec2:DescribeLaunchTemplates",
+                "ec2:DescribeLaunchTemplateVersions",
+            ],
+            "Resource": ["*"],
+        },
+    ]
 
 
 def head_policy(
@@ -474,9 +502,10 @@ def head_policy(
             ],
             "Resource": ["*"],
         },
-        *power_statements(plan, account),
+        *power_statements(plan, account, bucket_arn),
         *efs_fallback_statements(plan, account, plan.mounts),
         *mountpoint_statements(plan, bucket_arn),
+        *prune_statements(plan, account),
         {
             # Whether a terminating node's logs arrived (HeadObject).
             "Sid": "ReadNodeLogs",
@@ -484,7 +513,10 @@ def head_policy(
             "Action": ["s3:GetObject"],
             "Resource": [f"{bucket_arn}/{LOGS_PREFIX}*"],
         },
+        *head_monitoring_statements(plan, account),
     ]
+    if plan.spec.directory is not None and plan.spec.directory.bind_password_secret:
+        statements.append(_directory_bind_statement(plan, account))
     return {"Version": VERSION, "Statement": statements}
 
 
@@ -521,20 +553,118 @@ def pool_policy(
             },
         }
     )
+    statements += [
+        {
+            # Joining (slurmstack.node.boot.join_hook): the node's instance waits in its group's
+            # launch hook until its node is in Slurm, then completes the action (CONTINUE, or
+            # ABANDON after a failed boot); the same group, by name and tags, as above.
+            "Sid": "CompleteOwnLaunch",
+            "Effect": "Allow",
+            "Action": [
+                "autoscaling:CompleteLifecycleAction",
+                "autoscaling:RecordLifecycleActionHeartbeat",
+            ],
+            "Resource": [asg_arn(plan, account, resource_name(plan.name, Role.POOL, pool.name))],
+            "Condition": {
+                "StringEquals": {
+                    f"aws:ResourceTag/{CLUSTER_TAG}": plan.name,
+                    f"aws:ResourceTag/{POOL_TAG}": pool.name,
+                }
+            },
+        },
+        {
+            # Whether the instance waits in that hook. Read-only; Auto Scaling's Describe calls
+            # take no resource (Service Authorization Reference, "Amazon EC2 Auto Scaling").
+            "Sid": "FindOwnLaunch",
+            "Effect": "Allow",
+            "Action": ["autoscaling:DescribeAutoScalingInstances"],
+            "Resource": ["*"],
+        },
+    ]
     statements += efs_fallback_statements(plan, account, pool.mounts)
     statements += mountpoint_statements(plan, bucket_arn)
+    if plan.spec.directory is not None and plan.spec.directory.bind_password_secret:
+        statements.append(_directory_bind_statement(plan, account))
+    statements += pool_monitoring_statements(plan, pool, account)
     if pool.elastic:
-        statements.append(
+        statements += [
             {
-                # An elastic instance reads its node name from its own tags at boot
-                # (slurmstack.node.elastic). Read-only; EC2's Describe calls take no resource.
+                # An elastic instance reads its node name in its launch's object at boot
+                # (slurmstack.node.boot.elastic) ...
+                "Sid": "ReadElasticLaunchNames",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject"],
+                "Resource": [f"{bucket_arn}/{LAUNCHES_PREFIX}*"],
+            },
+            {
+                # ... found by its tags: in its instance metadata, or, from a launch template
+                # that does not put them there, from EC2. Read-only; EC2's Describe calls take
+                # no resource.
                 "Sid": "ReadOwnTags",
                 "Effect": "Allow",
                 "Action": ["ec2:DescribeTags"],
                 "Resource": ["*"],
-            }
-        )
+            },
+        ]
     return {"Version": VERSION, "Statement": statements}
+
+
+def login_policy(
+    plan: ClusterPlan, pool: LoginPoolPlan, *, account: str, bucket_arn: str, secret_arn: str
+) -> dict[str, Any]:
+    """The inline policy of a login pool's nodes: what every node reads (the munge key Slurm's
+    clients need, the parameters, the config store), the pool's host key, and marking its own
+    group's instances Unhealthy. No database password, no EC2 launch, no log writes."""
+    statements = _common_statements(
+        plan, account=account, bucket_arn=bucket_arn, secret_arn=secret_arn
+    )
+    host_key = (
+        f"arn:{partition(plan.region)}:secretsmanager:{plan.region}:{account}:secret:"
+        f"{login_host_key_secret_name(plan.name, pool.name)}-*"
+    )
+    statements += [
+        {
+            # The pool's one SSH host key: the first node stores it, the others read it.
+            "Sid": "LoginPoolHostKey",
+            "Effect": "Allow",
+            "Action": ["secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue"],
+            "Resource": [host_key],
+        },
+        {
+            "Sid": "MarkOwnLoginPoolUnhealthy",
+            "Effect": "Allow",
+            "Action": ["autoscaling:SetInstanceHealth"],
+            "Resource": [asg_arn(plan, account, resource_name(plan.name, LOGIN_ROLE, pool.name))],
+            "Condition": {
+                "StringEquals": {
+                    f"aws:ResourceTag/{CLUSTER_TAG}": plan.name,
+                    f"aws:ResourceTag/{LOGIN_POOL_TAG}": pool.name,
+                }
+            },
+        },
+    ]
+    statements += efs_fallback_statements(plan, account, plan.mounts)
+    statements += mountpoint_statements(plan, bucket_arn)
+    if plan.spec.directory is not None and plan.spec.directory.bind_password_secret:
+        statements.append(_directory_bind_statement(plan, account))
+    return {"Version": VERSION, "Statement": statements}
+
+
+def _directory_bind_statement(plan: ClusterPlan, account: str) -> dict[str, Any]:
+    """SSSD's bind password (directory.bind_password_secret), read by every node's agent."""
+    secret = plan.spec.directory.bind_password_secret if plan.spec.directory else ""
+    assert secret
+    arn = (
+        secret
+        if secret.startswith("arn:")
+        else f"arn:{partition(plan.region)}:secretsmanager:{plan.region}:{account}:secret:{secret}-*"
+    )
+    return {
+        "Sid": "DirectoryBindPassword",
+        "Effect": "Allow",
+        "Action": ["secretsmanager:GetSecretValue"],
+        "Resource": [arn],
+    }
 
 
 # The controller's calls on a group (each scoped to the cluster's groups by name and tag).
@@ -624,6 +754,21 @@ def administrator_user_ids(account: str, deployer_user_id: str) -> list[str]:
     return sorted({account, deployer})
 
 
+def version_deleters(plan: ClusterPlan, account: str, deployer_user_id: str) -> dict[str, Any]:
+    """Who may delete object versions, as the Deny's condition: it is denied to whoever is none
+    of them (a statement's conditions are ANDed). The account root and the latest deployer by
+    ``aws:userid``; the definition's storage.bucket.administrators by ``aws:PrincipalArn`` (a
+    role's ARN, whatever the session), so another administrator or a CI role can empty the
+    bucket whoever deployed last."""
+    condition: dict[str, Any] = {
+        "StringNotLike": {"aws:userid": administrator_user_ids(account, deployer_user_id)}
+    }
+    administrators = plan.spec.storage.bucket.administrators
+    if administrators:
+        condition["ArnNotLike"] = {"aws:PrincipalArn": sorted(administrators)}
+    return condition
+
+
 def bucket_policy(
     plan: ClusterPlan, *, account: str, bucket_arn: str, deployer_user_id: str
 ) -> dict[str, Any]:
@@ -664,11 +809,7 @@ def bucket_policy(
                 "Principal": "*",
                 "Action": ["s3:DeleteObjectVersion"],
                 "Resource": [f"{bucket_arn}/*"],
-                "Condition": {
-                    "StringNotLike": {
-                        "aws:userid": administrator_user_ids(account, deployer_user_id)
-                    }
-                },
+                "Condition": version_deleters(plan, account, deployer_user_id),
             },
         ],
     }

@@ -7,8 +7,9 @@ import pulumi
 import pulumi_aws.secretsmanager as secretsmanager
 import pulumi_random as random_
 
+from slurmstack.contract import resource_name
 from slurmstack.plan import ClusterPlan
-from slurmstack.stack.common import Role, resource_name, tags
+from slurmstack.stack.common import Role, tags
 
 # munge reads a key of at least 32 bytes; 1024 is what `mungekey` generates by default.
 MUNGE_KEY_BYTES = 1024

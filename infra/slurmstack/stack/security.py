@@ -9,7 +9,13 @@ import pulumi
 import pulumi_aws.ec2 as ec2
 import pulumi_aws.vpc as vpc
 
-from slurmstack.contract import SLURMCTLD_PORT, SLURMD_PORT, SRUN_PORT_RANGE
+from slurmstack.contract import (
+    SLURMCTLD_PORT,
+    SLURMD_PORT,
+    SLURMDBD_PORT,
+    SRUN_PORT_RANGE,
+    resource_name,
+)
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack.common import (
     EVERYWHERE_V4,
@@ -17,7 +23,6 @@ from slurmstack.stack.common import (
     LUSTRE_PORT,
     NFS_PORT,
     Role,
-    resource_name,
     tags,
 )
 
@@ -31,7 +36,7 @@ class Rule:
     suffix: str  # unique within the group: becomes part of the logical name
     protocol: str
     ports: tuple[int, int] | None  # None with protocol "-1"
-    peer: str  # "self", "head", "workers", "storage", or a CIDR
+    peer: str  # "self", "head", "workers", "storage", "login", or a CIDR
     description: str
     egress: bool = False
 
@@ -48,9 +53,55 @@ def head_rules(plan: ClusterPlan) -> list[Rule]:
             rules.append(
                 Rule(f"{what}-from-{peer}", "tcp", ports, peer, f"Slurm {what} from {peer}")
             )
+    # sacct, sshare and sreport ask slurmdbd directly: from login nodes and workers too (its
+    # clients authenticate with munge; slurmdbd listens on the head, accounting or not).
+    if plan.spec.slurm.accounting.enabled:
+        for peer in ("workers", *(("login",) if plan.login_pools else ())):
+            rules.append(
+                Rule(
+                    f"slurmdbd-from-{peer}",
+                    "tcp",
+                    (SLURMDBD_PORT, SLURMDBD_PORT),
+                    peer,
+                    f"Slurm slurmdbd (sacct, sshare) from {peer}",
+                )
+            )
+    if plan.login_pools:
+        rules.append(
+            Rule(
+                "slurmctld-from-login",
+                "tcp",
+                (SLURMCTLD_PORT, SLURMCTLD_PORT),
+                "login",
+                "Slurm slurmctld from login nodes (sbatch, srun, squeue; sackd's configuration)",
+            )
+        )
     for index, cidr in enumerate(plan.spec.network.ssh_cidrs):
         rules.append(
             Rule(f"ssh-{index}", "tcp", (22, 22), str(cidr), f"SSH from {cidr} (ssh_cidrs)")
+        )
+    rules.append(Rule("egress-all", ALL, None, EVERYWHERE_V4, "all outbound", egress=True))
+    return rules
+
+
+def login_rules(plan: ClusterPlan) -> list[Rule]:
+    """Login nodes: srun's ports from the head and the workers (slurmctld's and the steps'
+    calls back to srun, SrunPortRange), SSH from the login pools' ssh_cidrs only; no other
+    inbound port (Session Manager's SSH needs none)."""
+    rules = [
+        Rule(f"srun-from-{peer}", "tcp", SRUN_PORT_RANGE, peer, f"Slurm srun from {peer}")
+        for peer in ("head", "workers")
+    ]
+    cidrs = sorted({cidr for pool in plan.login_pools for cidr in pool.ssh_cidrs})
+    for index, cidr in enumerate(cidrs):
+        rules.append(
+            Rule(f"ssh-{index}", "tcp", (22, 22), cidr, f"SSH from {cidr} (login ssh_cidrs)")
+        )
+    if any(pool.load_balancer for pool in plan.login_pools):
+        # The pools' Network Load Balancers carry this group too: their health checks (and the
+        # connections they forward) must be let in from it, or every target is unhealthy.
+        rules.append(
+            Rule("ssh-from-load-balancer", "tcp", (22, 22), "self", "SSH from the load balancer")
         )
     rules.append(Rule("egress-all", ALL, None, EVERYWHERE_V4, "all outbound", egress=True))
     return rules
@@ -71,6 +122,9 @@ def worker_rules(plan: ClusterPlan) -> list[Rule]:
         ),
         Rule("egress-all", ALL, None, EVERYWHERE_V4, "all outbound", egress=True),
     ]
+    if plan.login_pools:
+        # srun on a login node reaches slurmd and its steps (ephemeral ports) on the workers.
+        rules.append(Rule("tcp-from-login", "tcp", (0, 65535), "login", "srun from login nodes"))
     if plan.lustre is not None and plan.lustre.efa:
         rules += [
             Rule("all-from-storage", ALL, None, "storage", "EFA-enabled Lustre servers"),
@@ -81,8 +135,9 @@ def worker_rules(plan: ClusterPlan) -> list[Rule]:
 
 def storage_rules(plan: ClusterPlan) -> list[Rule]:
     rules: list[Rule] = []
+    login = ("login",) if plan.login_pools else ()
     if plan.lustre is not None:
-        for peer in ("head", "workers", "self"):
+        for peer in ("head", "workers", "self", *login):
             rules.append(
                 Rule(
                     f"lnet-from-{peer}",
@@ -123,7 +178,7 @@ def storage_rules(plan: ClusterPlan) -> list[Rule]:
                 ),
             ]
     if plan.creates_home:
-        for peer in ("head", "workers"):
+        for peer in ("head", "workers", *login):
             rules.append(
                 Rule(
                     f"nfs-from-{peer}",
@@ -145,6 +200,8 @@ def needs_storage_group(plan: ClusterPlan) -> bool:
 class SecurityGroups(pulumi.ComponentResource):
     """head: Slurm ports from the cluster only, SSH only from ssh_cidrs. workers: everything
     within the group (EFA) and from the head. storage: Lustre and NFS from the cluster only.
+    login (with login pools): srun's ports from the head and workers, SSH from the login pools'
+    ssh_cidrs only.
 
     A group's rules are resources of their own, created in parallel with whatever uses the
     group's id. What needs the rules in place when it is created waits for them through
@@ -157,6 +214,7 @@ class SecurityGroups(pulumi.ComponentResource):
     head: ec2.SecurityGroup
     workers: ec2.SecurityGroup
     storage: ec2.SecurityGroup | None
+    login: ec2.SecurityGroup | None
     # owner ("head", "workers", "storage") -> its ingress and egress rule resources
     rules: dict[str, list[pulumi.Resource]]
 
@@ -188,12 +246,21 @@ class SecurityGroups(pulumi.ComponentResource):
             if needs_storage_group(plan)
             else None
         )
-        groups = {"head": self.head, "workers": self.workers, "storage": self.storage}
-        self.rules = {"head": [], "workers": [], "storage": []}
+        self.login = (
+            group("login", f"slurmstack {plan.name}: login nodes") if plan.login_pools else None
+        )
+        groups = {
+            "head": self.head,
+            "workers": self.workers,
+            "storage": self.storage,
+            "login": self.login,
+        }
+        self.rules = {"head": [], "workers": [], "storage": [], "login": []}
         for owner, rules in (
             ("head", head_rules(plan)),
             ("workers", worker_rules(plan)),
             ("storage", storage_rules(plan)),
+            ("login", login_rules(plan)),
         ):
             target = groups[owner]
             if target is None:

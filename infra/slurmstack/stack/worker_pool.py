@@ -12,8 +12,10 @@ import pulumi_aws.ec2 as ec2
 from slurmstack.contract import (
     DRAIN_HOOK_HEARTBEAT_SECONDS,
     DRAIN_HOOK_NAME,
+    JOIN_HOOK_HEARTBEAT_SECONDS,
+    JOIN_HOOK_NAME,
     POOL_TAG,
-    pool_group_name,
+    resource_name,
 )
 from slurmstack.plan import ClusterPlan, InterfaceType, PoolPlan
 from slurmstack.spec import CapacityType
@@ -25,12 +27,6 @@ from slurmstack.stack.user_data import encoded_user_data
 HEALTH_CHECK_GRACE_SECONDS = 900
 
 
-def pool_name(plan: ClusterPlan, pool: PoolPlan) -> str:
-    """Name of the pool's launch template, placement group and Auto Scaling group (the
-    contract's: the head's controller finds the group by it)."""
-    return pool_group_name(plan.name, pool.name)
-
-
 # A refresh pauses at these shares of the pool replaced (the last must be 100: EC2 Auto Scaling
 # API Reference, RefreshPreferences, CheckpointPercentages), each pause one warm-up long, so a
 # new image that fails on a quarter of the pool is seen before it reaches the rest.
@@ -40,8 +36,9 @@ REFRESH_CHECKPOINTS = (25, 50, 100)
 def instance_refresh(plan: ClusterPlan) -> autoscaling.GroupInstanceRefreshArgs:
     """How a new launch template version (a new image, new user data) reaches running nodes:
     the group's instance refresh replaces them in batches, keeping min_healthy_percentage of
-    the pool in service, each new node given instance_warmup_seconds to boot and join before
-    the next batch, pausing at each checkpoint. Nodes already on the new version are skipped.
+    the pool in service, each new node given instance_warmup_seconds after it has joined Slurm
+    (the launch hook, join_hook, holds it out of service until then) before the next batch,
+    pausing at each checkpoint. Nodes already on the new version are skipped.
 
     It rolls back by itself when it fails (auto_rollback: EC2 Auto Scaling User Guide, "Undo
     changes with a rollback"): new nodes that fail their boot check mark themselves Unhealthy
@@ -49,7 +46,7 @@ def instance_refresh(plan: ClusterPlan) -> autoscaling.GroupInstanceRefreshArgs:
     failing stops and restores the previous launch template version, which the group names
     explicitly (auto rollback needs an explicit version, not $Latest or $Default).
 
-    Each replaced node leaves through the group's termination path, so the group's
+    Each replaced node leaves through the group's termination path, so the pool's
     termination lifecycle hook (drain_hook) drains it in Slurm first."""
     rollout = plan.spec.image.rollout
     return autoscaling.GroupInstanceRefreshArgs(
@@ -67,24 +64,62 @@ def instance_refresh(plan: ClusterPlan) -> autoscaling.GroupInstanceRefreshArgs:
     )
 
 
-# Where the drain-before-terminate lifecycle hook plugs in: the group's
-# initial_lifecycle_hooks, so it exists before the group's first instance. Instance refreshes,
-# scale-in and the health check's replacements all terminate through it.
-DRAIN_HOOK_POINT = "autoscaling.Group.initial_lifecycle_hooks"
+# The group's input that groups made by earlier slurmstack versions carried the drain hook in.
+# The provider replaces a group whose initial_lifecycle_hook changes (ForceNew, see
+# slurmstack/change/replacement.json), and a group with a fixed name is deleted before its
+# replacement exists: every node of the pool terminated. The group ignores it, so such a
+# group keeps its hook in AWS and is never replaced for it; the DrainHook resource below takes
+# that hook over (AWS's PutLifecycleHook creates or updates a hook by its name).
+LEGACY_HOOK_PROPERTY = "initialLifecycleHooks"
 
 
-def drain_hook() -> autoscaling.GroupInitialLifecycleHookArgs:
+def drain_hook(
+    name: str, group: autoscaling.Group, parent: pulumi.Resource
+) -> autoscaling.LifecycleHook:
     """No busy node is terminated: a terminating instance waits in this hook while the head
     node's controller drains its node, sees its jobs end (up to health.scale_in_wait_minutes,
     with a heartbeat every pass) and its logs reach the bucket, then completes the action. If
     the controller is gone the action completes by itself (CONTINUE) once a heartbeat is
     missed, so nothing waits for ever; AWS caps a wait at 48 hours or 100 heartbeat timeouts,
-    whichever is smaller (Amazon EC2 Auto Scaling User Guide, lifecycle hooks)."""
-    return autoscaling.GroupInitialLifecycleHookArgs(
+    whichever is smaller (Amazon EC2 Auto Scaling User Guide, lifecycle hooks).
+
+    A resource of its own, so a change of its settings is an update in place. Instance
+    refreshes, scale-in and the health check's replacements all terminate through it; it
+    only acts on terminations, so the seconds between the group's creation and the hook's
+    (before any node has joined Slurm) lose nothing."""
+    return autoscaling.LifecycleHook(
+        f"{name}-drain",
+        autoscaling_group_name=group.name,
         name=DRAIN_HOOK_NAME,
         lifecycle_transition="autoscaling:EC2_INSTANCE_TERMINATING",
         heartbeat_timeout=DRAIN_HOOK_HEARTBEAT_SECONDS,
         default_result="CONTINUE",
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
+def join_hook(
+    name: str, group: autoscaling.Group, parent: pulumi.Resource
+) -> autoscaling.LifecycleHook:
+    """A launching instance waits (Pending:Wait) until its node has joined Slurm: its last boot
+    step completes the action (slurmstack.node.boot.join_hook), and only then is it InService. An
+    instance refresh counts warm-up from InService (RefreshPreferences, InstanceWarmup), so its
+    batches and its rollback judge nodes that run jobs, not instances that merely booted. A
+    failed boot abandons the action (the group terminates the instance and launches another);
+    a boot that never ends is abandoned when the heartbeat timeout runs out (ABANDON on a launch
+    terminates the instance: EC2 Auto Scaling User Guide, "Complete a lifecycle action").
+
+    A resource of its own, updated in place: a group's initial_lifecycle_hooks cannot change
+    without replacing the group. It acts on launches after it exists; the group's first
+    instances, launched while it is being made, go InService at once and join by themselves."""
+    return autoscaling.LifecycleHook(
+        f"{name}-join",
+        autoscaling_group_name=group.name,
+        name=JOIN_HOOK_NAME,
+        lifecycle_transition="autoscaling:EC2_INSTANCE_LAUNCHING",
+        heartbeat_timeout=JOIN_HOOK_HEARTBEAT_SECONDS,
+        default_result="ABANDON",
+        opts=pulumi.ResourceOptions(parent=parent),
     )
 
 
@@ -191,6 +226,8 @@ class WorkerPool(pulumi.ComponentResource):
     launch_template: ec2.LaunchTemplate
     placement_group: ec2.PlacementGroup | None
     group: autoscaling.Group
+    drain_hook: autoscaling.LifecycleHook
+    join_hook: autoscaling.LifecycleHook
 
     def __init__(
         self,
@@ -208,7 +245,7 @@ class WorkerPool(pulumi.ComponentResource):
         """``network_ready``: routes and endpoints the nodes need at boot; ``security_ready``:
         the workers' group rules (EFA needs all traffic within the group, both ways, from the
         first job), both waited for before the group launches anything."""
-        name = pool_name(plan, pool)
+        name = resource_name(plan.name, Role.POOL, pool.name)
         super().__init__("slurmstack:stack:WorkerPool", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         pool_tags = tags(plan, Role.POOL, name, **{POOL_TAG: pool.name})
@@ -246,6 +283,10 @@ class WorkerPool(pulumi.ComponentResource):
                 # IMDSv2 token reply dies on the way: a second control behind the rules' forward
                 # drop (slurmstack.imds_firewall).
                 http_put_response_hop_limit=1,
+                # An elastic node reads its launch's tags here, with no API call, at boot
+                # (slurmstack.node.boot.elastic); checks.elastic.elastic_tag_keys keeps every
+                # tag key one the metadata can hold.
+                instance_metadata_tags="enabled" if pool.elastic_nodes else None,
             ),
             block_device_mappings=[root_volume(pool)],
             # A worker that cannot mark itself Unhealthy after a failed boot powers off
@@ -295,11 +336,16 @@ class WorkerPool(pulumi.ComponentResource):
             capacity_rebalance=pool.capacity.type is CapacityType.SPOT,
             # A new template version (a new image) rolls out in batches (see instance_refresh).
             instance_refresh=instance_refresh(plan),
-            initial_lifecycle_hooks=[drain_hook()],
             tags=[
                 {"key": key, "value": value, "propagate_at_launch": True}
                 for key, value in sorted(pool_tags.items())
             ],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*network_ready, *security_ready]),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[*network_ready, *security_ready],
+                ignore_changes=[LEGACY_HOOK_PROPERTY],
+            ),
         )
+        self.drain_hook = drain_hook(name, self.group, self)
+        self.join_hook = join_hook(name, self.group, self)
         self.register_outputs({"asg_name": self.group.name, "count": pool.count})

@@ -6,7 +6,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from node.support import REGION
+from support.node import REGION
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from node.support import me
 from slurmstack import contract
 from slurmstack.contract import (
     ACCOUNTING_CONFIG_PATH,
@@ -22,12 +21,13 @@ from slurmstack.contract import (
     AccountingConfig,
     AccountingDatabase,
     DatabaseType,
-    accounting_config_json,
+    dump_document,
 )
 from slurmstack.node import cli
 from slurmstack.node.accounting import apply, database, usage
 from slurmstack.node.accounting.database import conf_value, database_user_sql, slurmdbd_conf
 from slurmstack.node.context import AgentError, Context
+from support.node import me
 
 REGION = "us-east-1"
 SECRET = "slurmstack/t/accounting-db-password"
@@ -81,7 +81,7 @@ def head(
     write(tmp_path, contract.BOOTSTRAP_ENV_PATH, contract.bootstrap_env_text(env))
     write(tmp_path, SLURMDBD_CONF_RENDERED_PATH, RENDERED)
     config = AccountingConfig(cluster="t", enabled=True, slurmdbd_port=port, database=database)
-    write(tmp_path, ACCOUNTING_CONFIG_PATH, accounting_config_json(config))
+    write(tmp_path, ACCOUNTING_CONFIG_PATH, dump_document(config))
     recorder = Recorder()
     ctx = Context(root=tmp_path, session=session, run=recorder, owner=me, sleep=lambda _s: None)
     return ctx, recorder
@@ -204,7 +204,7 @@ def test_a_head_image_without_mariadb_is_named(
 def test_with_accounting_off_every_step_says_so_and_does_nothing(tmp_path: Path, aws: Any) -> None:
     ctx, calls = head(tmp_path, aws, DATABASE, 1)
     off = AccountingConfig(cluster="t", enabled=False)
-    write(tmp_path, ACCOUNTING_CONFIG_PATH, accounting_config_json(off))
+    write(tmp_path, ACCOUNTING_CONFIG_PATH, dump_document(off))
     assert database.accounting_db(ctx) == {"enabled": False}
     assert apply.accounting_apply(ctx) == {"enabled": False}
     assert calls.calls == []

@@ -14,7 +14,7 @@ from node.test_association_plan import DESIRED, observed
 from slurmstack.contract import (
     ACCOUNTING_CONFIG_PATH,
     ACCOUNTING_OWNED_PATH,
-    accounting_config_json,
+    dump_document,
 )
 from slurmstack.node import cli
 from slurmstack.node.accounting import apply
@@ -28,8 +28,18 @@ class Sacctmgr:
     def __init__(self, shows: dict[str, list[str]], refuse: str = "") -> None:
         self.shows, self.refuse = shows, refuse
         self.writes: list[list[str]] = []
+        self.pings, self.down_pings = 0, 0  # scontrol ping answers DOWN that many times first
+        self.calls: list[str] = []
 
     def __call__(self, cmd: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+        if cmd == ["scontrol", "ping"]:
+            self.pings += 1
+            up = self.pings > self.down_pings
+            self.calls.append(f"ping {'up' if up else 'down'}")
+            state = "UP" if up else "DOWN"
+            return subprocess.CompletedProcess(
+                cmd, 0 if up else 1, f"Slurmctld(primary) at c is {state}\n", ""
+            )
         assert cmd[0] == "sacctmgr"
         if "show" in cmd:
             what = cmd[cmd.index("show") + 1]
@@ -37,6 +47,7 @@ class Sacctmgr:
             out = answers.pop(0) if len(answers) > 1 else answers[0]
             return subprocess.CompletedProcess(cmd, 0, out, "")
         self.writes.append(cmd)
+        self.calls.append("write")
         code = 1 if self.refuse and self.refuse in cmd else 0
         return subprocess.CompletedProcess(cmd, code, "", "already exists" if code else "")
 
@@ -44,7 +55,7 @@ class Sacctmgr:
 def apply_node(tmp_path: Path, sacctmgr: Sacctmgr) -> Context:
     config = tmp_path / ACCOUNTING_CONFIG_PATH.lstrip("/")
     config.parent.mkdir(parents=True)
-    config.write_text(accounting_config_json(DESIRED))
+    config.write_text(dump_document(DESIRED))
     return Context(root=tmp_path, run=sacctmgr)
 
 
@@ -100,3 +111,23 @@ def test_a_refused_command_is_reported_and_fails_the_command_line(
     assert "add account a" in result["done"]
     owned = json.loads((tmp_path / ACCOUNTING_OWNED_PATH.lstrip("/")).read_text())
     assert owned["qos"] == [] and owned["accounts"] == ["a", "b"]
+
+
+def test_changes_wait_until_slurmctld_answers(tmp_path: Path) -> None:
+    """slurmdbd forgets a controller that refuses a pushed change (still starting, registered
+    but not listening): the first change waits until slurmctld answers a ping."""
+    sacctmgr = Sacctmgr({k: list(v) for k, v in EMPTY.items()})
+    sacctmgr.down_pings = 3
+    slept: list[float] = []
+    ctx = Context(root=apply_node(tmp_path, sacctmgr).root, run=sacctmgr, sleep=slept.append)
+    result = apply.accounting_apply(ctx)
+    assert result["failed"] == {} and result["done"]
+    assert sacctmgr.calls[:4] == ["ping down"] * 3 + ["ping up"] and sum(slept) == 6.0
+    assert "ping down" not in sacctmgr.calls[4:] and "write" in sacctmgr.calls[4:]
+    # A controller that stays down: the changes still go to the database after the wait.
+    down = Sacctmgr({k: list(v) for k, v in EMPTY.items()})
+    down.down_pings = 10**6
+    waited: list[float] = []
+    ctx = Context(root=apply_node(tmp_path / "x", down).root, run=down, sleep=waited.append)
+    assert apply.wait_for_controller(ctx, timeout=10, poll=2) is False
+    assert sum(waited) == 10

@@ -11,15 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from node.support import (
-    PLAN,
-    NoAws,
-    Runner,
-    asg_with_instance,
-    make_node,
-    publish_config,
-    tamper,
-)
 from slurmstack.contract import (
     AGENT_LIB_DIR,
     AGENT_PATH,
@@ -30,6 +21,15 @@ from slurmstack.contract import (
 from slurmstack.node import bootstrap
 from slurmstack.plan import role_image_contract
 from slurmstack.render import AGENT_DIR, PACKAGE_DIR, agent_modules, role_files, roles
+from support.node import (
+    PLAN,
+    NoAws,
+    Runner,
+    asg_with_instance,
+    make_node,
+    publish_config,
+    tamper,
+)
 
 
 def health_status(session, instance: str) -> str:

@@ -35,7 +35,7 @@ def test_reap_takes_its_options() -> None:
     assert (args.grace, args.dry_run, args.no_ec2) == (5.0, True, True)
 
 
-ROOMS = ("boot", "health", "controller", "power", "accounting", "workload")
+ROOMS = ("boot", "health", "controller", "power", "accounting", "people", "workload", "observe")
 
 
 def test_every_subcommand_comes_from_one_room() -> None:
@@ -47,7 +47,7 @@ def test_every_subcommand_comes_from_one_room() -> None:
 
 
 def _node(tmp_path: Path, role: str) -> Context:
-    from helpers_examples import example_plan
+    from support.examples import example_plan
 
     env = tmp_path / "etc/slurmstack/bootstrap.env"
     env.parent.mkdir(parents=True)

@@ -9,11 +9,26 @@ from pathlib import Path
 
 import pytest
 
-from node.support import BUCKET, PLAN, Runner, make_node, publish_config, tamper
-from slurmstack.contract import DeployParameter, Manifest, manifest_json, read_bundle, read_manifest
+from slurmstack.contract import (
+    ALERT_RELAY_UNIT,
+    ALERTMANAGER_UNIT,
+    DCGM_EXPORTER_UNIT,
+    GRAFANA_UNIT,
+    METRICS_TIMER,
+    MONITORING_UNITS,
+    NODE_EXPORTER_UNIT,
+    PROMETHEUS_UNIT,
+    DeployParameter,
+    Manifest,
+    manifest_json,
+    read_bundle,
+    read_manifest,
+    unit_path,
+)
 from slurmstack.node.boot import config_sync
 from slurmstack.node.context import AgentError
 from slurmstack.render import config_store, role_files
+from support.node import BUCKET, PLAN, Runner, make_node, publish_config, tamper
 
 
 def test_sync_config_writes_the_role_files_then_reports_no_change(aws, tmp_path: Path) -> None:
@@ -134,4 +149,26 @@ def test_sync_config_enables_the_controller_timer_on_the_head(
     # A pool node has no controller.
     pool = SystemctlRunner("disabled")
     config_sync.sync_config(make_node(tmp_path / "pool", aws, "train", run=pool), poll=0)
-    assert not any("is-enabled" in c for c in pool.calls)
+    assert not any(config_sync.CONTROLLER_TIMER in c for c in pool.calls)
+
+
+@pytest.mark.parametrize("role", ["head", "train"])
+@pytest.mark.parametrize(("enabled", "enables"), [("disabled", True), ("masked", False)])
+def test_sync_config_starts_the_monitoring_units_the_role_received(
+    aws, tmp_path, role, enabled, enables
+) -> None:
+    """The exporters, the metrics timer and the head's Prometheus, Alertmanager, relay and
+    Grafana arrive through the config store and start with the first sync (and on a node that
+    gets them from a change); a unit the role did not receive is never touched."""
+    publish_config(aws, role)
+    run = SystemctlRunner(enabled)
+    config_sync.sync_config(make_node(tmp_path, aws, role, run=run), poll=0)
+    received = {u for u in MONITORING_UNITS if (tmp_path / unit_path(u).lstrip("/")).exists()}
+    head = {PROMETHEUS_UNIT, ALERTMANAGER_UNIT, ALERT_RELAY_UNIT, GRAFANA_UNIT}
+    assert {NODE_EXPORTER_UNIT, METRICS_TIMER} <= received
+    assert (head <= received) is (role == "head")
+    assert (DCGM_EXPORTER_UNIT in received) is (
+        role != "head" and PLAN.pool(role).expected_gpus > 0
+    )
+    started = {c[-1] for c in run.calls if c[:3] == ["systemctl", "enable", "--now"]}
+    assert (started & set(MONITORING_UNITS)) == (received if enables else set())

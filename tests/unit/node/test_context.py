@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import example_plan
 from slurmstack.contract import (
     BOOTSTRAP_ENV_PATH,
     NODE_CONFIG_PATH,
@@ -17,6 +16,7 @@ from slurmstack.contract import (
 )
 from slurmstack.node.context import AgentError, Context
 from slurmstack.render import bootstrap_env, role_files
+from support.examples import example_plan
 
 PLAN = example_plan("p5-training")
 

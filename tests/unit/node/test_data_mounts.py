@@ -9,19 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from node.support import PLAN, Runner, make_node
 from slurmstack.contract import (
     DeployParameter,
     Mount,
     MountKind,
+    NodeConfig,
     S3Mount,
+    dump_document,
     existing_parameter,
-    node_config_json,
-    read_node_config,
+    load_document,
 )
 from slurmstack.node.boot import mounts, s3_mounts
 from slurmstack.node.context import AgentError
 from slurmstack.render.node import node_config
+from support.node import PLAN, Runner, make_node
 
 LUSTRE, ZFS, EFS = "fs-0123456789abcdef0", "fs-0fedcba9876543210", "fs-0a1b2c3d"
 
@@ -30,7 +31,7 @@ def write_config(tmp_path: Path, **changes: object) -> None:
     config = replace(node_config(PLAN, PLAN.pools[0]), **changes)
     path = tmp_path / "etc/slurmstack/node.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(node_config_json(config))
+    path.write_text(dump_document(config))
 
 
 def helpers(tmp_path: Path, *names: str) -> None:
@@ -130,11 +131,11 @@ def test_node_json_round_trips_the_data_fields() -> None:
         mounts=(Mount(MountKind.OPENZFS, "/zfs", ZFS, "/fsx/p"),),
         s3_mounts=(DATASET, EXPORT),
     )
-    text = node_config_json(config)
-    assert read_node_config(text) == config
+    text = dump_document(config)
+    assert load_document(NodeConfig, text) == config
     data = json.loads(text)
     assert data["mounts"] == [{"kind": "openzfs", "path": "/zfs", "file_system_id": ZFS,
                                "export_path": "/fsx/p"}]  # fmt: skip
     # Without data fields, node.json is what it was (the golden files do not change).
-    plain = json.loads(node_config_json(node_config(PLAN, PLAN.pools[0])))
+    plain = json.loads(dump_document(node_config(PLAN, PLAN.pools[0])))
     assert "s3_mounts" not in plain and all(set(m) == {"kind", "path"} for m in plain["mounts"])

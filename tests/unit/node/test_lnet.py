@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from node.support import (
+from slurmstack.node import cli
+from slurmstack.node.boot import lnet
+from slurmstack.node.context import AgentError, Context
+from support.node import (
     LNET_SETUP,
     P5_EFA_DEVICES,
     P5_LUSTRE_EFA,
@@ -15,9 +18,6 @@ from node.support import (
     fake_efa_devices,
     lnet_node,
 )
-from slurmstack.node import cli
-from slurmstack.node.boot import lnet
-from slurmstack.node.context import AgentError, Context
 
 
 def test_lnet_efa_on_a_p5_node_runs_the_documented_commands(aws, tmp_path: Path) -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from node.support import identity, make_node, publish_config
 from slurmstack.contract import CLOUD_INIT_OUTPUT_PATH, SLURMD_LOG_PATH
 from slurmstack.node import cli, logs
 from slurmstack.node.context import AgentError
+from support.node import identity, make_node, publish_config
 
 PREFIX = "logs/train/arn:aws:ec2:us-east-1:123456789012:instance/i-0abc/"
 

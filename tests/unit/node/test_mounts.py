@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import example_plan
-from node.support import (
+from slurmstack.node.boot import lnet, mounts
+from slurmstack.node.context import AgentError
+from slurmstack.render import role_files
+from support.examples import example_plan
+from support.node import (
     NODE_ADDRESS,
     P5_EFA_DEVICES,
     LnetRunner,
@@ -17,9 +20,6 @@ from node.support import (
     make_node,
     scratch_node,
 )
-from slurmstack.node.boot import lnet, mounts
-from slurmstack.node.context import AgentError
-from slurmstack.render import role_files
 
 
 def test_mounts_over_efa_configure_lnet_before_the_lustre_mount(aws, tmp_path: Path) -> None:

@@ -11,13 +11,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from node.support import PLAN, REGION, make_node
 from slurmstack.contract import bootstrap_env_text
 from slurmstack.node import cli, context
 from slurmstack.node.boot import munge
 from slurmstack.node.boot.munge import MUNGE_KEY
 from slurmstack.node.context import AgentError, Context
 from slurmstack.render import bootstrap_env
+from support.node import PLAN, REGION, make_node
 
 
 def test_munge_key_comes_from_secrets_manager(aws, tmp_path: Path) -> None:

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import example_plan
-from node.support import PLAN, NoAws, Runner, make_node, publish_config, scratch_node
 from slurmstack import contract
 from slurmstack.contract import DeployParameter
 from slurmstack.node import cli
 from slurmstack.node.boot import config_sync, mounts, params
 from slurmstack.node.context import AgentError, Context
 from slurmstack.render import SLURMD_UNIT_PATH, pool_files
+from support.examples import example_plan
+from support.node import PLAN, NoAws, Runner, make_node, publish_config, scratch_node
 
 
 def test_params_waits_for_deploy_values_and_names_the_node(aws, tmp_path: Path) -> None:
@@ -70,6 +70,11 @@ def test_head_address_follows_the_parameter(aws, tmp_path: Path) -> None:
     assert params.head_address(node) == "10.42.0.10"
     assert not (tmp_path / "etc/hosts").exists()  # unchanged: nothing rewritten
     ssm.put_parameter(Name=name, Value="10.42.3.3", Type="String", Overwrite=True)
+    # Within a boot the first reading stands (one Parameter Store call per boot) ...
+    assert params.head_address(node) == "10.42.0.10"
+    # ... a slurmd started later reads the parameter again.
+    read_at = node.clock()
+    node.clock = lambda: read_at + params.HEAD_ADDRESS_FRESH_SECONDS + 1
     assert cli.main(["head-address"], ctx=node) == 0
     env = contract.parse_env((tmp_path / "etc/slurmstack/node.env").read_text())
     assert env["SLURMSTACK_HEAD_ADDRESS"] == "10.42.3.3"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from node.support import LINE_2205, NOW, PLAN, SHOW_CONFIG, Runner, make_node, record
 from slurmstack.node import cli, slurm
 from slurmstack.node.context import AgentError, Context
 from slurmstack.node.controller import reap
 from slurmstack.render import role_files
+from support.node import LINE_2205, NOW, PLAN, SHOW_CONFIG, Runner, make_node, record
 
 
 class Scontrol(Runner):

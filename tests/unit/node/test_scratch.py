@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import example_plan
-from node.support import STORE, Runner, Unformatted, fake_disks, scratch_node
 from slurmstack.node import cli
 from slurmstack.node.boot import scratch, state_volume
 from slurmstack.node.context import AgentError
 from slurmstack.render import SLURMD_UNIT_PATH, mount_unit_name, pool_files
+from support.examples import example_plan
+from support.node import STORE, Runner, Unformatted, fake_disks, scratch_node
 
 
 def test_scratch_raid0_over_instance_store_disks_only(aws, tmp_path: Path) -> None:

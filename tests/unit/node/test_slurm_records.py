@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from node.support import LINE_2205, record
 from slurmstack.node import slurm
 from slurmstack.node.slurm import NodeRecord
+from support.node import LINE_2205, record
 
 
 def test_parse_a_slurm_22_05_record() -> None:

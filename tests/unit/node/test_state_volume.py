@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from node.support import PLAN, Runner, fake_disks, make_node, publish_config
 from slurmstack.contract import DeployParameter
 from slurmstack.node.boot import config_sync, state_volume
 from slurmstack.node.context import AgentError
+from support.node import PLAN, Runner, fake_disks, make_node, publish_config
 
 
 def test_state_volume_found_by_volume_id(aws, tmp_path: Path) -> None:

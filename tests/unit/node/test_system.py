@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from node.support import Runner
 from slurmstack.node import system
 from slurmstack.node.context import AgentError, Context
+from support.node import Runner
 
 
 def test_fstab_keeps_one_entry_per_mount_point(tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ from slurmstack.render import PACKAGE_DIR, agent_modules, bootstrap_source
 
 
 def test_agent_is_self_contained() -> None:
-    """Standard library and boto3 only: it runs on nodes without slurmstack installed; what it
-    imports of slurmstack (relatively) is shipped with it. The bootstrap imports the contract
+    """Standard library and boto3 (botocore with it) only: it runs on nodes without slurmstack
+    installed; what it imports of slurmstack (relatively) is shipped with it. The bootstrap imports the contract
     only, and its copy in the user data imports nothing of slurmstack."""
     import ast
 
@@ -40,7 +40,12 @@ def test_agent_is_self_contained() -> None:
                 names.add(node.module.split(".")[0])
                 if node.module.startswith("slurmstack"):
                     assert (path.name, node.module) == ("bootstrap.py", "slurmstack.contract")
-        assert names <= set(sys.stdlib_module_names) | {"boto3", "__future__", "slurmstack"}, path
+        assert names <= set(sys.stdlib_module_names) | {
+            "boto3",
+            "botocore",
+            "__future__",
+            "slurmstack",
+        }, path
     inlined = ast.parse(bootstrap_source())
     assert not [
         n for n in ast.walk(inlined) if isinstance(n, ast.ImportFrom) and "slurmstack" in n.module
@@ -54,15 +59,18 @@ def test_agent_modules_stay_small() -> None:
         assert len(module.read_text().splitlines()) <= 300, module.relative_to(PACKAGE_DIR)
 
 
-def test_the_agent_is_a_hallway_and_six_rooms() -> None:
+def test_the_agent_is_a_hallway_and_seven_rooms() -> None:
     """node/ holds the modules every room shares and the rooms; a new module goes in a room."""
     node = PACKAGE_DIR / "node"
     hallway = {p.stem for p in node.glob("*.py")} - {"__init__"}
     assert hallway == {
-        "bootstrap", "cli", "commands", "context", "ec2", "logs", "slurm", "subcommand", "system",
+        "bootstrap", "cli", "commands", "context", "ec2", "events", "logs", "metrics_file",
+        "parameters", "slurm", "subcommand", "system",
     }  # fmt: skip
     rooms = {p.name for p in node.iterdir() if (p / "__init__.py").exists()}
-    assert rooms == {"boot", "health", "controller", "power", "accounting", "workload"}
+    assert rooms == {
+        "boot", "health", "controller", "power", "accounting", "workload", "people", "observe",
+    }  # fmt: skip
 
 
 def _tree_on_disk(package: Path) -> set[str]:
@@ -80,8 +88,8 @@ def _tree_on_disk(package: Path) -> set[str]:
 
 def test_every_module_of_the_agent_reaches_every_node() -> None:
     """The config store's manifest lists each module for every role: what a node installs."""
-    from helpers_examples import example_plan
     from slurmstack.render import AGENT_DIR, config_store
+    from support.examples import example_plan
 
     expected = {f"{AGENT_DIR}/{m}" for m in _tree_on_disk(PACKAGE_DIR)}
     manifest = config_store(example_plan("p5-training")).manifest

@@ -15,7 +15,7 @@ from slurmstack.contract import (
     AccountingDatabase,
     DatabaseType,
     PoolPrice,
-    accounting_config_json,
+    dump_document,
 )
 from slurmstack.node import cli
 from slurmstack.node.accounting import usage
@@ -111,7 +111,7 @@ def test_the_command_asks_sacct_for_the_period_and_prints_the_table(
     )
     path = tmp_path / ACCOUNTING_CONFIG_PATH.lstrip("/")
     path.parent.mkdir(parents=True)
-    path.write_text(accounting_config_json(config))
+    path.write_text(dump_document(config))
     asked: list[list[str]] = []
 
     def sacct(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:

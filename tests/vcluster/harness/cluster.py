@@ -29,7 +29,17 @@ from typing import Any, TypeVar
 
 import yaml
 
-from slurmstack.contract import HEAD_ROLE, POOL_TAG, node_name, node_name_prefix
+from slurmstack.contract import (
+    HEAD_ROLE,
+    LOGIN_POOL_TAG,
+    POOL_ROLE,
+    POOL_TAG,
+    is_login_role,
+    login_role,
+    node_name,
+    node_name_prefix,
+    resource_name,
+)
 from slurmstack.node.health.periodic import TARGET_LIFECYCLE_STATE
 from slurmstack.node.slurm import parse_node_line
 from slurmstack.offline import OfflineRun, run_definition
@@ -78,7 +88,16 @@ def wait_until(predicate: Callable[[], T], what: str, timeout: float, poll: floa
 
 
 class VirtualCluster:
-    def __init__(self, definition: Path, keep: bool = False) -> None:
+    def __init__(
+        self,
+        definition: Path,
+        keep: bool = False,
+        before_boot: Callable[[VirtualCluster], None] | None = None,
+    ) -> None:
+        """``before_boot`` runs once the fabric and AWS are up and the stack is deployed, before
+        any node boots: what a cluster's operator has in place before `pulumi up` (a
+        directory server, a secret the definition names)."""
+        self.before_boot = before_boot
         self.definition: dict[str, Any] = yaml.safe_load(definition.read_text())
         result = validate_object(self.definition, source=str(definition))
         assert result.ok and result.spec is not None, [f.line() for f in result.findings]
@@ -88,6 +107,7 @@ class VirtualCluster:
         self.directory = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{self.run_id}-"))
         self.head: Node | None = None
         self.workers: dict[str, Node] = {}  # instance id -> node
+        self.logins: dict[str, Node] = {}  # instance id -> node of a login pool
         self.gone: list[Node] = []  # killed nodes, kept for their logs
         self._created: list[Node] = []  # every node this run made, whatever became of it
         self._fabric: Fabric | None = None
@@ -118,6 +138,8 @@ class VirtualCluster:
         self._imds = MetadataService()
         self._imds.serve(self._fabric)
         self.deployment = deploy.deploy(self.offline, self._aws)
+        if self.before_boot is not None:
+            self.before_boot(self)
         self.timings["deploy"] = time.monotonic() - began
         self.head = self.boot([self.deployment.head_instance_id])[0]
         self.timings["head"] = time.monotonic() - began
@@ -157,6 +179,11 @@ class VirtualCluster:
         return list(self._created)
 
     @property
+    def fabric(self) -> Fabric:
+        assert self._fabric is not None, "the cluster is not started"
+        return self._fabric
+
+    @property
     def aws(self) -> MotoServer:
         assert self._aws is not None, "the cluster is not started"
         return self._aws
@@ -190,6 +217,9 @@ class VirtualCluster:
         # gzip-compressed, as the stack gives it to EC2; cloud-init decompresses it.
         user_data = gzip.decompress(base64.b64decode(attribute["UserData"]["Value"])).decode()
         tags = {t["Key"]: t["Value"] for t in found.get("Tags", [])}
+        pool = tags.get(POOL_TAG, HEAD)
+        role = login_role(tags[LOGIN_POOL_TAG]) if LOGIN_POOL_TAG in tags else pool
+        worker = role != HEAD and not is_login_role(role)
         instance = Instance(
             instance_id=instance_id,
             address=found["PrivateIpAddress"],
@@ -197,11 +227,21 @@ class VirtualCluster:
             availability_zone=found["Placement"]["AvailabilityZone"],
             user_data=user_data,
             mac=found["NetworkInterfaces"][0]["MacAddress"],
+            tags=tags if worker and self.tags_in_metadata(role) else None,
         )
-        return instance, tags.get(POOL_TAG, HEAD)
+        return instance, role
+
+    def tags_in_metadata(self, pool: str) -> bool:
+        """Whether the pool's launch template puts the instance's tags in its metadata (moto
+        keeps the option with the template, not with the instances it launches from it)."""
+        versions = self.aws.client("ec2").describe_launch_template_versions(
+            LaunchTemplateName=resource_name(self.plan.name, POOL_ROLE, pool), Versions=["$Default"]
+        )["LaunchTemplateVersions"]
+        options = versions[0]["LaunchTemplateData"].get("MetadataOptions", {})
+        return options.get("InstanceMetadataTags") == "enabled"
 
     def hardware(self, role: str) -> Hardware:
-        if role == HEAD:
+        if role == HEAD or is_login_role(role):
             return Hardware()
         pool = self.plan.pool(role)
         return Hardware(gpus=pool.expected_gpus, efa_devices=pool.expected_efa_devices)
@@ -214,18 +254,21 @@ class VirtualCluster:
         for instance_id in instance_ids:
             instance, role = self.describe(instance_id)
             self._imds.register(instance)
+            label = f"{role.replace('/', '-')}-{instance_id}"  # login/<pool>: no '/' in names
             node = Node(
                 self._fabric,
-                self.directory / "nodes" / f"{role}-{instance_id}",
+                self.directory / "nodes" / label,
                 instance,
                 role,
                 self.hardware(role),
                 self.aws.node_endpoint,
-                label=f"{role}-{instance_id}",
+                label=label,
                 run_directory=self.directory,
             )
             self._created.append(node)
-            if role != HEAD:
+            if is_login_role(role):
+                self.logins[instance_id] = node
+            elif role != HEAD:
                 self.workers[instance_id] = node
             nodes.append(node)
         with ThreadPoolExecutor(max_workers=max(len(nodes), 1)) as pool:
@@ -254,6 +297,7 @@ class VirtualCluster:
         node.kill()
         self._imds.unregister(node.address)
         self.workers.pop(node.instance_id, None)
+        self.logins.pop(node.instance_id, None)
         self.gone.append(node)
 
     def replace(self, dead: Node) -> Node:
@@ -319,7 +363,7 @@ class VirtualCluster:
         booted: list[Node] = []
         for instance_id in gone:
             before = set(self.group_instances())
-            node = self.workers.get(instance_id)
+            node = self.workers.get(instance_id) or self.logins.get(instance_id)
             if node is not None:
                 self.kill(node)
             backend.terminate_instance(instance_id, should_decrement=False)
@@ -395,21 +439,32 @@ class VirtualCluster:
 
     def apply_config(self, definition: dict[str, Any]) -> str:
         """A changed definition, deployed the way `pulumi up` deploys it: the store gets the
-        new files and manifest, the manifest parameter its new key, and the association runs
-        the apply-config document on the head node (its commands, read back from moto, with
-        the association's parameters). Returns the command's output."""
+        new files and manifest, the manifest parameter its new key, and the associations run
+        their documents (their commands, read back from moto, with the associations'
+        parameters): apply-config on the head node, then sync-nodes on every other node.
+        Returns the head's command's output."""
         assert self.head is not None
         run = self.program(definition)
         manifest_key = deploy.publish_config(run, self.aws, self.deployment.bucket)
         ssm = self.aws.client("ssm")
         manifest_parameter = self.deployment.parameter(deploy.MANIFEST_SUFFIX)
         ssm.put_parameter(Name=manifest_parameter, Value=manifest_key, Overwrite=True)
-        association = next(iter(run.of_type(deploy.ASSOCIATION)))
-        content = json.loads(ssm.get_document(Name=self.deployment.document)["Content"])
+        out = self.head.run("/bin/sh", "-c", self._script(run, ssm, "apply-config"), timeout=120)
+        script = self._script(run, ssm, "sync-nodes")
+        for node in [*self.workers.values(), *self.logins.values()]:
+            node.run("/bin/sh", "-c", script, timeout=120)
+        return out.stdout
+
+    def _script(self, run: OfflineRun, ssm: Any, suffix: str) -> str:
+        """The runCommand lines of the cluster's document ``<cluster>-<suffix>``, with its
+        association's parameters."""
+        name = f"{self.plan.name}-{suffix}"
+        association = next(a for a in run.of_type(deploy.ASSOCIATION) if a.name == name)
+        content = json.loads(ssm.get_document(Name=name)["Content"])
         lines = content["mainSteps"][0]["inputs"]["runCommand"]
         for key, value in association.inputs["parameters"].items():
             lines = [line.replace("{{ " + key + " }}", value) for line in lines]
-        return self.head.run("/bin/sh", "-c", "\n".join(lines), timeout=120).stdout
+        return "\n".join(lines)
 
     # --- diagnostics ------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
+from typing import Any
 
 from slurmstack import contract
 from slurmstack.contract import Manifest, bundle_text, manifest_json, read_bundle, read_manifest
@@ -41,6 +42,7 @@ ASSOCIATION = "aws:ssm/association:Association"
 INSTANCE = "aws:ec2/instance:Instance"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 GROUP = "aws:autoscaling/group:Group"
+LIFECYCLE_HOOK = "aws:autoscaling/lifecycleHook:LifecycleHook"
 
 HEAD_ADDRESS_SUFFIX = f"/{contract.DeployParameter.HEAD_ADDRESS}"
 MANIFEST_SUFFIX = f"/{contract.DeployParameter.CONFIG_MANIFEST}"
@@ -139,12 +141,20 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
         Bucket=bucket, **({"CreateBucketConfiguration": where} if where else {})
     )
 
-    secret = _one(run, SECRET)
-    aws.client("secretsmanager").create_secret(
-        Name=secret.inputs["name"],
-        SecretBinary=base64.b64decode(_one(run, SECRET_VERSION).inputs["secretBinary"]),
-        Tags=_tags(secret.inputs.get("tags") or {}),
-    )
+    # Every secret the program makes, with the value its version gives it (the munge key; the
+    # accounting database's password), and the login pools' host key secrets made empty as
+    # the program makes them (their first node stores the key).
+    versions = {str(v.inputs["secretId"]): v.inputs for v in run.of_type(SECRET_VERSION)}
+    for secret in run.of_type(SECRET):
+        version = versions.get(str(secret.id), {})
+        value: dict[str, Any] = {}
+        if "secretBinary" in version:
+            value = {"SecretBinary": base64.b64decode(version["secretBinary"])}
+        elif "secretString" in version:
+            value = {"SecretString": str(version["secretString"])}
+        aws.client("secretsmanager").create_secret(
+            Name=secret.inputs["name"], Tags=_tags(secret.inputs.get("tags") or {}), **value
+        )
 
     security_groups = create_security_groups(run, aws, vpc)
     interface = head_interface(run)
@@ -167,19 +177,21 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
         ssm.put_parameter(Name=name, Value=value, Type=param.inputs["type"], Overwrite=True)
         parameters[name] = value
 
-    document = _one(run, DOCUMENT)
-    ssm.create_document(
-        Name=document.inputs["name"],
-        Content=document.inputs["content"],
-        DocumentType=document.inputs["documentType"],
-        DocumentFormat=document.inputs["documentFormat"],
-    )
+    # The apply-config document (the head node) and sync-nodes (every node).
+    for each in run.of_type(DOCUMENT):
+        ssm.create_document(
+            Name=each.inputs["name"],
+            Content=each.inputs["content"],
+            DocumentType=each.inputs["documentType"],
+            DocumentFormat=each.inputs["documentFormat"],
+        )
+    document = next(d for d in run.of_type(DOCUMENT) if d.inputs["name"].endswith("-apply-config"))
 
     templates = {str(t.id): t for t in run.of_type(LAUNCH_TEMPLATE)}
     groups = {}
     for group in run.of_type(GROUP):
         template = templates[launch_template_id(group)]
-        groups[_pool_of(group)] = create_group(aws, template, group, subnet_ids)
+        groups[_pool_of(group)] = create_group(aws, template, group, subnet_ids, run)
 
     return Deployment(
         subnet_ids=subnet_ids,
@@ -278,6 +290,14 @@ def instance_address(aws: MotoServer, instance_id: str) -> str:
     return str(found["Reservations"][0]["Instances"][0]["PrivateIpAddress"])
 
 
+def _metadata_options(given: dict[str, object]) -> dict[str, object]:
+    """A launch template's metadata options as the program gives them, in EC2's words."""
+    names = {"httpTokens": "HttpTokens", "httpEndpoint": "HttpEndpoint",
+             "httpPutResponseHopLimit": "HttpPutResponseHopLimit",
+             "instanceMetadataTags": "InstanceMetadataTags"}  # fmt: skip
+    return {ec2: given[ours] for ours, ec2 in names.items() if given.get(ours) is not None}
+
+
 def launch_template_id(group: RecordedResource) -> str:
     """The group's launch template: its own, or (a spot pool's) its mixed instances policy's."""
     if group.inputs.get("launchTemplate"):
@@ -287,12 +307,19 @@ def launch_template_id(group: RecordedResource) -> str:
 
 
 def _pool_of(group: RecordedResource) -> str:
+    """The group's pool, or a login pool's role (login/<pool>)."""
     tags = {t["key"]: t["value"] for t in group.inputs["tags"]}
+    if contract.LOGIN_POOL_TAG in tags:
+        return contract.login_role(tags[contract.LOGIN_POOL_TAG])
     return tags[contract.POOL_TAG]
 
 
 def create_group(
-    aws: MotoServer, template: RecordedResource, group: RecordedResource, subnets: dict[str, str]
+    aws: MotoServer,
+    template: RecordedResource,
+    group: RecordedResource,
+    subnets: dict[str, str],
+    run: OfflineRun,
 ) -> str:
     """The pool's launch template (image, type, user data: what a node boots from) and its
     Auto Scaling group at the program's sizes, tagged as the program tags it, with its
@@ -303,6 +330,7 @@ def create_group(
             "ImageId": PLACEHOLDER_AMI,
             "InstanceType": template.inputs["instanceType"],
             "UserData": template.inputs["userData"],
+            "MetadataOptions": _metadata_options(template.inputs.get("metadataOptions") or {}),
         },
     )
     name = str(group.inputs["name"])
@@ -323,7 +351,8 @@ def create_group(
     )
     # The group's lifecycle hooks, as the program gives them (moto keeps them; stand-in
     # "asg-lifecycle" makes terminations wait in them).
-    for hook in group.inputs.get("initialLifecycleHooks") or []:
+    hooks = [h.inputs for h in run.of_type(LIFECYCLE_HOOK)]
+    for hook in [h for h in hooks if h["autoscalingGroupName"] == group.outputs["name"]]:
         aws.client("autoscaling").put_lifecycle_hook(
             AutoScalingGroupName=name,
             LifecycleHookName=hook["name"],

@@ -9,7 +9,7 @@ nodes are made on the thread that runs the scenario (see VirtualCluster.boot).
 
 from __future__ import annotations
 
-from slurmstack.contract import ELASTIC_TAG, NODE_NAME_TAG, POWER_ENV_PATH
+from slurmstack.contract import ELASTIC_TAG, LAUNCH_TAG, POWER_ENV_PATH
 
 from .cluster import VirtualCluster
 from .node import Node
@@ -37,8 +37,8 @@ class ElasticNodes:
         return out
 
     def sync(self) -> None:
-        """Kill the nodes of terminated instances, boot the new ones; any that has its
-        node name (the resume program names them right after the launch)."""
+        """Kill the nodes of terminated instances, boot the new ones the power programs
+        launched (each reads its name in its launch's object at boot)."""
         known = self.instances()
         for instance_id, node in list(self.nodes.items()):
             if known.get(instance_id, {}).get("State", "terminated") in GONE_STATES:
@@ -48,7 +48,7 @@ class ElasticNodes:
         new = [
             i
             for i, info in sorted(known.items())
-            if i not in booted and info["State"] not in GONE_STATES and NODE_NAME_TAG in info
+            if i not in booted and info["State"] not in GONE_STATES and LAUNCH_TAG in info
         ]
         for node in self.cluster.boot(new):
             # Not one of the groups' workers: those are named by their address.
@@ -56,8 +56,9 @@ class ElasticNodes:
             self.nodes[node.instance_id] = node
 
     def named(self, node_name: str) -> Node | None:
-        names = {i: info.get(NODE_NAME_TAG) for i, info in self.instances().items()}
-        return next((n for i, n in self.nodes.items() if names.get(i) == node_name), None)
+        """The node Slurm runs as ``node_name`` (at its address)."""
+        address = self.cluster.node_records().get(node_name, {}).get("NodeAddr")
+        return next((n for n in self.nodes.values() if n.address == address), None)
 
 
 def prepare_head(cluster: VirtualCluster) -> None:

@@ -6,7 +6,9 @@ of moto's application: armed with ``refuse_fleets``, it answers the next CreateF
 way EC2 answers an instant fleet it cannot fill (HTTP 200, no instances, an error per launch
 specification: EC2 API Reference, CreateFleet, "Errors"), and moto never sees them. Every
 CreateFleet request is kept, as sent (its query parameters), so a scenario can read what the
-resume program asked for: moto does not keep a fleet's launch template overrides.
+resume program asked for: moto does not keep a fleet's launch template overrides. Dry runs
+(the head's launch-check at boot) are kept apart and passed to moto, which answers them as EC2
+does (DryRunOperation).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class Ec2Faults:
         self._lock = threading.Lock()
         self._pending: list[FleetError] = []
         self.fleet_requests: list[dict[str, str]] = []  # every CreateFleet, as sent
+        self.dry_runs: list[dict[str, str]] = []  # those with DryRun (the head's launch-check)
 
     def refuse_fleets(self, error: FleetError, times: int = 1) -> None:
         with self._lock:
@@ -62,7 +65,10 @@ class Ec2Faults:
             body = environ["wsgi.input"].read(length) if length else b""
             environ["wsgi.input"] = io.BytesIO(body)
             params = {k: v[-1] for k, v in parse_qs(body.decode(errors="replace")).items()}
-            if params.get("Action") == "CreateFleet":
+            if params.get("Action") == "CreateFleet" and params.get("DryRun") == "true":
+                with self._lock:
+                    self.dry_runs.append(params)
+            elif params.get("Action") == "CreateFleet":
                 with self._lock:
                     self.fleet_requests.append(params)
                     error = self._pending.pop(0) if self._pending else None

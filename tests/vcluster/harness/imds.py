@@ -45,6 +45,9 @@ class Instance:
     availability_zone: str
     user_data: str
     mac: str = ""  # the primary network interface's MAC address
+    # Its tags, where its launch template puts them in the metadata (InstanceMetadataTags
+    # enabled); None: not there (EC2 answers 404 under tags/instance).
+    tags: dict[str, str] | None = None
 
     def identity_document(self) -> str:
         """/latest/dynamic/instance-identity/document, the fields nodes read (moto's account)."""
@@ -72,7 +75,15 @@ class Instance:
             "hostname": hostname,
             "iam/security-credentials/": ROLE,
             f"iam/security-credentials/{ROLE}": json.dumps(CREDENTIALS),
+            **self.tag_data(),
         }
+
+    def tag_data(self) -> dict[str, str]:
+        """tags/instance (the keys, one a line) and tags/instance/<key>, as EC2 serves them."""
+        if self.tags is None:
+            return {}
+        listed = {"tags/instance": "\n".join(sorted(self.tags))}
+        return listed | {f"tags/instance/{k}": v for k, v in self.tags.items()}
 
 
 class MetadataService:

@@ -78,8 +78,10 @@ STAND_INS: tuple[StandIn, ...] = (
         "a namespace has no init system; this machine's systemd must not run cluster daemons",
         "a systemctl that reads the same unit files (rendered and packaged) and runs their "
         "ExecStartPre/ExecStart as the unit says (User, EnvironmentFile, Type, RuntimeDirectory, "
-        "RequiresMountsFor, Requires and the RequiredBy links enabling makes); timers are "
-        "enabled but never fire: a scenario runs the service",
+        "RequiresMountsFor, Requires and the RequiredBy links enabling makes, triggering "
+        "conditions); the node's fresh /run gets the packages' tmpfiles.d directories at its "
+        "start (MariaDB's /run/mysqld); timers are enabled but never fire: a scenario runs the "
+        "service",
     ),
     StandIn(
         "hostnamectl",
@@ -180,9 +182,12 @@ STAND_INS: tuple[StandIn, ...] = (
     ),
     StandIn(
         "ssm-agent",
-        "the SSM agent running the apply-config document on the head node",
+        "the SSM agent running the apply-config document on the head node and the sync-nodes "
+        "document on every node",
         "moto records commands but runs none",
-        "the harness runs the document's runCommand lines (read back from moto) in the head node",
+        "the harness runs each document's runCommand lines (read back from moto) in the nodes "
+        "its association targets: apply-config in the head node, sync-nodes in every worker and "
+        "login node",
     ),
     StandIn(
         "asg-health",
@@ -203,7 +208,9 @@ STAND_INS: tuple[StandIn, ...] = (
         "(and its metadata's autoscaling/target-lifecycle-state says Terminated); moto's "
         "Auto Scaling API gets the two calls (harness/groups.py), which check the hook, "
         "record heartbeats and completions; `settle_groups` terminates an instance once its "
-        "action is completed",
+        "action is completed. The launch (join) hook is kept too and never waited in: a "
+        "node's `joined` step finds its instance InService and only waits for its node to be "
+        "registered",
     ),
     StandIn(
         "elastic-instances",
@@ -241,11 +248,13 @@ STAND_INS: tuple[StandIn, ...] = (
     StandIn(
         "power-timeouts",
         "an elastic cluster's SuspendTimeout=120, ResumeTimeout=1800, a requeued job's wait "
-        "of CredExpire + 1 s (120 s by default: job_mgr.c), and the launch retry (120 s, "
-        "doubling to 1800) in the head's node.json",
+        "of CredExpire + 1 s (120 s by default: job_mgr.c), the launch retry (120 s, "
+        "doubling to 1800) and the sweep's grace for an instance no node runs on (600 s) in "
+        "the head's node.json",
         "a scenario would wait minutes for each",
         "SuspendTimeout=5, ResumeTimeout=120, AuthInfo=cred_expire=10 in the stored slurm.conf; "
-        "a launch retry of 5 s, doubling to 20, in the head's stored node.json",
+        "a launch retry of 5 s, doubling to 20, and a grace of 30 s in the head's stored "
+        "node.json",
     ),
     StandIn(
         "cloud-node-visibility",
@@ -261,10 +270,28 @@ STAND_INS: tuple[StandIn, ...] = (
         "slurmd -b (report the start as the boot time) in the stored elastic slurmd drop-in",
     ),
     StandIn(
+        "sackd",
+        "sackd on login nodes (Slurm's clients configless: the configuration slurmctld serves, in "
+        "/run/slurm/conf, fetched again on every reconfigure)",
+        "Debian 12's Slurm 22.05 has no sackd (Slurm 23.11 brought it)",
+        "the login node's sackd unit runs node_side/sackd.py instead (same unit, same user, same "
+        "/run/slurm/conf): it copies the head's Slurm files from the config store every 5 s; "
+        "22.05's clients read /run/slurm/conf as 26.05's do",
+    ),
+    StandIn(
         "amis",
         "the node images (the AMIs Image Builder bakes, or a pinned AMI)",
         "no images here: every node runs this machine's system",
         "moto's instances and launch templates carry a placeholder image id",
+    ),
+    StandIn(
+        "efa-installer-mpi",
+        "the EFA installer's Open MPI (/opt/amazon/openmpi) that CPU images carry, with which "
+        "the MPI job compiles and runs",
+        "no EFA installer here (it installs Ubuntu and Amazon Linux packages)",
+        "nodes have no /opt/amazon/openmpi: the job's mpi-allreduce.sh puts that directory "
+        "first on PATH only where it exists, so Debian's Open MPI (openmpi-bin, "
+        "libopenmpi-dev) compiles and runs it",
     ),
     StandIn(
         "workload-tools",
@@ -314,6 +341,7 @@ NODE_TOOLS = {
     "/usr/local/bin/dcgmi": NODE_SIDE / "dcgmi.py",
     "/usr/local/sbin/vcluster-reboot": NODE_SIDE / "reboot.py",  # "reboot"
     "/usr/local/sbin/vcluster-health-check": NODE_SIDE / "health_check.py",  # "health-check-env"
+    "/usr/local/sbin/vcluster-sackd": NODE_SIDE / "sackd.py",  # "sackd"
 }
 # "health-check-env": the environment the HealthCheckProgram's stand-in sets.
 HEALTH_CHECK_ENV = "/etc/vcluster/aws.env"
@@ -334,6 +362,7 @@ ABSENT_FROM_THIS_MACHINE = frozenset(
         "cmd:mount.efs",
         "cmd:mount.lustre",
         "cmd:lctl",
+        "cmd:sackd",  # "sackd"
     }
 )
 
@@ -383,6 +412,7 @@ ELASTIC_MARKER = "ResumeProgram="
 ELASTIC_OVERRIDES = {"SuspendTimeout": "5", "ResumeTimeout": "120"}
 ELASTIC_ADDITIONS = ("AuthInfo=cred_expire=10", "PrivateData=cloud")
 LAUNCH_RETRY = {"first_seconds": 5, "max_seconds": 20}
+ORPHAN_GRACE_SECONDS = 30
 
 
 def patch_elastic_slurm_conf(text: str) -> str:
@@ -398,9 +428,10 @@ def patch_elastic_slurm_conf(text: str) -> str:
 def patch_node_config(text: str) -> str:
     """ "power-timeouts": the head's launch retry, when it has elastic pools."""
     data = json.loads(text)
-    if "launch_retry" not in data:
+    if not data.get("elastic_pools"):  # the launch retry is at its default, so not written
         return text
     data["launch_retry"] = LAUNCH_RETRY
+    data["orphan_grace_seconds"] = ORPHAN_GRACE_SECONDS
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
@@ -415,8 +446,20 @@ def patch_slurmd_elastic(text: str) -> str:
     return text.replace(slurmd, slurmd + "-b ")
 
 
+# "sackd": the login nodes' unit runs the stand-in.
+SACKD_UNIT_PATH = "/etc/systemd/system/slurmstack-sackd.service"
+
+
+def patch_sackd_unit(text: str) -> str:
+    sackd = "ExecStart=/usr/sbin/sackd "
+    if sackd not in text:
+        raise ValueError(f"the sackd unit no longer runs {sackd!r}")
+    return text.replace(sackd, "ExecStart=/usr/local/sbin/vcluster-sackd ")
+
+
 STORE_PATCHES = {
     SLURM_CONF_PATH: lambda text: patch_elastic_slurm_conf(patch_slurm_conf(text)),
     "/etc/slurmstack/node.json": patch_node_config,
     SLURMD_ELASTIC_DROPIN: patch_slurmd_elastic,
+    SACKD_UNIT_PATH: patch_sackd_unit,
 }

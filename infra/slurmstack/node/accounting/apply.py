@@ -25,6 +25,7 @@ from .decide import Decision, decide, member_key
 from .sacctmgr import ASSOC_FIELDS, QOS_FIELDS, Observed, parse_associations, parse_pairs, parse_qos
 
 SACCTMGR = "sacctmgr"
+CONTROLLER_WAIT_SECONDS = 120.0
 OWNED_KINDS = ("qos", "accounts", "members")
 
 
@@ -76,6 +77,29 @@ def ensure_cluster(ctx: Context, cluster: str) -> None:
             raise AgentError(f"cannot add cluster {cluster}: {added.stderr.strip()}")
 
 
+def controller_answers(ctx: Context) -> bool:
+    result = ctx.sh("scontrol", "ping", check=False)
+    return result.returncode == 0 and " is UP" in result.stdout
+
+
+def wait_for_controller(
+    ctx: Context, timeout: float = CONTROLLER_WAIT_SECONDS, poll: float = 2.0
+) -> bool:
+    """Whether slurmctld answers, waiting for it up to ``timeout``. slurmdbd pushes each change
+    to the controller that registered the cluster and forgets that registration when the push
+    is refused: a change made while slurmctld is still starting (registered, not yet listening)
+    would leave it deaf to this and every later change until its next restart (sbatch:
+    "Invalid account"). A controller that is down reads the database whole when it starts."""
+    waited = 0.0
+    while not controller_answers(ctx):
+        if waited >= timeout:
+            log(f"accounting-apply: slurmctld does not answer after {int(timeout)} s: applying")
+            return False
+        ctx.sleep(poll)
+        waited += poll
+    return True
+
+
 def accounting_apply(ctx: Context, dry_run: bool = False) -> dict[str, Any]:
     """Apply accounting.json's QoS, accounts and users; returns what was done, what was kept
     and why, and what failed (with sacctmgr's last line)."""
@@ -85,6 +109,7 @@ def accounting_apply(ctx: Context, dry_run: bool = False) -> dict[str, Any]:
         log(f"accounting-apply: accounting is off ({off}): nothing to do")
         return {"enabled": False}
     if not dry_run:
+        wait_for_controller(ctx)
         ensure_cluster(ctx, desired.cluster)
     observed = observe(ctx, desired.cluster)
     record = owned(ctx, observed)

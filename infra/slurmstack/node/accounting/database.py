@@ -34,7 +34,7 @@ from ...contract import (
     AccountingConfig,
     AccountingDatabase,
     DeployParameter,
-    read_accounting_config,
+    load_document,
 )
 from .. import system
 from ..context import AgentError, Context, log, write_atomic
@@ -56,7 +56,7 @@ def accounting_config(ctx: Context) -> AccountingConfig:
     path = ctx.path(ACCOUNTING_CONFIG_PATH)
     if not path.exists():
         raise AccountingOff(f"{ACCOUNTING_CONFIG_PATH} is missing")
-    config = read_accounting_config(path.read_text())
+    config = load_document(AccountingConfig, path.read_text())
     if not config.enabled:
         raise AccountingOff("slurm.accounting.enabled is false")
     return config

@@ -9,7 +9,7 @@ import json
 from ...contract import Command
 from ..context import Context
 from ..subcommand import Subcommand, step
-from . import config_sync, lnet, mounts, munge, params, s3_mounts, scratch, state_volume
+from . import config_sync, join_hook, lnet, mounts, munge, params, s3_mounts, scratch, state_volume
 
 
 def _sync_config(ctx: Context, _args: argparse.Namespace) -> int:
@@ -77,4 +77,5 @@ COMMANDS = (
         step(state_volume.state_volume),
         where="head",
     ),
+    join_hook.COMMAND,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...contract import (
     CONTROLLER_TIMER,
     HEAD_ROLE,
+    MONITORING_UNITS,
     POWER_TIMER,
     SLURM_CONF_PATH,
     DeployParameter,
@@ -27,6 +28,10 @@ CONTROLLER_TIMER_PATH = unit_path(CONTROLLER_TIMER)
 # The reaper's timer of agents before the controller, which the controller's pass now includes:
 # one loop on the head, so an older head's reaper timer is stopped where it is still enabled.
 SUPERSEDED_TIMERS = ("slurmstack-reaper.timer",)
+# The manifest's key changes with every configuration change: sync-config takes it from the
+# boot's reading of the parameters (the first-boot script's, seconds before) only when it is
+# this fresh; run later (the head's SSM association after a change) it reads it again.
+MANIFEST_FRESH_SECONDS = 60.0
 EXECUTABLE_DIRS = ("/usr/local/bin/", "/usr/local/sbin/")
 
 
@@ -49,7 +54,9 @@ def restart_keys(slurm_conf: str) -> dict[str, str]:
 def sync_config(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> list[str]:
     """Bring this role's files up to date with the manifest; return the changed paths."""
     role = ctx.bootstrap_env().role
-    manifest_key = ctx.wait_parameter(DeployParameter.CONFIG_MANIFEST, timeout, poll)
+    manifest_key = ctx.wait_parameter(
+        DeployParameter.CONFIG_MANIFEST, timeout, poll, max_age=MANIFEST_FRESH_SECONDS
+    )
     bucket = ctx.wait_parameter(DeployParameter.BUCKET, timeout, poll)
     s3 = ctx.aws.s3()
 
@@ -88,6 +95,10 @@ def sync_config(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> li
         _enable_controller(ctx)
         # The elastic nodes' sweep, once a pool is elastic.
         _enable_timer(ctx, POWER_TIMER)
+    # Exporters, the metrics timer and (on the head) Prometheus, Alertmanager, the relay and
+    # Grafana: every role's, whichever of them the role received.
+    for unit in MONITORING_UNITS:
+        _enable_timer(ctx, unit)
     if role == HEAD_ROLE and SLURM_CONF_PATH in changed and old_slurm_conf:
         new = system.read(ctx, SLURM_CONF_PATH) or ""
         if restart_keys(old_slurm_conf) != restart_keys(new):
@@ -99,9 +110,9 @@ def sync_config(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> li
 
 
 def _enable_timer(ctx: Context, timer: str) -> None:
-    """Enable a head timer where it is installed and merely disabled: on a new head node, and
-    on one that got the timer from an older agent or a new elastic pool. A masked timer stays
-    off."""
+    """Enable a unit (a timer, or a service with an [Install] section) where it is installed
+    and merely disabled: on a new node, and on one that got it from an older agent, a new
+    elastic pool or a configuration change. A masked unit stays off."""
     if not ctx.path(unit_path(timer)).exists():
         return
     state = ctx.sh("systemctl", "is-enabled", timer, check=False).stdout.strip()

@@ -1,10 +1,13 @@
 """Whether this instance is an elastic node, and its Slurm name if so (nodes of elastic pools
 only, from `params`).
 
-The head's ResumeProgram launches an elastic node's instance with the tag ELASTIC_TAG, from the
-pool's own launch template (so with the same user data as the always-on nodes), and tags it with
-NODE_NAME_TAG, the CLOUD node it runs, as soon as EC2 has said which instances it launched: a
-second or so, well before boot gets here. Such a node runs slurmd under that name (the drop-in
+The head's ResumeProgram launches an elastic node's instance with the tags ELASTIC_TAG and
+LAUNCH_TAG (the launch's id), from the pool's own launch template (so with the same user data as
+the always-on nodes), and writes the names of the launch's instances to one object of the bucket
+(launch_key) as soon as EC2 has said which instances it launched: a second or so, well before
+boot gets here. The node reads its tags from the instance metadata (the elastic pools' launch
+templates put them there), so knowing what it is costs no API call, and its name from that
+object: one S3 read. Such a node runs slurmd under that name (the drop-in
 SLURMD_ELASTIC_DROPIN_SOURCE, put in place here); an instance of the pool's Auto Scaling group
 has no ELASTIC_TAG and stays a dynamic node named by its address.
 """
@@ -15,14 +18,19 @@ import shutil
 
 from ...contract import (
     ELASTIC_TAG,
-    NODE_NAME_TAG,
+    LAUNCH_TAG,
     SLURMD_ELASTIC_DROPIN_PATH,
     SLURMD_ELASTIC_DROPIN_SOURCE,
+    DeployParameter,
+    aws_error_code,
+    is_retryable,
+    launch_key,
+    read_launch_names,
 )
-from ..context import AgentError, Context, log
+from ..context import AgentError, Context, log, metadata
 
 # How long an elastic instance waits for its name (the launch names it within seconds; the
-# launching program gives up on an instance it cannot name and terminates it).
+# launching program terminates an instance it cannot name, the sweep one no node runs on).
 NAME_TIMEOUT_SECONDS = 600.0
 POLL_SECONDS = 2.0
 # DescribeTags attempts before the boot step fails (throttling, a slow metadata service).
@@ -30,7 +38,8 @@ READ_ATTEMPTS = 5
 
 
 def instance_tags(ctx: Context, instance_id: str) -> dict[str, str]:
-    """The instance's tags (EC2 DescribeTags, which the pool's role may call)."""
+    """The instance's tags from EC2 (DescribeTags, which the pool's role may call): for a
+    launch template that does not put them in the instance metadata."""
     for attempt in range(1, READ_ATTEMPTS + 1):
         try:
             pages = (
@@ -47,26 +56,47 @@ def instance_tags(ctx: Context, instance_id: str) -> dict[str, str]:
     raise AssertionError("unreachable")
 
 
+def launch_tags(ctx: Context, instance_id: str) -> dict[str, str]:
+    """ELASTIC_TAG and LAUNCH_TAG of this instance, as it has them: from the instance metadata
+    (no API call), or, where the launch template does not put tags there, from DescribeTags."""
+    listing = metadata(ctx, "tags/instance")
+    if listing is None:
+        return instance_tags(ctx, instance_id)
+    keys = [k for k in listing.split() if k in (ELASTIC_TAG, LAUNCH_TAG)]
+    return {k: metadata(ctx, f"tags/instance/{k}") or "" for k in keys}
+
+
 def elastic_name(
     ctx: Context,
     instance_id: str,
     timeout: float = NAME_TIMEOUT_SECONDS,
     poll: float = POLL_SECONDS,
 ) -> str | None:
-    """This instance's CLOUD node name, waiting for the tag; None for an always-on instance."""
-    tags = instance_tags(ctx, instance_id)
+    """This instance's CLOUD node name, waiting for its launch's names; None for an always-on
+    instance."""
+    tags = launch_tags(ctx, instance_id)
     if ELASTIC_TAG not in tags:
         return None
+    launch = tags.get(LAUNCH_TAG)
+    if not launch:
+        raise AgentError(f"{instance_id} was launched as an elastic node with no {LAUNCH_TAG}")
+    bucket = ctx.wait_parameter(DeployParameter.BUCKET)
     waited = 0.0
-    while NODE_NAME_TAG not in tags:
+    while True:
+        try:
+            body = ctx.aws.s3().get_object(Bucket=bucket, Key=launch_key(launch))["Body"].read()
+            name = read_launch_names(body).get(instance_id)
+            if name:
+                log(f"elastic: {instance_id} is node {name}")
+                return name
+        except Exception as exc:  # not written yet (NoSuchKey), or throttled past retries
+            if aws_error_code(exc) != "NoSuchKey" and not is_retryable(exc):
+                raise
         if waited >= timeout:
             raise AgentError(f"{instance_id} was launched as an elastic node but never named")
-        log(f"elastic: waiting for {instance_id}'s {NODE_NAME_TAG} tag")
+        log(f"elastic: waiting for the names of launch {launch}")
         ctx.sleep(poll)
         waited += poll
-        tags = instance_tags(ctx, instance_id)
-    log(f"elastic: {instance_id} is node {tags[NODE_NAME_TAG]}")
-    return tags[NODE_NAME_TAG]
 
 
 def slurmd_dropin(ctx: Context, elastic: bool) -> None:

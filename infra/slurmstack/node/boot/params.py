@@ -11,6 +11,10 @@ from ..context import AgentError, Context, log, write_atomic
 from . import elastic
 
 HOSTS_BEGIN = "# slurmstack begin"
+# head-address takes the boot's reading of the parameters (slurmstack.node.parameters) when it is
+# at most this old: at boot, slurmd's first start follows the first-boot script's reading by
+# minutes; a later restart reads the parameter again.
+HEAD_ADDRESS_FRESH_SECONDS = 900.0
 HOSTS_END = "# slurmstack end"
 
 
@@ -53,7 +57,7 @@ def head_address(ctx: Context, attempts: int = 3, delay: float = 5.0) -> str:
     current = None
     for attempt in range(1, attempts + 1):
         try:
-            current = ctx.get_parameter(DeployParameter.HEAD_ADDRESS)
+            current = ctx.get_parameter(DeployParameter.HEAD_ADDRESS, HEAD_ADDRESS_FRESH_SECONDS)
             break
         except Exception as exc:  # botocore's errors: SSM unreachable or throttled
             log(f"head-address: cannot read the parameter ({exc}), attempt {attempt}")

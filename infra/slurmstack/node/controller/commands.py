@@ -9,7 +9,7 @@ import json
 from ...contract import REAPER_GRACE_SECONDS, Command
 from ..context import Context
 from ..subcommand import Subcommand
-from . import reap
+from . import images_prune, reap
 from .loop import breakers, control, reset_breaker
 
 
@@ -88,4 +88,5 @@ COMMANDS = (
         _breaker_arguments,
         where="head",
     ),
+    images_prune.COMMAND,
 )

@@ -24,10 +24,13 @@ Everything else is left for an operator.
 
 from __future__ import annotations
 
+import string
+from collections.abc import Callable
 from dataclasses import replace
 
 from ...contract import (
     REAPER_GRACE_SECONDS,
+    REPLACING_NOTE,
     SLURM_REASON_SEPARATOR,
     Check,
     PoolRef,
@@ -47,10 +50,27 @@ from .state import ControllerState, Waiting
 # Guide, "Monitor Capacity Blocks using EventBridge": forty minutes before the end, instances
 # "will begin to terminate in 10 minutes").
 CAPACITY_BLOCK_TERMINATION_LEAD = 30 * 60
+DIGITS = string.digits
 
 
 def pool_of(name: str, pools: tuple[PoolRef, ...]) -> PoolRef | None:
     return next((p for p in pools if is_node_name_of(name, p.node_name_prefix)), None)
+
+
+def pool_finder(pools: tuple[PoolRef, ...]) -> Callable[[str], PoolRef | None]:
+    """pool_of for every node of a pass (thousands of nodes, up to a hundred pools): a node's
+    name is its pool's prefix and an index, so the prefix is looked up with the index cut off
+    (where a prefix ends in a digit, which the naming scheme's never do, every pool is
+    searched, as pool_of does)."""
+    if any(p.node_name_prefix[-1:].isdigit() for p in pools):
+        return lambda name: pool_of(name, pools)
+    by_prefix = {p.node_name_prefix: p for p in reversed(pools)}  # the first pool wins
+
+    def find(name: str) -> PoolRef | None:
+        pool = by_prefix.get(name.rstrip(DIGITS))
+        return pool if pool is not None and is_node_name_of(name, pool.node_name_prefix) else None
+
+    return find
 
 
 def decide(
@@ -69,8 +89,9 @@ def decide(
                 why = f"pool {pool.name}'s breaker is open: its group stops replacing instances"
                 run.add(Action(Kind.SUSPEND, group=pool.group, pool=pool.name, why=why))
     handled: set[str] = set()
+    owner_of = pool_finder(pools)
     for node in observed.nodes:
-        owner = pool_of(node.name, pools)
+        owner = owner_of(node.name)
         if owner is None or node.power_saving:
             continue
         instance = observed.instance_at(node.address) if observed.aws else None
@@ -140,7 +161,10 @@ def gone_pass(run: Pass, node: NodeRecord, pool: PoolRef) -> None:
         text = reason(Check.INSTANCE_GONE, detail + (f" (was: {old})" if old else ""))
         # An operator's reason stays first (and keeps the record for the operator).
         run.add(Action(Kind.DOWN, name, text if ours else f"{old}{SLURM_REASON_SEPARATOR}{text}"))
-    elif parsed is not None:  # DOWN for one of the controller's reasons: now it is gone
+    elif parsed is not None or REPLACING_NOTE in old:
+        # DOWN for one of the controller's reasons, or for a cause the controller has replaced
+        # (an operator's Action:Replace: Slurm may mark the node DOWN, not responding, before
+        # a pass sees its instance gone): now it is gone, and its record is the reaper's.
         run.add(Action(Kind.DOWN, name, reason(Check.INSTANCE_GONE, f"{detail} (was: {old})")))
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...contract import RepairPolicy
 from ..context import AgentError, Context
 from . import observe
 from . import state as memory
@@ -43,7 +42,9 @@ def _fields(action: Any) -> dict[str, str]:
 
 def breakers(ctx: Context) -> dict[str, Any]:
     config = ctx.config()
-    policy = config.repair or RepairPolicy()
+    policy = config.repair
+    if policy is None:
+        raise AgentError("breaker runs on the head node (node.json has no repair policy)")
     state = memory.load(ctx)
     now = float(ctx.clock())
     return {

@@ -6,6 +6,7 @@ bucket. One call per kind, paginated; the state it reads grows with pools, not n
 from __future__ import annotations
 
 import datetime
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,13 +20,18 @@ from ...contract import (
     log_prefix,
 )
 from ..context import Context, log
-from ..ec2 import LIVE_INSTANCE_STATES
+from ..ec2 import INSTANCES_PAGE, LIVE_INSTANCE_STATES
 from ..slurm import NodeRecord, slurm_nodes, slurm_users
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2.type_defs import FilterTypeDef
 
 TERMINATING_WAIT = "Terminating:Wait"
+# DescribeAutoScalingGroups takes at most 50 group names by default (more only with MaxRecords
+# raised to match) and answers at most 100 groups a page (Auto Scaling API Reference,
+# DescribeAutoScalingGroups): names go 50 a request, each request is paged.
+GROUP_NAMES_MAX = 50
+GROUPS_PAGE_SIZE = 100
 CAPACITY_BLOCK = "capacity_block"
 
 
@@ -65,10 +71,19 @@ class Observed:
     logs_shipped: frozenset[str] = frozenset()  # terminating instances whose logs are in
 
     def instance_at(self, address: str) -> Instance | None:
-        return next((i for i in self.instances if i.address == address), None)
+        return self._by_address.get(address)
 
     def member(self, instance_id: str) -> Member | None:
-        return next((m for m in self.members if m.instance_id == instance_id), None)
+        return self._by_instance.get(instance_id)
+
+    # Looked up once per node each pass: indexed once, not searched (thousands of nodes).
+    @functools.cached_property
+    def _by_address(self) -> dict[str, Instance]:
+        return {i.address: i for i in reversed(self.instances)}
+
+    @functools.cached_property
+    def _by_instance(self) -> dict[str, Member]:
+        return {m.instance_id: m for m in reversed(self.members)}
 
 
 def observe(ctx: Context, config: NodeConfig) -> Observed:
@@ -103,7 +118,8 @@ def cluster_instances(ctx: Context, config: NodeConfig) -> tuple[tuple[Instance,
     ]
     found: list[Instance] = []
     account = ""
-    pages = ctx.aws.ec2().get_paginator("describe_instances").paginate(Filters=filters)
+    paginator = ctx.aws.ec2().get_paginator("describe_instances")
+    pages = paginator.paginate(Filters=filters, PaginationConfig=INSTANCES_PAGE)
     for page in pages:
         for reservation in page["Reservations"]:
             account = reservation.get("OwnerId", account)
@@ -132,7 +148,16 @@ def group_members(
     if not pools:
         return (), suspended
     paginator = ctx.aws.autoscaling().get_paginator("describe_auto_scaling_groups")
-    for page in paginator.paginate(AutoScalingGroupNames=sorted(pools)):
+    names = sorted(pools)
+    pages = (
+        page
+        for start in range(0, len(names), GROUP_NAMES_MAX)
+        for page in paginator.paginate(
+            AutoScalingGroupNames=names[start : start + GROUP_NAMES_MAX],
+            PaginationConfig={"PageSize": GROUPS_PAGE_SIZE},
+        )
+    )
+    for page in pages:
         for group in page["AutoScalingGroups"]:
             name = group["AutoScalingGroupName"]
             suspended[name] = frozenset(

@@ -20,9 +20,10 @@ from __future__ import annotations
 import json
 import os
 
-from ...contract import HEALTH_DIR, Check, parse_reason
+from ...contract import HEALTH_DIR, Check, Metric, parse_reason
 from ..context import Context, log, metadata, write_atomic
 from ..logs import ship_logs
+from ..metrics_file import Sample, write_metrics
 from ..slurm import NodeRecord
 from .devices import device_findings
 from .findings import Finding, most_telling, record
@@ -37,6 +38,12 @@ PASSING = frozenset({Check.FILE_SYSTEM, Check.DISK_FULL})
 SPOT_NOTICE = "spot/instance-action"
 TARGET_LIFECYCLE_STATE = "autoscaling/target-lifecycle-state"
 TERMINATING_SHIPPED = f"{HEALTH_DIR}/logs-shipped-terminating"
+# The checks a run makes, each reported as passed or failed (the node's metrics, "health").
+PERIODIC_CHECKS = (
+    Check.GPU_COUNT, Check.GPU_SMI, Check.GPU_ECC, Check.GPU_XID, Check.GPU_LOST,
+    Check.NVSWITCH_SXID, Check.NEURON_COUNT, Check.EFA_COUNT, Check.EFA_PORT, Check.FILE_SYSTEM,
+    Check.DISK_FULL, Check.SPOT_INTERRUPTION,
+)  # fmt: skip
 
 
 def spot_findings(ctx: Context) -> list[Finding]:
@@ -86,9 +93,25 @@ def findings(ctx: Context) -> tuple[list[Finding], Cursor]:
     return found, cursor
 
 
+def verdicts(found: list[Finding], now: float) -> list[Sample]:
+    """Each check's verdict of this run, when it ran, and whether EC2 gave a spot notice."""
+    failed = {f.check for f in found}
+    samples: list[Sample] = [
+        (Metric.HEALTH_CHECK_OK, {"check": c.value}, 0.0 if c in failed else 1.0)
+        for c in PERIODIC_CHECKS
+    ]
+    samples.append((Metric.HEALTH_LAST_RUN, {}, now))
+    samples.append((Metric.SPOT_NOTICE, {}, 1.0 if Check.SPOT_INTERRUPTION in failed else 0.0))
+    return samples
+
+
 def health_check(ctx: Context) -> int:
     """0 when the node is healthy, 1 when something was found (slurmd logs the status)."""
     found, cursor = findings(ctx)
+    try:
+        write_metrics(ctx, "health", verdicts(found, float(ctx.clock())))
+    except OSError as exc:
+        log(f"could not write the health metrics: {exc}")
     try:
         ship_when_terminating(ctx)
     except Exception as exc:

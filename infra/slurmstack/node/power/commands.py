@@ -10,7 +10,7 @@ from collections.abc import Callable
 from ...contract import Command
 from ..context import Context, log
 from ..subcommand import Handler, Subcommand
-from . import environment, resume, suspend, sweep
+from . import environment, launch_check, resume, suspend, sweep
 
 
 def hostlist_argument(parser: argparse.ArgumentParser) -> None:
@@ -43,13 +43,21 @@ def power_sweep(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
+def check_launches(ctx: Context, _args: argparse.Namespace) -> int:
+    """Never fails the boot: a refused pool is an event, its nodes DOWN with the reason."""
+    print(json.dumps(launch_check.launch_check(ctx), sort_keys=True))
+    return 0
+
+
 COMMANDS = (
     Subcommand(
         Command.POWER_RESUME,
-        "(slurm.conf's ResumeProgram, run by slurmctld as SlurmUser) launch an instance "
-        "per elastic node of the hostlist with an EC2 Fleet of type instant from the pool's "
-        "launch template, tag it with its node name, set the node's address in Slurm; nodes "
-        "that get none go DOWN with EC2's error (slurmstack:launch: ...) and their pool waits",
+        "(slurm.conf's ResumeProgram, run by slurmctld as SlurmUser) launch the elastic "
+        "nodes of the hostlist: each exclusive multi-node job's (SLURM_RESUME_FILE) all or "
+        "nothing, the rest best effort, in EC2 Fleets of type instant from the pools' launch "
+        "templates; name each launch's instances in one object of the bucket, set their "
+        "addresses in Slurm; nodes that get none go DOWN with EC2's error (slurmstack:launch: "
+        "...) and their pool waits",
         power_program(resume.resume, Command.POWER_RESUME.value),
         hostlist_argument,
         where="head",
@@ -76,6 +84,14 @@ COMMANDS = (
         "instances no elastic node owns; run every minute by slurmstack-power.timer",
         power_sweep,
         sweep_arguments,
+        where="head",
+    ),
+    Subcommand(
+        Command.LAUNCH_CHECK,
+        "(at boot) dry-run the EC2 Fleet launch of one node per elastic pool, tags included: a "
+        "pool the head may not launch is an event (events.log) and its nodes go DOWN with "
+        "EC2's refusal as their reason",
+        check_launches,
         where="head",
     ),
 )

@@ -1,8 +1,8 @@
-"""How an elastic node's instance is launched: one EC2 Fleet request of type instant per pool
-and resume, from the pool's own launch template (its image, user data, interfaces, EFA layout,
-placement group, root volume, instance profile, metadata options and, for Capacity Blocks and
-Capacity Reservations, the reservation), into the compute subnet, bought as the pool's
-capacity type says. Pure: the request and the reading of the answer; resume.py sends it.
+"""How an elastic node's instance is launched: EC2 Fleet requests of type instant (power.units
+says which nodes go in each), from the pool's own launch template (its image, user data,
+interfaces, EFA layout, placement group, root volume, instance profile, metadata options and,
+for Capacity Blocks and Capacity Reservations, the reservation), into the compute subnet,
+bought as the pool's capacity type says. Pure: the request and the reading of the answer; resume.py sends it.
 
 Why a fleet of type instant and not the pool's Auto Scaling group: it is one synchronous call
 that returns the instances it launched, and for those it could not, EC2's own error (code and
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...contract import ElasticPool
+from ...contract import LAUNCH_TAG, ElasticPool
 
 # EC2 Fleet's DefaultTargetCapacityType per capacity type of the definition. The launch
 # template says the rest: a Capacity Block pool's template has MarketType capacity-block and
@@ -32,17 +32,23 @@ TARGET_CAPACITY_TYPE = {
     "capacity_block": "capacity-block",
     "capacity_reservation": "on-demand",
 }
-# A launch is never all or nothing: whatever EC2 can launch now runs jobs now (the rest of the
-# nodes go DOWN with EC2's error and are retried). One type, one zone: the pool's.
-SINGLE_POOL = {"SingleInstanceType": True, "SingleAvailabilityZone": True, "MinTargetCapacity": 1}
+# One type, one zone: the pool's (what MinTargetCapacity requires). MinTargetCapacity is the
+# request's minimum: 1 for a best-effort request (whatever EC2 can launch runs jobs now; the
+# rest of the nodes go DOWN with EC2's error and are retried), all of them for an exclusive
+# multi-node job's (EC2 launches none unless it can launch every one).
+SINGLE_POOL = {"SingleInstanceType": True, "SingleAvailabilityZone": True}
 SPOT_ALLOCATION = "price-capacity-optimized"
 # The pool's launch template as the stack last wrote it (the stack sets each new version as
 # the default: update_default_version).
 TEMPLATE_VERSION = "$Default"
 
 
-def fleet_request(pool: ElasticPool, subnet_id: str, count: int, token: str) -> dict[str, Any]:
-    """The CreateFleet request that launches ``count`` instances for ``pool``."""
+def fleet_request(
+    pool: ElasticPool, subnet_id: str, count: int, token: str, minimum: int = 1
+) -> dict[str, Any]:
+    """The CreateFleet request that launches ``count`` instances for ``pool``, none unless at
+    least ``minimum``. ``token`` is the request's idempotency token (a retried request launches
+    nothing twice) and the launch's id (LAUNCH_TAG), under which the head names its nodes."""
     override: dict[str, Any] = {"SubnetId": subnet_id, "InstanceType": pool.instance_type}
     if pool.placement_group:
         override["Placement"] = {"GroupName": pool.placement_group}
@@ -65,17 +71,24 @@ def fleet_request(pool: ElasticPool, subnet_id: str, count: int, token: str) -> 
             "TotalTargetCapacity": count,
             "DefaultTargetCapacityType": target,
         },
-        # The instances get the pool's tags (ELASTIC_TAG among them) at launch, and so does
-        # the fleet request: the head's role may launch nothing that is not the cluster's.
+        # The instances get the pool's tags (ELASTIC_TAG among them) and the launch's id at
+        # launch, and so does the fleet request: the head's role may launch nothing that is not
+        # the cluster's.
         "TagSpecifications": [
-            {"ResourceType": kind, "Tags": [{"Key": k, "Value": v} for k, v in pool.tags]}
+            {
+                "ResourceType": kind,
+                "Tags": [
+                    {"Key": k, "Value": v} for k, v in {**pool.tags, LAUNCH_TAG: token}.items()
+                ],
+            }
             for kind in ("instance", "fleet")
         ],
     }
+    single = {**SINGLE_POOL, "MinTargetCapacity": max(1, min(minimum, count))}
     if target == "spot":
-        request["SpotOptions"] = {"AllocationStrategy": SPOT_ALLOCATION, **SINGLE_POOL}
+        request["SpotOptions"] = {"AllocationStrategy": SPOT_ALLOCATION, **single}
     else:
-        options: dict[str, Any] = dict(SINGLE_POOL)
+        options: dict[str, Any] = dict(single)
         if pool.capacity == "capacity_reservation":
             options["CapacityReservationOptions"] = {
                 "UsageStrategy": "use-capacity-reservations-first"

@@ -8,22 +8,40 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...contract import CLUSTER_TAG, ELASTIC_TAG, NODE_NAME_TAG, ElasticPool, elastic_index
-from ..context import Context, log
-from ..ec2 import LIVE_INSTANCE_STATES
+from ...contract import CLUSTER_TAG, ELASTIC_TAG, LAUNCH_TAG, ElasticPool, elastic_index
+from ..context import AgentError, Context, log
+from ..ec2 import INSTANCES_PAGE, LIVE_INSTANCE_STATES
 from ..slurm import SCONTROL, NodeRecord, slurm_nodes
+from . import hostlist as hostlists
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2.type_defs import FilterTypeDef
 
 # EC2 takes at most this many values in one filter (DescribeInstances).
 FILTER_VALUES_MAX = 200
+TERMINATE_MAX = 500
+# What scontrol says when slurmctld answers too late or not at all: busy (a thousand nodes
+# powering up, a scheduling pass, MessageTimeout passed) or restarting. An update is tried
+# again, UPDATE_ATTEMPTS times in all, backing off from UPDATE_BACKOFF seconds: setting an
+# address, a state or a reason twice is harmless, launched instances without their nodes' are not.
+SLURMCTLD_BUSY = (
+    "Socket timed out",
+    "Unable to contact slurm controller",
+    "Resource temporarily unavailable",
+    "Zero Bytes were transmitted or received",
+)
+UPDATE_ATTEMPTS = 4
+UPDATE_BACKOFF = 2.0
 
 
 def expand(ctx: Context, hostlist: str) -> list[str]:
-    """The node names of a Slurm hostlist (what slurmctld passes the programs)."""
-    out = ctx.ok(*SCONTROL, "show", "hostnames", hostlist)
-    return [name for name in out.split() if name]
+    """The node names of a Slurm hostlist (what slurmctld passes the programs); scontrol reads
+    the ones this reader does not know."""
+    try:
+        return hostlists.expand(hostlist)
+    except hostlists.HostlistError:
+        out = ctx.ok(*SCONTROL, "show", "hostnames", hostlist)
+        return [name for name in out.split() if name]
 
 
 def pool_of(name: str, pools: Iterable[ElasticPool]) -> ElasticPool | None:
@@ -60,6 +78,16 @@ def records(ctx: Context, pools: tuple[ElasticPool, ...]) -> dict[str, NodeRecor
     return {n.name: n for n in slurm_nodes(ctx) if pool_of(n.name, pools)}
 
 
+def elastic_records(ctx: Context, pools: tuple[ElasticPool, ...]) -> dict[str, NodeRecord]:
+    """Slurm's record of every node named as an elastic node of a pool: those of the
+    definition, and those a max_count decrease took out of it that Slurm still holds."""
+    return {
+        n.name: n
+        for n in slurm_nodes(ctx)
+        if any(elastic_index(n.name, p.name) is not None for p in pools)
+    }
+
+
 # --- updates --------------------------------------------------------------------------------
 
 
@@ -72,20 +100,50 @@ def take_down(ctx: Context, names: list[str], reason: str, power_down: bool = Tr
         return
     listed = ",".join(names)
     log(f"{listed}: DOWN, {reason}")
-    ctx.ok(*SCONTROL, "update", f"nodename={listed}", "state=DOWN", f"reason={reason}")
+    update(ctx, f"nodename={listed}", "state=DOWN", f"reason={reason}")
     if power_down:
-        ctx.ok(*SCONTROL, "update", f"nodename={listed}", "state=POWER_DOWN_FORCE")
+        update(ctx, f"nodename={listed}", "state=POWER_DOWN_FORCE")
 
 
-def set_address(ctx: Context, name: str, address: str) -> None:
-    """Where slurmctld reaches the node: Slurm 22.05 takes a CLOUD node's address only from
-    here (23.02 and later also from its registration)."""
-    ctx.ok(*SCONTROL, "update", f"nodename={name}", f"nodeaddr={address}", f"nodehostname={name}")
+def update(ctx: Context, *fields: str) -> None:
+    """`scontrol update` with ``fields``, again while slurmctld is too busy to answer."""
+    for attempt in range(UPDATE_ATTEMPTS):
+        try:
+            ctx.ok(*SCONTROL, "update", *fields)
+            return
+        except AgentError as exc:
+            busy = any(sign in str(exc) for sign in SLURMCTLD_BUSY)
+            if not busy or attempt + 1 == UPDATE_ATTEMPTS:
+                raise
+            delay = UPDATE_BACKOFF * 2**attempt
+            log(f"slurmctld did not answer an update ({fields[0][:60]}): again in {delay:g} s")
+            ctx.sleep(delay)
+
+
+def set_addresses(ctx: Context, addresses: dict[str, str]) -> None:
+    """Where slurmctld reaches each node, in one update for them all (scontrol matches a list
+    of addresses to a list of nodes, in order). Slurm 22.05 takes a CLOUD node's address only
+    from here (23.02 and later also from its registration)."""
+    if not addresses:
+        return
+    names = list(addresses)
+    update(
+        ctx,
+        f"nodename={','.join(names)}",
+        f"nodeaddr={','.join(addresses[n] for n in names)}",
+        f"nodehostname={','.join(names)}",
+    )
+
+
+def drain(ctx: Context, names: list[str], reason: str) -> None:
+    if names:
+        log(f"{','.join(names)}: DRAIN, {reason}")
+        update(ctx, f"nodename={','.join(names)}", "state=DRAIN", f"reason={reason}")
 
 
 def return_to_service(ctx: Context, names: list[str]) -> None:
     if names:
-        ctx.ok(*SCONTROL, "update", f"nodename={','.join(names)}", "state=RESUME")
+        update(ctx, f"nodename={','.join(names)}", "state=RESUME")
 
 
 # --- instances ------------------------------------------------------------------------------
@@ -95,30 +153,30 @@ def return_to_service(ctx: Context, names: list[str]) -> None:
 class Instance:
     instance_id: str
     pool: str
-    node: str | None  # NODE_NAME_TAG, once the resume program has set it
+    launch: str | None  # LAUNCH_TAG: the launch that started it (its names' object)
     address: str | None
     state: str
     launched: datetime.datetime
 
 
-def instances(ctx: Context, cluster: str, nodes: list[str] | None = None) -> list[Instance]:
+def instances(ctx: Context, cluster: str, addresses: list[str] | None = None) -> list[Instance]:
     """The live instances the power programs launched for ``cluster`` (ELASTIC_TAG), all of
-    them or those of ``nodes``."""
+    them or those at ``addresses`` (where Slurm's records say the nodes run)."""
     base: list[FilterTypeDef] = [
         {"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
         {"Name": "tag-key", "Values": [ELASTIC_TAG]},
         {"Name": "instance-state-name", "Values": list(LIVE_INSTANCE_STATES)},
     ]
     batches: list[list[FilterTypeDef]] = [base]
-    if nodes is not None:
+    if addresses is not None:
         batches = [
-            [*base, {"Name": f"tag:{NODE_NAME_TAG}", "Values": chunk}]
-            for chunk in _chunks(nodes, FILTER_VALUES_MAX)
+            [*base, {"Name": "private-ip-address", "Values": chunk}]
+            for chunk in _chunks(sorted(set(addresses)), FILTER_VALUES_MAX)
         ]
     found = []
     paginator = ctx.aws.ec2().get_paginator("describe_instances")
     for filters in batches:
-        for page in paginator.paginate(Filters=filters):
+        for page in paginator.paginate(Filters=filters, PaginationConfig=INSTANCES_PAGE):
             for reservation in page["Reservations"]:
                 for item in reservation["Instances"]:
                     tags = {t["Key"]: t["Value"] for t in item.get("Tags", [])}
@@ -126,7 +184,7 @@ def instances(ctx: Context, cluster: str, nodes: list[str] | None = None) -> lis
                         Instance(
                             instance_id=item["InstanceId"],
                             pool=tags.get(ELASTIC_TAG, ""),
-                            node=tags.get(NODE_NAME_TAG),
+                            launch=tags.get(LAUNCH_TAG),
                             address=item.get("PrivateIpAddress"),
                             state=item["State"]["Name"],
                             launched=item["LaunchTime"],
@@ -135,8 +193,22 @@ def instances(ctx: Context, cluster: str, nodes: list[str] | None = None) -> lis
     return found
 
 
+def running_at(
+    ctx: Context, cluster: str, found: dict[str, NodeRecord], names: list[str]
+) -> dict[str, Instance]:
+    """node -> the live elastic instance at the address Slurm's record ``found`` has for it
+    (a node powered down for SuspendTimeout has its own name for an address, and none)."""
+    wanted = {n: found[n].address for n in names if n in found}
+    wanted = {n: a for n, a in wanted.items() if a and a != n}
+    if not wanted:
+        return {}
+    by_address = {i.address: i for i in instances(ctx, cluster, list(wanted.values()))}
+    return {n: by_address[a] for n, a in wanted.items() if a in by_address}
+
+
 def terminate(ctx: Context, instance_ids: list[str], why: str) -> None:
-    for chunk in _chunks(sorted(instance_ids), FILTER_VALUES_MAX):
+    # TerminateInstances takes up to 1,000 ids (EC2 API Reference), which it asks to batch.
+    for chunk in _chunks(sorted(instance_ids), TERMINATE_MAX):
         log(f"terminating {', '.join(chunk)}: {why}")
         ctx.aws.ec2().terminate_instances(InstanceIds=chunk)
 

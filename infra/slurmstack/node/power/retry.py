@@ -1,11 +1,16 @@
 """When a pool may launch again: after a failed launch it waits LaunchRetry.delay(failures)
 seconds (doubling with each failure in a row, capped), a success forgets its failures. Kept in
 one JSON file in slurmctld's state directory (POWER_STATE_PATH), written by the programs
-slurmctld runs and read by the sweep, all as SlurmUser."""
+slurmctld runs and read by the sweep, all as SlurmUser. slurmctld may run several of them at
+once (a resume while another is still launching, a resume-fail): every change is a read,
+modify and write under one lock (``RetryState.changing``), so none is lost."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 from ...contract import POWER_STATE_PATH, LaunchRetry
@@ -31,6 +36,22 @@ class RetryState:
             return cls({k: PoolFailures(**v) for k, v in data.get("pools", {}).items()})
         except (OSError, ValueError, TypeError):
             return cls({})  # none yet, or unreadable: no pool waits
+
+    @classmethod
+    @contextlib.contextmanager
+    def changing(cls, ctx: Context) -> Iterator[RetryState]:
+        """The state as it is now, saved when the block ends, with no other change between
+        (an exclusive lock on a file beside it, held for the block: keep it short)."""
+        lock = ctx.path(POWER_STATE_PATH + ".lock")
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with lock.open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                state = cls.load(ctx)
+                yield state
+                state.save(ctx)
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def save(self, ctx: Context) -> None:
         data = {"pools": {k: asdict(v) for k, v in sorted(self.pools.items())}}

@@ -1,6 +1,8 @@
 """SuspendProgram and ResumeFailProgram: terminate the instances of elastic nodes slurmctld
 powers down (idle past their SuspendTime), or gave up on (not registered within ResumeTimeout;
-their pool then waits before it launches again, as after a failed launch)."""
+their pool then waits before it launches again, as after a failed launch). A node's instance is
+the elastic instance at the address Slurm has for it (slurmctld keeps it until SuspendTimeout
+has passed); one that cannot be found is the sweep's to terminate."""
 
 from __future__ import annotations
 
@@ -20,10 +22,10 @@ def suspend(ctx: Context, hostlist: str) -> dict[str, Any]:
     for name in strangers:
         log(f"{name} is no elastic node of this cluster: nothing to terminate")
     wanted = [n for group in grouped.values() for n in group]
-    found = nodes.instances(ctx, config.cluster, wanted) if wanted else []
+    found = _instances(ctx, config.cluster, config.elastic_pools, wanted)
     if found:
-        nodes.terminate(ctx, [i.instance_id for i in found], "powered down by Slurm")
-    return {"terminated": {i.node: i.instance_id for i in found}}
+        nodes.terminate(ctx, [i.instance_id for i in found.values()], "powered down by Slurm")
+    return {"terminated": {n: i.instance_id for n, i in found.items()}}
 
 
 def resume_fail(ctx: Context, hostlist: str) -> dict[str, Any]:
@@ -34,19 +36,26 @@ def resume_fail(ctx: Context, hostlist: str) -> dict[str, Any]:
     log(f"resume failed {hostlist}: {len(names)} node(s)")
     grouped, _ = nodes.by_pool(names, config.elastic_pools)
     wanted = [n for group in grouped.values() for n in group]
-    found = nodes.instances(ctx, config.cluster, wanted) if wanted else []
+    found = _instances(ctx, config.cluster, config.elastic_pools, wanted)
     if found:
-        nodes.terminate(ctx, [i.instance_id for i in found], "did not register in time")
-    by_node = {i.node: i.instance_id for i in found}
-    state = RetryState.load(ctx)
+        nodes.terminate(ctx, [i.instance_id for i in found.values()], "did not register in time")
+    by_node = {n: i.instance_id for n, i in found.items()}
+    for name, instance in sorted(by_node.items()):
+        log(f"{name}: {instance} did not register within ResumeTimeout: terminated")
+    # Slurm has powered them down already: only the reason changes, for all in one update.
+    why = reason(Check.LAUNCH, "its instance did not register within ResumeTimeout")
+    nodes.take_down(ctx, wanted, why, power_down=False)
     now = float(ctx.clock())
-    for pool_name, group in grouped.items():
-        why = ""
-        for name in group:
-            instance = by_node.get(name, "its instance")
-            why = reason(Check.LAUNCH, f"{instance} did not register within ResumeTimeout")
-            # Slurm has powered them down already: only the reason changes.
-            nodes.take_down(ctx, [name], why, power_down=False)
-        state.failed(pool_name, why, now, config.launch_retry)
-    state.save(ctx)
+    with RetryState.changing(ctx) as state:
+        for pool_name, group in grouped.items():
+            last = reason(Check.LAUNCH, f"{len(group)} node(s) did not register in time")
+            state.failed(pool_name, last, now, config.launch_retry)
     return {"terminated": by_node}
+
+
+def _instances(
+    ctx: Context, cluster: str, pools: Any, names: list[str]
+) -> dict[str, nodes.Instance]:
+    if not names:
+        return {}
+    return nodes.running_at(ctx, cluster, nodes.records(ctx, pools), names)

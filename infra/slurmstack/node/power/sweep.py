@@ -7,6 +7,10 @@ launch failure (``slurmstack:launch: ...``) when its pool's retry is due; one wh
 another of slurmstack's (a health check drained it: its instance was terminated at power down,
 the next job gets a fresh one) or one of Slurm's own ("Not responding", "ResumeTimeout
 reached"): at once. An operator's reason keeps the node out.
+
+Which instance is terminated (stray_instances): one no elastic node runs on (by address) once
+its grace has passed, and one of a node a max_count decrease took out of the definition once
+that node runs no job (the node is drained first).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import datetime
 from collections.abc import Iterable
 from typing import Any
 
-from ...contract import Check, is_our_reason, parse_reason
+from ...contract import ORPHAN_GRACE_SECONDS, Check, is_our_reason, parse_reason, reason
 from ..context import Context, log
 from ..slurm import SLURM_REASONS, NodeRecord
 from . import nodes
@@ -23,10 +27,6 @@ from .retry import RetryState
 
 # Slurm's own reasons for an elastic node it gave up on, besides the reaper's list.
 POWER_REASONS = frozenset({"ResumeTimeout reached", "Node unexpectedly rebooted"})
-# An instance the resume program launched but could not name (it died between CreateFleet and
-# CreateTags), or one running for a powered-down node, is terminated this long after launch:
-# a resume under way names its instances and sets their nodes powering up within seconds.
-ORPHAN_GRACE_SECONDS = 600
 
 
 def sweep_verdict(record: NodeRecord, retry_due: bool) -> str | None:
@@ -50,55 +50,77 @@ def sweep(ctx: Context, dry_run: bool = False) -> dict[str, Any]:
     pools = config.elastic_pools
     now = float(ctx.clock())
     state = RetryState.load(ctx)
-    found = nodes.records(ctx, pools)
+    found = nodes.elastic_records(ctx, pools)
+    removed = {n for n in found if nodes.pool_of(n, pools) is None}
     back: list[str] = []
     kept: dict[str, str] = {}
     for name, record in sorted(found.items()):
         pool = nodes.pool_of(name, pools)
-        assert pool is not None
+        if pool is None:
+            continue
         verdict = sweep_verdict(record, state.due(pool.name, now))
         if verdict is None:
             back.append(name)
         elif verdict not in ("not powered down", "available"):
             kept[name] = verdict
-    stray = stray_instances(nodes.instances(ctx, config.cluster), found, now)
+    launched = nodes.instances(ctx, config.cluster)
+    stray, drain = stray_instances(launched, found, removed, now, config.orphan_grace_seconds)
     result: dict[str, Any] = {
         "returned": back,
         "kept": kept,
-        "terminated": {i: why for i, why in stray.items()},
+        "drained": drain,
+        "terminated": dict(stray),
     }
     if dry_run:
         return result
     if back:
         log(f"returning to service: {', '.join(back)}")
         nodes.return_to_service(ctx, back)
-    if stray:
-        for instance, why in sorted(stray.items()):
-            nodes.terminate(ctx, [instance], why)
+    for name, why in sorted(drain.items()):
+        nodes.drain(ctx, [name], why)
+    for why in sorted(set(stray.values())):
+        nodes.terminate(ctx, sorted(i for i, w in stray.items() if w == why), why)
     return result
 
 
 def stray_instances(
-    launched: Iterable[nodes.Instance], found: dict[str, NodeRecord], now: float
-) -> dict[str, str]:
-    """Of the instances the power programs launched, those no elastic node owns: instance id ->
-    why (a pure function of the instances, the nodes' records and the time)."""
-    stray = {}
+    launched: Iterable[nodes.Instance],
+    found: dict[str, NodeRecord],
+    removed: set[str],
+    now: float,
+    grace: float = ORPHAN_GRACE_SECONDS,
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(instance id -> why it is terminated, node -> why it is drained first): a pure function
+    of the instances the power programs launched, Slurm's records of the elastic nodes (those
+    ``removed`` from the definition among them) and the time.
+
+    An instance belongs to the node whose address it has, unless that node is powered down: a
+    resume sets the address within seconds of the launch, so an instance no node has is
+    terminated once ``grace`` has passed since its launch. A node a max_count decrease took out
+    of the definition, which Slurm still holds, is drained while a job runs on it, and its
+    instance terminated only once it runs none."""
+    owners = {
+        r.address: r
+        for r in found.values()
+        if r.address and r.address != r.name and not r.powered_down
+    }
+    stray: dict[str, str] = {}
+    drain: dict[str, str] = {}
     for instance in launched:
+        owner = owners.get(instance.address or "")
         age = now - instance.launched.astimezone(datetime.UTC).timestamp()
-        record = found.get(instance.node or "")
-        if instance.node is None:
-            if age > ORPHAN_GRACE_SECONDS:
-                stray[instance.instance_id] = "launched but never named (its resume died)"
-        elif record is None:
-            stray[instance.instance_id] = f"{instance.node} is no elastic node of the cluster"
-        elif record.powered_down and age > ORPHAN_GRACE_SECONDS:
-            stray[instance.instance_id] = f"{instance.node} is powered down"
-        elif (record.address or None) not in (
-            instance.address,
-            None,
-        ) and age > ORPHAN_GRACE_SECONDS:
-            stray[instance.instance_id] = (
-                f"{instance.node} runs at {record.address}, not at {instance.address}"
-            )
-    return stray
+        if owner is None:
+            if age > grace:
+                stray[instance.instance_id] = (
+                    f"no elastic node runs at {instance.address} ({int(age)} s after its launch)"
+                )
+        elif owner.name in removed:
+            if not owner.busy:
+                stray[instance.instance_id] = f"{owner.name} left the definition and is idle"
+            elif "DRAIN" not in owner.flags:
+                drain[owner.name] = reason(
+                    Check.SCALE_IN,
+                    f"{owner.name} left the definition (its pool's max_count): drained, its "
+                    "instance terminated once its jobs end",
+                )
+    return stray, drain

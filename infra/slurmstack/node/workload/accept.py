@@ -23,7 +23,7 @@ from ...contract import (
     Check,
     Collective,
     PoolAcceptance,
-    read_acceptance,
+    load_document,
     reason,
 )
 from ..context import AgentError, Context
@@ -58,7 +58,7 @@ def load(ctx: Context) -> Acceptance:
     path = ctx.path(ACCEPTANCE_PATH)
     if not path.exists():
         raise AgentError(f"{ACCEPTANCE_PATH} is missing: is this a slurmstack node?")
-    return read_acceptance(path.read_text())
+    return load_document(Acceptance, path.read_text())
 
 
 def node_checks(ctx: Context, pool: PoolAcceptance, nodes: list[str], report: PoolReport) -> None:
@@ -187,7 +187,7 @@ def fabric(
 
 def accept_pool(ctx: Context, pool: PoolAcceptance, options: Options) -> PoolReport:
     report = PoolReport(pool.pool)
-    found = steps.partition_nodes(ctx, pool.partition)
+    found = steps.settled_partition_nodes(ctx, pool.partition)
     report.nodes = found.free
     report.unavailable = [f"{n} ({s})" for n, s in found.busy_or_down]
     if not found.free:

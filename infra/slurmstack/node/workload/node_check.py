@@ -16,7 +16,12 @@ import socket
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from ...contract import ACCEPTANCE_PATH, PoolAcceptance, read_acceptance
+from ...contract import (
+    ACCEPTANCE_PATH,
+    Acceptance,
+    PoolAcceptance,
+    load_document,
+)
 from .. import system
 from ..context import AgentError, Context
 
@@ -42,7 +47,7 @@ def acceptance_of(ctx: Context, pool: str | None) -> PoolAcceptance:
     path = ctx.path(ACCEPTANCE_PATH)
     if not path.exists():
         raise AgentError(f"{ACCEPTANCE_PATH} is missing (installed by sync-config)")
-    acceptance = read_acceptance(path.read_text())
+    acceptance = load_document(Acceptance, path.read_text())
     name = pool or ctx.config().role
     try:
         return acceptance.pool(name)

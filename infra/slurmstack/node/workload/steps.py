@@ -18,6 +18,12 @@ MPI_MINUTES = 5
 JOB_NAME = "slurmstack-accept"
 # Node states (sinfo %T) a node can be given to acceptance in: free now.
 FREE_STATES = frozenset({"idle"})
+# A node whose job just ended stays "completing" while slurmd runs the Epilog and reports back
+# (seconds); the nodes a pending job waits for show "planned" meanwhile. Acceptance started right
+# after a job (or after another acceptance run) waits this long for them to settle.
+SETTLING_STATES = frozenset({"completing"})
+SETTLE_SECONDS = 60
+SETTLE_POLL_SECONDS = 2
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,18 @@ def partition_nodes(ctx: Context, partition: str) -> Nodes:
         name, state = parts
         (free.append(name) if state in FREE_STATES else other.append((name, state)))
     return Nodes(sorted(free, key=_natural), sorted(other, key=lambda p: _natural(p[0])))
+
+
+def settled_partition_nodes(ctx: Context, partition: str) -> Nodes:
+    """``partition_nodes`` once no node is completing, or after SETTLE_SECONDS."""
+    deadline = ctx.clock() + SETTLE_SECONDS
+    for _ in range(SETTLE_SECONDS // SETTLE_POLL_SECONDS + 1):
+        found = partition_nodes(ctx, partition)
+        settling = any(state in SETTLING_STATES for _, state in found.busy_or_down)
+        if not settling or ctx.clock() >= deadline:
+            break
+        ctx.sleep(SETTLE_POLL_SECONDS)
+    return found
 
 
 def _natural(name: str) -> tuple[str, int]:

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from node.support import Answers, make_node
 from slurmstack.contract import CONTROLLER_LOG_PATH, DRAIN_HOOK_NAME
 from slurmstack.node.controller.act import act
 from slurmstack.node.controller.actions import Action, Kind
+from support.node import Answers, make_node
 
 
 class Recorder:
@@ -31,7 +31,7 @@ class Session:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    def client(self, _service: str, region_name: str = "") -> Recorder:
+    def client(self, _service: str, region_name: str = "", config: object = None) -> Recorder:
         return Recorder(self.calls)
 
 

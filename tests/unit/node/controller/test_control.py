@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from node.support import PLAN, Answers, make_node, publish_config
 from slurmstack.contract import CONTROLLER_LOG_PATH, CONTROLLER_STATE_PATH
 from slurmstack.node import cli, controller
 from slurmstack.node.boot import config_sync
 from slurmstack.node.context import AgentError
 from slurmstack.node.controller import state as memory
 from slurmstack.node.controller.state import Trip
+from support.node import PLAN, Answers, make_node, publish_config
 
 SCONTROL = ("env", "SLURM_TIME_FORMAT=standard", "scontrol")
 # A node of the cluster's train pool with no instance anywhere: the controller sets it DOWN.

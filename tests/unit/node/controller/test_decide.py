@@ -9,7 +9,7 @@ import pytest
 
 from slurmstack.contract import PoolRef
 from slurmstack.node.controller.actions import Kind
-from slurmstack.node.controller.decide import decide
+from slurmstack.node.controller.decide import decide, pool_finder, pool_of
 from slurmstack.node.controller.observe import Instance, Member, Observed
 from slurmstack.node.controller.repair import cause_of_node
 from slurmstack.node.controller.state import ControllerState, Trip, Waiting
@@ -139,6 +139,13 @@ ROWS = [
         record("DOWN+DYNAMIC_NORM", XID_79 + "; replacing i-0aaa"),
         [("down", "slurmstack:instance-gone: no live instance of the cluster at 10.99.1.7 (was:")],
         instance=False),
+    # Slurm set it DOWN (not responding) before the pass saw its instance gone: the operator's
+    # Action:Replace, which the controller carried out, is not kept for the operator.
+    Row("instance-gone-after-an-operators-replacement",
+        record("DOWN+DYNAMIC_NORM+NOT_RESPONDING", "Action:Replace; replacing i-0aaa"),
+        [("down", "slurmstack:instance-gone: no live instance of the cluster at 10.99.1.7 (was: "
+                  "Action:Replace; replacing i-0aaa)")],
+        instance=False),
     Row("instance-gone-already-said", record(
         "DOWN+DYNAMIC_NORM", "slurmstack:instance-gone: no live instance"), [], instance=False),
     Row("instance-gone-long-ago-reaped", record(
@@ -267,3 +274,23 @@ def test_the_overrides_of_the_definition_apply() -> None:
 )
 def test_the_cause_of_a_reason(reason: str, user: str, cause: str | None) -> None:
     assert cause_of_node(record(reason=reason, user=user), USERS) == cause
+
+
+def test_the_pass_finds_a_nodes_pool_as_a_search_of_every_pool_would() -> None:
+    """pool_finder (a lookup, for thousands of nodes a pass) answers what pool_of (a search of
+    every pool) does, prefixes that end in a digit and names of no pool included."""
+    pools = (
+        PoolRef("gpu", "gpu-", "gpu"),
+        PoolRef("gpu-2", "gpu-2-", "gpu-2"),
+        PoolRef("odd", "x1", "odd"),  # a prefix ending in a digit (not the scheme's, allowed)
+        PoolRef("x", "x", "x"),
+        PoolRef("again", "gpu-", "again"),  # the same prefix: the first pool wins
+    )
+    names = ["gpu-1", "gpu-2-7", "gpu-2", "gpu-e3", "x12", "x1", "x", "cpu-4", "", "gpu-",
+             "gpu-2-", "gpu-007", "x10"]  # fmt: skip
+    for chosen in (pools, tuple(p for p in pools if p.name != "odd")):
+        find = pool_finder(chosen)
+        for name in names:
+            assert find(name) is pool_of(name, chosen), name
+    find = pool_finder(pools[:2])
+    assert find("gpu-2-7") is pools[1] and find("gpu-3") is pools[0] and find("x12") is None

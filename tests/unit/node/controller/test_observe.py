@@ -6,10 +6,10 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-from node.support import BUCKET, PLAN, Answers, make_node, publish_config
 from slurmstack.contract import CLUSTER_TAG, POOL_TAG, PoolRef, instance_arn, log_prefix
 from slurmstack.node.boot import config_sync
 from slurmstack.node.controller import observe
+from support.node import BUCKET, PLAN, Answers, make_node, publish_config
 
 NODES = "NodeName=train-263 NodeAddr=10.42.1.7 State=IDLE+DYNAMIC_NORM Reason=x [slurm@2025-01-01T00:00:00]\n"
 CONFIG = "SlurmUser               = slurm(64030)\n"
@@ -81,7 +81,7 @@ def test_it_sees_slurm_and_the_clusters_instances_and_groups(aws, tmp_path: Path
 
 
 def test_without_aws_it_sees_slurm_only(tmp_path: Path) -> None:
-    from node.support import NoAws
+    from support.node import NoAws
 
     publish_config_less = make_node(tmp_path, NoAws(), "head", run=Answers({
         ("env", "SLURM_TIME_FORMAT=standard", "scontrol", "--all"): (0, NODES),

@@ -5,12 +5,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from node.support import make_node
 from slurmstack.contract import CONTROLLER_STATE_PATH, RepairPolicy
 from slurmstack.node.controller import state as memory
 from slurmstack.node.controller.state import ControllerState, Trip, Waiting
+from support.node import make_node
 
-POLICY = RepairPolicy(breaker_replacements=2, breaker_window_minutes=60, reboot_window_minutes=60)
+POLICY = RepairPolicy(
+    rules=(),
+    breaker_replacements=2,
+    breaker_window_minutes=60,
+    reboot_window_minutes=60,
+    capacity_block_drain_minutes=60,
+    scale_in_wait_minutes=120,
+    logs_wait_minutes=5,
+)
 NOW = 1_750_000_000.0
 
 

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from node.support import (
+from slurmstack.node import cli
+from slurmstack.node.boot import config_sync
+from slurmstack.node.context import Context
+from slurmstack.node.health import boot
+from slurmstack.node.health.devices import GPU_QUERY
+from slurmstack.node.health.diagnostic import DIAG
+from support.node import (
     Answers,
     asg_with_instance,
     fake_devices,
@@ -17,12 +23,6 @@ from node.support import (
     nvidia_smi,
     publish_config,
 )
-from slurmstack.node import cli
-from slurmstack.node.boot import config_sync
-from slurmstack.node.context import Context
-from slurmstack.node.health import boot
-from slurmstack.node.health.devices import GPU_QUERY
-from slurmstack.node.health.diagnostic import DIAG
 
 
 def health_node(tmp_path: Path, aws, instance: str, run: Answers) -> Context:
@@ -93,7 +93,7 @@ def test_a_gpu_lost_at_probe_is_named_before_the_missing_count(aws, tmp_path: Pa
     """The driver's probe-time message (NVIDIA/NVSentinel#155, data/kernel) names the GPU:
     the boot check says which one fell off the bus, not only that one is missing."""
     from node.health.test_kernel_events import sample
-    from node.support import kernel_log
+    from support.node import kernel_log
 
     instance = asg_with_instance(aws)
     run = Answers({GPU_QUERY[:2]: (0, nvidia_smi(7))})

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from node.support import Answers, efa_ports, fake_devices, make_node, nvidia_smi
 from slurmstack.contract import Check, Health
 from slurmstack.node.health.devices import GPU_QUERY, ROW_QUERY, device_findings
+from support.node import Answers, efa_ports, fake_devices, make_node, nvidia_smi
 
 P5 = Health(gpus=8, efa_devices=32)
 

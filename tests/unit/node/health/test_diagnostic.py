@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from node.support import Answers, make_node
 from slurmstack.contract import Health
 from slurmstack.node.health.dcgm_diag import failed_tests
 from slurmstack.node.health.diagnostic import DIAG, deep_diagnostic
+from support.node import Answers, make_node
 
 GPU = Health(gpus=8, deep_diagnostic=True)
 FAILED = """\

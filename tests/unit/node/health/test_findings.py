@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from node.support import make_node
 from slurmstack.contract import HEALTH_LOG_PATH, REASON_MAX_CHARACTERS, Check, parse_reason
 from slurmstack.node.health.findings import Finding, most_telling, record
+from support.node import make_node
 
 
 def test_a_reason_has_the_one_form_and_a_bounded_detail() -> None:

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from node.support import kernel_log, make_node
 from slurmstack.contract import Check, Health
 from slurmstack.node.health import kernel_events
 from slurmstack.node.health.kernel_log import lost_this_boot, new_findings, save_cursor
 from slurmstack.plan.health import plan_health
 from slurmstack.spec import HealthSpec
+from support.node import kernel_log, make_node
 
 DATA = Path(__file__).resolve().parent / "data" / "kernel"
 # The prefixes the threads' tools put before the kernel's message (SOURCES.md).
@@ -157,11 +157,11 @@ def node_from_definition(tmp_path: Path, xids: dict[int, str]):  # type: ignore[
     """A p5 training node whose node.json is rendered from the example with ``health.xids``."""
     import yaml
 
-    from helpers_examples import REPO
     from slurmstack.contract import NODE_CONFIG_PATH
     from slurmstack.loader import load_object
     from slurmstack.plan import build_plan
     from slurmstack.render import role_files
+    from support.examples import REPO
 
     data = yaml.safe_load((REPO / "examples" / "p5-training.yaml").read_text())
     data.setdefault("health", {})["xids"] = xids

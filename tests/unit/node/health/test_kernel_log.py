@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from node.support import kernel_log, make_node
 from slurmstack.contract import Health
 from slurmstack.node.health.kernel_log import (
     Cursor,
@@ -14,6 +13,7 @@ from slurmstack.node.health.kernel_log import (
     records,
     save_cursor,
 )
+from support.node import kernel_log, make_node
 
 CRITICAL = (79, 64, 48, 63)  # replace-worthy first, as node.json orders them
 GPU_NODE = Health(gpus=8, critical_xids=CRITICAL)

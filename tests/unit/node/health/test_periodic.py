@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from node.support import (
+from slurmstack.contract import HEALTH_LOG_PATH
+from slurmstack.node.boot import config_sync
+from slurmstack.node.context import Context
+from slurmstack.node.health import periodic
+from slurmstack.node.health.devices import GPU_QUERY
+from support.node import (
     Answers,
     fake_devices,
     identity,
@@ -19,11 +24,6 @@ from node.support import (
     nvidia_smi,
     publish_config,
 )
-from slurmstack.contract import HEALTH_LOG_PATH
-from slurmstack.node.boot import config_sync
-from slurmstack.node.context import Context
-from slurmstack.node.health import periodic
-from slurmstack.node.health.devices import GPU_QUERY
 
 NAME = "train-1811"
 FELL_OFF = "NVRM: Xid (PCI:0000:10:1c): 79, pid=1896, GPU has fallen off the bus."

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from node.support import Answers, make_node, mounted_everything
 from slurmstack.contract import Health, Mount, MountKind, NodeConfig, Scratch
 from slurmstack.node.health import volumes
+from support.node import Answers, make_node, mounted_everything
 
 MOUNTS = (Mount(MountKind.LUSTRE, "/fsx"), Mount(MountKind.EFS, "/home"))
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from slurmstack.contract import ElasticPool, LaunchRetry
+from slurmstack.contract import ORPHAN_GRACE_SECONDS, ElasticPool, LaunchRetry
 from slurmstack.node.power.nodes import Instance, by_pool, pool_of
 from slurmstack.node.power.retry import RetryState
-from slurmstack.node.power.sweep import ORPHAN_GRACE_SECONDS, stray_instances, sweep_verdict
+from slurmstack.node.power.sweep import stray_instances, sweep_verdict
 from slurmstack.node.slurm import NodeRecord
 
 NOW = 1_750_000_000.0
@@ -84,46 +84,69 @@ def test_sweep_verdict(row: Verdict) -> None:
         assert got is not None and got.startswith(row.want), got
 
 
-def launched(
-    iid: str, node_name: str | None, address: str | None = "10.0.0.5", age: float = 60
-) -> Instance:
+def launched(iid: str, address: str | None = "10.0.0.5", age: float = 60) -> Instance:
     at = datetime.datetime.fromtimestamp(NOW - age, tz=datetime.UTC)
-    return Instance(iid, "gpu", node_name, address, "running", at)
+    return Instance(iid, "gpu", "launch-1", address, "running", at)
+
+
+def at(state: str, address: str = "10.0.0.5", name: str = "gpu-e1", reason: str = "") -> NodeRecord:
+    return node(state, reason, address=address, name=name)
 
 
 OLD = ORPHAN_GRACE_SECONDS + 1
+SCALED_IN = "slurmstack:scale-in: gpu-e9 left the definition"
+# (id, the instance, Slurm's record of the node at its address or None, whether that node left
+# the definition, the start of why the instance goes or None, the start of the drain reason).
 STRAYS = [
-    ("named-and-running", launched("i-1", "gpu-e1"), node("ALLOCATED+CLOUD", address="10.0.0.5"), None),
-    ("never-named-young", launched("i-2", None), None, None),
-    ("never-named-old", launched("i-3", None, age=OLD), None, "launched but never named"),
-    ("no-such-node", launched("i-4", "gpu-e9"), None, "gpu-e9 is no elastic node"),
-    ("powered-down-young", launched("i-5", "gpu-e1"), node("IDLE+CLOUD+POWERED_DOWN"), None),
-    (
-        "powered-down-old",
-        launched("i-6", "gpu-e1", age=OLD),
-        node("IDLE+CLOUD+POWERED_DOWN"),
-        "gpu-e1 is powered down",
-    ),
-    (
-        "node-runs-elsewhere",
-        launched("i-7", "gpu-e1", age=OLD),
-        node("ALLOCATED+CLOUD", address="10.0.0.9"),
-        "gpu-e1 runs at 10.0.0.9, not at 10.0.0.5",
-    ),
-    ("no-address-yet", launched("i-8", "gpu-e1", age=OLD), node("ALLOCATED+CLOUD", address=""), None),
+    ("owned-and-running", launched("i-1"), at("ALLOCATED+CLOUD"), False, None, None),
+    ("owned-powering-up", launched("i-1"), at("IDLE+CLOUD+POWERED_DOWN+POWERING_UP"), False, None, None),
+    ("nobody-young", launched("i-2"), None, False, None, None),
+    ("nobody-old", launched("i-3", age=OLD), None, False, "no elastic node runs at 10.0.0.5", None),
+    ("no-address-old", launched("i-3", address=None, age=OLD), None, False, "no elastic node", None),
+    ("powered-down-young", launched("i-5"), at("IDLE+CLOUD+POWERED_DOWN"), False, None, None),
+    ("powered-down-old", launched("i-6", age=OLD), at("IDLE+CLOUD+POWERED_DOWN"), False, "no elastic node", None),
+    ("node-runs-elsewhere", launched("i-7", age=OLD), at("ALLOCATED+CLOUD", "10.0.0.9"), False,
+     "no elastic node", None),
+    # A max_count decrease: the node Slurm still holds is drained while it has a job ...
+    ("removed-busy", launched("i-8", age=OLD), at("ALLOCATED+CLOUD", name="gpu-e9"), True, None, SCALED_IN),
+    ("removed-busy-drained", launched("i-8", age=OLD), at("ALLOCATED+DRAIN+CLOUD", name="gpu-e9"), True, None, None),
+    # ... and its instance terminated once it has none.
+    ("removed-idle", launched("i-9"), at("IDLE+DRAIN+CLOUD", name="gpu-e9"), True, "gpu-e9 left the definition", None),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("id", "instance", "record", "want"), STRAYS, ids=[s[0] for s in STRAYS])
+@pytest.mark.parametrize(
+    ("id", "instance", "record", "removed", "want", "drained"), STRAYS, ids=[s[0] for s in STRAYS]
+)
 def test_stray_instances(
-    id: str, instance: Instance, record: NodeRecord | None, want: str | None
+    id: str,
+    instance: Instance,
+    record: NodeRecord | None,
+    removed: bool,
+    want: str | None,
+    drained: str | None,
 ) -> None:
-    found = {} if record is None else {"gpu-e1": record}
-    got = stray_instances([instance], found, NOW)
+    found = {} if record is None else {record.name: record}
+    gone = {record.name} if record is not None and removed else set()
+    stray, drain = stray_instances([instance], found, gone, NOW)
     if want is None:
-        assert got == {}
+        assert stray == {}
     else:
-        assert list(got) == [instance.instance_id] and got[instance.instance_id].startswith(want)
+        assert list(stray) == [instance.instance_id]
+        assert stray[instance.instance_id].startswith(want), stray
+    if drained is None:
+        assert drain == {}
+    else:
+        assert record is not None and list(drain) == [record.name]
+        assert drain[record.name].startswith(drained)
+
+
+def test_the_grace_is_the_callers() -> None:
+    young = launched("i-1", age=31)
+    assert stray_instances([young], {}, set(), NOW, grace=30)[0] == {
+        "i-1": "no elastic node runs at 10.0.0.5 (31 s after its launch)"
+    }
+    assert stray_instances([young], {}, set(), NOW)[0] == {}  # the default: 600 s
 
 
 POOLS = (

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from node.workload.support import SlurmPool, head_context, names
 from slurmstack.contract import NCCL_TESTS_DIR, REASON_PREFIX
 from slurmstack.node.cli import main
-from slurmstack.node.workload import accept, report
+from slurmstack.node.workload import accept, report, steps
+from support.workload import SlurmPool, head_context, names
 
 pytestmark = pytest.mark.workload
 
@@ -43,6 +43,29 @@ def test_a_healthy_cluster_passes_every_pool(tmp_path: Path) -> None:
     assert check[-5:] == ["/usr/local/bin/slurmstack-node", "node-check", "--pool", "dev", "--json"]
     assert "--ntasks-per-node=1" in check and "--gpus-per-node=4" in check
     assert not slurm.drained and report.ok(reports)
+
+
+def test_nodes_still_completing_a_job_are_waited_for_then_tested(tmp_path: Path) -> None:
+    # Acceptance right after a job: the Epilog still runs on two nodes for three sinfo reads.
+    slurm = p5_cluster(completing={"train-3": 3, "train-9": 1})
+    ctx = head_context(tmp_path, "p5-training", slurm)
+    slept: list[float] = []
+    ctx.sleep = slept.append
+    (train,) = accept.accept(ctx, accept.Options(pools=("train",)))
+    assert train.verdict == "pass" and train.nodes == TRAIN and train.unavailable == []
+    assert len(slept) == 3 and len([c for c in slurm.calls if c[0] == "sinfo"]) == 4
+
+
+def test_a_node_completing_for_ever_is_left_out_after_the_bound(tmp_path: Path) -> None:
+    slurm = p5_cluster(completing={"train-3": 10**6})
+    ctx = head_context(tmp_path, "p5-training", slurm)
+    now = [0.0]
+    ctx.clock = lambda: now[0]
+    ctx.sleep = lambda seconds: now.__setitem__(0, now[0] + seconds)
+    (train,) = accept.accept(ctx, accept.Options(pools=("train",)))
+    assert train.unavailable == ["train-3 (completing)"] and "train-3" not in train.nodes
+    assert now[0] == steps.SETTLE_SECONDS  # waited the bound, no longer
+    assert train.verdict == "pass"  # the other fifteen
 
 
 def test_a_slow_node_fails_the_pool_and_bisection_drains_it(tmp_path: Path) -> None:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from node.support import make_node
 from slurmstack.contract import ECR_PASSWORD_FILE, ECR_REGISTRY_FILE
 from slurmstack.node.context import AgentError
 from slurmstack.node.workload import ecr
+from support.node import make_node
 
 pytestmark = pytest.mark.workload
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from node.support import make_node, publish_config
 from slurmstack.node.boot import config_sync
 from slurmstack.node.context import AgentError
 from slurmstack.node.workload import job_dirs
+from support.node import make_node, publish_config
 
 pytestmark = pytest.mark.workload
 

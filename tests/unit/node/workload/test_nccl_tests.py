@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import example_plan
 from slurmstack.node.workload import nccl_tests
 from slurmstack.plan.workload import acceptance
+from support.examples import example_plan
 
 pytestmark = pytest.mark.workload
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers_examples import example_plan
 from slurmstack.contract import ACCEPTANCE_PATH
 from slurmstack.node.context import AgentError, Context
 from slurmstack.node.workload import node_check
 from slurmstack.plan.workload import acceptance
 from slurmstack.render import role_files
+from support.examples import example_plan
 
 pytestmark = pytest.mark.workload
 

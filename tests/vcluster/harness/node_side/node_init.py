@@ -13,8 +13,10 @@ in the layer below, a device included, is replaced); links [{path, target}]; rea
 create).
 """
 
+import grp
 import json
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -57,6 +59,37 @@ def private_tmp(keep: list) -> None:
         mount("--move", hold, path)
 
 
+TMPFILES_DIRS = ("/usr/lib/tmpfiles.d", "/etc/tmpfiles.d")  # a name in /etc overrides /usr/lib's
+
+
+def runtime_directories() -> None:
+    """What systemd-tmpfiles does at boot for the node's fresh /run: the packages' "d" lines
+    (MariaDB's /run/mysqld, for one), with their mode and owner."""
+    files = {}
+    for directory in TMPFILES_DIRS:
+        if os.path.isdir(directory):
+            files.update({name: os.path.join(directory, name) for name in os.listdir(directory)})
+    for name in sorted(files):
+        with open(files[name]) as handle:
+            lines = handle.read().splitlines()
+        for line in lines:
+            words = line.split()
+            if len(words) < 2 or words[0] not in ("d", "D") or not words[1].startswith("/run/"):
+                continue
+            path, mode = words[1], words[2] if len(words) > 2 else "-"
+            user, group = [*words[3:5], "-", "-"][:2]
+            if os.path.exists(path):
+                continue
+            os.makedirs(path)
+            os.chmod(path, int(mode, 8) if mode != "-" else 0o755)
+            try:
+                uid = pwd.getpwnam(user).pw_uid if user != "-" else 0
+                gid = grp.getgrnam(group).gr_gid if group != "-" else 0
+            except KeyError:
+                continue  # a package's user this image does not have
+            os.chown(path, uid, gid)
+
+
 def lay_out(spec: dict) -> None:
     fresh_sysfs(spec["cgroup_hold"])
     for layer in spec["overlays"]:
@@ -66,6 +99,7 @@ def lay_out(spec: dict) -> None:
         os.makedirs(fs["target"], exist_ok=True)
         mount("-t", "tmpfs", "-o", fs["options"], "tmpfs", fs["target"])
     private_tmp([spec["run_directory"], *spec.get("keep_visible", [])])
+    runtime_directories()
     # The /dev overlay hides the host's /dev/pts: a private instance for this node.
     os.makedirs("/dev/pts", exist_ok=True)
     mount("-t", "devpts", "-o", "newinstance,ptmxmode=0666", "devpts", "/dev/pts")

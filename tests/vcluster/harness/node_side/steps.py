@@ -18,7 +18,7 @@ import sys
 # The checkout's contract (the node's filesystem is this machine's): the same node.json reader
 # the agent uses.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), *[".."] * 4, "infra"))
-from slurmstack.contract import NODE_CONFIG_PATH, read_node_config
+from slurmstack.contract import NODE_CONFIG_PATH, NodeConfig, load_document
 
 
 def bind(source: str, target: str) -> None:
@@ -31,7 +31,7 @@ def bind(source: str, target: str) -> None:
 def main(argv: list[str]) -> int:
     step, directory = argv
     with open(NODE_CONFIG_PATH) as handle:
-        config = read_node_config(handle.read())
+        config = load_document(NodeConfig, handle.read())
     if step == "scratch":
         if config.scratch is not None:
             bind(directory, config.scratch.mount)

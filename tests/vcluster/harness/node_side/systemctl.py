@@ -5,7 +5,7 @@ It reads the same unit files systemd would (/etc/systemd/system, then /lib/syste
 drop-ins from <unit>.d/*.conf) and runs what they say: ConditionPathExists, Requires and the
 units linked in <unit>.requires/ (started first; if one fails, the unit does not start),
 RequiresMountsFor (must be mounted), Environment/EnvironmentFile, User/Group,
-RuntimeDirectory, Limit*, ExecStartPre, then ExecStart as Type says (simple: left running;
+RuntimeDirectory, Limit*, ExecStartPre, then ExecStart as Type says (simple and notify: left running;
 forking: waited for, main pid from PIDFile; oneshot: run to the end). Enabling makes the
 [Install] WantedBy and RequiredBy links systemd makes (<target>.wants/, <unit>.requires/).
 Timers are enabled and started but never fire.
@@ -71,7 +71,8 @@ def load(name: str) -> dict[str, list[str]]:
     unit: dict[str, list[str]] = {}
     for file in files:
         section = ""
-        for raw in read(file).splitlines():
+        # A line ending in a backslash goes on in the next one (mariadb.service's ExecStart).
+        for raw in read(file).replace("\\\n", " ").splitlines():
             line = raw.strip()
             if not line or line[0] in "#;":
                 continue
@@ -193,9 +194,14 @@ def start(name: str) -> None:
         open(os.path.join(STATE, f"{name}.active"), "w").close()
         return
     unit = load(name)
-    for path in unit.get("Unit.ConditionPathExists", []):
+    # A condition with "|" is a triggering one: of those, one must hold (systemd.unit(5)).
+    conditions = unit.get("Unit.ConditionPathExists", [])
+    triggering = [c[1:] for c in conditions if c.startswith("|")]
+    for path in [c for c in conditions if not c.startswith("|")]:
         if os.path.exists(path.lstrip("!")) == path.startswith("!"):
             return  # systemd skips the unit, without an error
+    if triggering and all(os.path.exists(p.lstrip("!")) == p.startswith("!") for p in triggering):
+        return
     for required in requirements(name, unit):
         start(required)
     for path in " ".join(unit.get("Unit.RequiresMountsFor", [])).split():
@@ -234,7 +240,11 @@ def run_service(name: str, unit: dict[str, list[str]], log) -> int | None:  # ty
     env = environment(unit)
     for line in unit.get("Service.ExecStartPre", []):
         words, ignore = command(line, env)
-        if run(words, unit, env, log) != 0 and not ignore:
+        # "+": full privileges, whatever User= says (systemd.service(5)).
+        as_unit = (
+            {k: v for k, v in unit.items() if k != "Service.User"} if line.startswith("+") else unit
+        )
+        if run(words, as_unit, env, log) != 0 and not ignore:
             raise UnitError(f"{name}: ExecStartPre {' '.join(words)} failed (see {log.name})")
     kind = first(unit, "Service.Type", "simple")
     env = environment(unit)
@@ -383,7 +393,7 @@ def main(argv: list[str]) -> int:
                 start(unit)
             elif verb == "stop":
                 stop(unit)
-            elif verb == "restart":
+            elif verb in ("restart", "reload-or-restart"):
                 stop(unit)
                 start(unit)
             elif verb == "reload":
