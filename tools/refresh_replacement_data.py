@@ -14,7 +14,9 @@ mirrors) under /var/cache/slurmstack/provider-src, never in this repository:
     git -C $D/terraform-provider-random checkout -q <commit>
     # the bridges' own overrides: provider/resources.go of each
     git clone -q --shared --no-checkout <pulumi-random git dir> $D/pulumi-random
-    git -C $D/pulumi-random checkout -q <tag> -- provider/resources.go   # likewise pulumi-aws
+    git -C $D/pulumi-random checkout -q <tag> -- provider/resources.go   # likewise pulumi-aws,
+    # whose overrides live in provider/resource_overrides.go and autonaming.go since v7; a
+    # directory holding only those files (provider/...) serves as --pulumi-aws
     uv run --frozen python tools/refresh_replacement_data.py \\
         --terraform-aws $D/terraform-provider-aws --terraform-random $D/terraform-provider-random \\
         --pulumi-aws $D/pulumi-aws --pulumi-random $D/pulumi-random --provenance provenance.json
@@ -25,7 +27,8 @@ For every resource type in the data file it finds the Terraform resource's sourc
 sets the type name), reads which attributes force a replacement (``ForceNew: true``;
 ``RequiresReplace()`` plan modifiers; ``ForceNew``/``ForceNewIf``/``ForceNewIfChange`` in a
 CustomizeDiff, as conditions), adds the bridge's own overrides (``ForceNew: tfbridge.True()``
-fields and ``DeleteBeforeReplace`` in provider/resources.go), maps Terraform names to the
+fields, ``DeleteBeforeReplace`` and auto-named fields in provider/resources.go, or, from
+pulumi-aws 7 on, provider/resource_overrides.go and autonaming.go), maps Terraform names to the
 Pulumi input names of the installed SDK, and records the source file with the checkout's
 commit and its date. The versions written are uv.lock's; the test in
 tests/unit/change/test_replacement_data.py fails until they match.
@@ -414,17 +417,49 @@ def terraform_files(checkout: Path, prefix: str = "aws") -> dict[str, Path]:
     return files
 
 
-def pulumi_overrides(resources_go: str, terraform: str) -> tuple[list[str], bool]:
-    """(fields pulumi-aws forces new, whether it sets DeleteBeforeReplace) for one resource."""
+@dataclass
+class Overrides:
+    """What a bridge's provider/*.go says of one resource: fields it forces new, whether it
+    deletes before replacing, and its auto-named fields (Terraform names)."""
+
+    forced: list[str] = field(default_factory=list)
+    delete_first: bool = False
+    auto_named: list[str] = field(default_factory=list)
+    # A field entry that names the field without auto-naming it (aws_route53_record's
+    # "name": {Name: "name"}): the blanket auto-naming of `name` skips it.
+    plain: list[str] = field(default_factory=list)
+
+
+FIELDS_MAP = re.compile(r"Fields:\s*map\[string\]\*(?:tfbridge\.SchemaInfo|info\.Schema)\{")
+# pulumi-aws's autonaming.go: every resource with an input `name` and no field entry for it
+# gets tfbridge.AutoName("name", 255, "-").
+BLANKET_AUTONAME = "func setAutonaming("
+
+
+def pulumi_overrides(resources_go: str, terraform: str) -> Overrides:
+    """One resource's overrides in a bridge's provider sources (resources.go, and in
+    pulumi-aws 7 resource_overrides.go): ``ForceNew: tfbridge.True()`` fields,
+    ``DeleteBeforeReplace``, and auto-named fields (``tfbridge.AutoName*`` or a default
+    with ``AutoNamed: true``), read from the entry's own top-level Fields only."""
+    found = Overrides()
     at = resources_go.find(f'"{terraform}": {{')
     if at < 0:
-        return [], False
+        return found
     entry = block_at(resources_go, resources_go.find("{", at))
-    forced = [
+    found.forced = [
         m[1]
         for m in re.finditer(r'"([a-z0-9_]+)":\s*\{[^{}]*ForceNew:\s*tfbridge\.True\(\)', entry)
     ]
-    return forced, bool(re.search(r"DeleteBeforeReplace:\s*true", entry))
+    found.delete_first = bool(re.search(r"\bDeleteBeforeReplace:\s*true", own_level(entry)))
+    fields = FIELDS_MAP.search(entry)
+    if fields:
+        for key, value in entries(block_at(entry, fields.end() - 1)).items():
+            call = value.removeprefix(CALLED).split("(", 1)[0] if value.startswith(CALLED) else ""
+            if "AutoName" in call or re.search(r"\bAutoNamed:\s*true", value):
+                found.auto_named.append(key)
+            else:
+                found.plain.append(key)
+    return found
 
 
 def sdk_inputs(type_: str) -> set[str]:
@@ -482,9 +517,19 @@ def refreshed(
         terraform = entry["terraform"]
         provider = "random" if terraform.startswith("random_") else "aws"
         repo = f"hashicorp/terraform-provider-{provider}"
+        bridge = resources_go.get(provider)
+        overrides = pulumi_overrides(bridge or "", terraform)
+        known = sdk_inputs(type_)
+        if entry.get("source", {}).get("note"):
+            # Read by hand from another version of its file (its note says which and
+            # what): a checkout of another commit must not overwrite it.
+            problems.append(f"{type_}: its source note says how it was read; kept as it is")
+            apply_bridge(entry, bridge, overrides, known, type_, problems)
+            continue
         path = tf_files.get(terraform)
         if path is None:
             problems.append(f"{type_}: no source file declares {terraform}")
+            apply_bridge(entry, bridge, overrides, known, type_, problems)
             continue
         schema_path = schema_source(path)
         package = {
@@ -493,11 +538,8 @@ def refreshed(
             if not p.name.endswith("_test.go")
         }
         found = read_resource(schema_path.read_text(), package)
-        bridge = resources_go.get(provider)
-        forced, delete_first = pulumi_overrides(bridge or "", terraform)
-        known = sdk_inputs(type_)
 
-        replace = _names(type_, found.replace + forced, known, problems)
+        replace = _names(type_, found.replace + overrides.forced, known, problems)
         when = {pulumi_name(k, known) or k: v for k, v in found.replace_when.items()}
         when = {k: sorted(set(v)) for k, v in when.items() if k not in replace}
         top_replaced = {r for r in replace if "." not in r}
@@ -524,7 +566,7 @@ def refreshed(
         entry.update(
             replace=replace, replace_when=dict(sorted(when.items())), update=sorted(update)
         )
-        for key in ("unclassified", "documented", "delete_before_replace"):
+        for key in ("unclassified", "documented", "delete_before_replace", "auto_named"):
             entry.pop(key, None)
         # Inputs the SDK has but the source read does not declare: that source is older
         # (or newer) than the bridged one. Never guessed: a class the data carried before,
@@ -544,9 +586,31 @@ def refreshed(
         if bridge is None:
             problems.append(f"{type_}: no pulumi-{provider} provider/resources.go given: "
                             "its own ForceNew overrides are not in this data")  # fmt: skip
-        if delete_first:
-            entry["delete_before_replace"] = True
+        apply_bridge(entry, bridge, overrides, known, type_, problems)
     return data, problems
+
+
+def apply_bridge(
+    entry: dict[str, Any],
+    bridge: str | None,
+    overrides: Overrides,
+    known: set[str],
+    type_: str,
+    problems: list[str],
+) -> None:
+    """The bridge's own rules for one type: delete-before-replace, and the auto-named
+    inputs (given explicitly, they make the bridge delete before replacing)."""
+    if bridge is None:
+        return
+    entry.pop("delete_before_replace", None)
+    entry.pop("auto_named", None)
+    if overrides.delete_first:
+        entry["delete_before_replace"] = True
+    auto = list(overrides.auto_named)
+    if BLANKET_AUTONAME in bridge and "name" in known and "name" not in overrides.plain:
+        auto.append("name")
+    if auto:
+        entry["auto_named"] = _names(type_, sorted(set(auto)), known, problems)
 
 
 def carry_documented(
@@ -581,6 +645,21 @@ def locked(package: str) -> str:
     return version
 
 
+# The bridge's files that hold resource overrides: pulumi-aws 7 moved them out of
+# resources.go into resource_overrides.go, and its blanket auto-naming into autonaming.go.
+BRIDGE_FILES = ("resources.go", "resource_overrides.go", "autonaming.go")
+
+
+def bridge_sources(checkout: Path) -> str:
+    """A bridge's override sources, joined: those of BRIDGE_FILES its provider/ holds."""
+    found = [
+        checkout / "provider" / n for n in BRIDGE_FILES if (checkout / "provider" / n).exists()
+    ]
+    if not found:
+        raise SystemExit(f"{checkout}/provider holds none of {', '.join(BRIDGE_FILES)}")
+    return "\n".join(p.read_text() for p in found)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--terraform-aws", type=Path, required=True, help="a git checkout")
@@ -597,7 +676,7 @@ def main(argv: list[str]) -> int:
     if args.terraform_random:
         files.update(terraform_files(args.terraform_random, prefix="random"))
     resources_go = {
-        provider: (checkout / "provider" / "resources.go").read_text()
+        provider: bridge_sources(checkout)
         for provider, checkout in (("aws", args.pulumi_aws), ("random", args.pulumi_random))
         if checkout is not None
     }

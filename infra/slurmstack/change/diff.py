@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from slurmstack.change.replacement import Path, ReplacementData
+from slurmstack.change.replacement import Path, ReplacementData, TypeRules
 from slurmstack.change.snapshot import ResourceState, Snapshot
 
 
@@ -113,10 +113,18 @@ def _dependency_order(snapshot: Snapshot) -> list[ResourceState]:
     return ordered
 
 
-def _explicit_name(state: ResourceState) -> bool:
-    """The bridge deletes a replaced resource before creating the new one when its
-    auto-named ``name`` was given explicitly (see replacement.json, delete_before_replace)."""
-    return state.type.startswith("aws:") and isinstance(state.inputs.get("name"), str)
+def _deleted_first(state: ResourceState, rules: TypeRules | None) -> bool:
+    """Whether a replacement deletes the old resource before creating the new one: the
+    resource's own option, the bridge's DeleteBeforeReplace for its type, or an auto-named
+    input given explicitly (the bridge's nameRequiresDeleteBeforeReplace; see
+    replacement.json, delete_before_replace). A type the data lacks falls back to `name`."""
+    if state.delete_before_replace or (rules is not None and rules.delete_before_replace):
+        return True
+    if rules is not None:
+        named: tuple[str, ...] = rules.auto_named
+    else:
+        named = ("name",) if state.type.startswith("aws:") else ()
+    return any(isinstance(state.inputs.get(n), str) for n in named)
 
 
 def diff(old: Snapshot, new: Snapshot, data: ReplacementData) -> list[ResourceChange]:
@@ -158,7 +166,7 @@ def diff(old: Snapshot, new: Snapshot, data: ReplacementData) -> list[ResourceCh
         if not properties:
             continue
         if any(p.replaces for p in properties):
-            first = state.delete_before_replace or _explicit_name(state)
+            first = _deleted_first(state, rules)
             changes.append(ResourceChange(Action.REPLACE, before, state, tuple(properties), first))
             replaced[state.urn] = state.name
         else:

@@ -63,6 +63,11 @@ class TypeRules:
     # provider documents them; and inputs left unclassified for the same reason.
     documented: tuple[str, ...] = ()
     unclassified: tuple[str, ...] = ()
+    # The bridge's own rules (pulumi-aws's resource overrides): the type is always deleted
+    # before its replacement is created; and its auto-named inputs, which, given
+    # explicitly, make a replacement delete first too (the new one could not take the name).
+    delete_before_replace: bool = False
+    auto_named: tuple[str, ...] = ()
 
     @property
     def known_inputs(self) -> set[str]:
@@ -113,6 +118,8 @@ def _type_rules(type_: str, raw: dict[str, Any]) -> TypeRules:
         source=dict(raw.get("source", {})),
         documented=tuple(raw.get("documented", ())),
         unclassified=tuple(raw.get("unclassified", ())),
+        delete_before_replace=bool(raw.get("delete_before_replace", False)),
+        auto_named=tuple(raw.get("auto_named", ())),
     )
 
 

@@ -83,6 +83,30 @@ def test_a_group_with_a_fixed_name_is_deleted_before_its_replacement() -> None:
     assert "all 4 nodes terminated" in consequence.what
 
 
+def test_the_bridges_own_rules_decide_which_replacements_delete_first() -> None:
+    """pulumi-aws's overrides (replacement.json): a mount target is always deleted first
+    (one per zone); a database whose auto-named `identifier` the program gives is too,
+    where a `name` check alone missed it; a group left to the auto-namer is not."""
+    rds, efs = "aws:rds/instance:Instance", "aws:efs/mountTarget:MountTarget"
+
+    def replaced(type_: str, old: dict, new: dict) -> bool:  # type: ignore[type-arg]
+        (change,) = diff(snap(state("r", type_, old)), snap(state("r", type_, new)), load())
+        assert change.action is Action.REPLACE
+        return change.delete_first
+
+    zone_a, zone_b = (
+        {"fileSystemId": "fs-1", "subnetId": "a"},
+        {"fileSystemId": "fs-1", "subnetId": "b"},
+    )
+    assert replaced(efs, zone_a, zone_b)
+    db = {"identifier": "x-accounting", "engine": "mariadb", "kmsKeyId": "k1"}
+    assert replaced(rds, db, {**db, "kmsKeyId": "k2"})
+    auto = {"engine": "mariadb", "kmsKeyId": "k1"}
+    assert not replaced(rds, auto, {**auto, "kmsKeyId": "k2"})
+    hooks = {"desiredCapacity": 4, "initialLifecycleHooks": [{"name": "h"}]}
+    assert not replaced(GROUP, hooks, {**hooks, "initialLifecycleHooks": [{"name": "i"}]})
+
+
 def test_an_ignored_input_keeps_the_old_value() -> None:
     """Groups made with the hook inline keep it: the program ignores that input."""
     old = state("g", GROUP, {"name": "x-pool-a", "initialLifecycleHooks": [{"name": "h"}]})

@@ -323,3 +323,71 @@ def test_the_tool_reads_what_real_sources_write(tmp_path: Path) -> None:
     assert "ModifyPlan sets RequiresReplace" in said
     assert "volume_tags is built by tagsFor(), not read" in said
     assert "no pulumi-aws provider/resources.go given" in said
+
+
+OVERRIDES_V7 = """
+func resourceOverrides(p shim.Provider) map[string]*tfbridge.ResourceInfo {
+	return map[string]*tfbridge.ResourceInfo{
+		"aws_db_instance": {
+			Fields: map[string]*tfbridge.SchemaInfo{
+				"identifier": {
+					Default: &tfbridge.DefaultInfo{
+						AutoNamed: true,
+						ComputeDefault: func(ctx context.Context, opts tfbridge.ComputeDefaultOptions) (any, error) {
+							return tfbridge.ComputeAutoNameDefault(ctx, tfbridge.AutoNameOptions{Randlen: 7}, opts)
+						},
+					},
+				},
+				"instance_class": {Type: "string"},
+			},
+		},
+		"aws_efs_mount_target": {
+
+			DeleteBeforeReplace: true, // only 1 mount target per AZ.
+		},
+		"aws_iam_role": {
+			Fields: map[string]*tfbridge.SchemaInfo{
+				"inline_policy": {
+					Elem: &tfbridge.SchemaInfo{
+						Fields: map[string]*tfbridge.SchemaInfo{
+							"name": tfbridge.AutoName("name", 128, "-"),
+						},
+					},
+				},
+			},
+		},
+		"aws_route53_record": {
+			Fields: map[string]*tfbridge.SchemaInfo{
+				"name": {Name: "name"},
+			},
+		},
+	}
+}
+"""
+
+AUTONAMING = """
+func setAutonaming(p *tfbridge.ProviderInfo, resourceMetadata awsResourceMetadataLookup) {
+}
+"""
+
+
+def test_the_tool_reads_pulumi_aws_7_overrides(tmp_path: Path) -> None:
+    """pulumi-aws 7 keeps its overrides in resource_overrides.go and auto-names every
+    input `name` in autonaming.go: both read, nested fields and plain name entries not
+    taken for the resource's own auto-named inputs."""
+    refresh = tool()
+    (tmp_path / "provider").mkdir()
+    (tmp_path / "provider" / "resource_overrides.go").write_text(OVERRIDES_V7)
+    (tmp_path / "provider" / "autonaming.go").write_text(AUTONAMING)
+    sources = refresh.bridge_sources(tmp_path)
+    db = refresh.pulumi_overrides(sources, "aws_db_instance")
+    assert db.auto_named == ["identifier"] and not db.delete_first and db.forced == []
+    assert refresh.pulumi_overrides(sources, "aws_efs_mount_target").delete_first
+    role = refresh.pulumi_overrides(sources, "aws_iam_role")
+    assert role.auto_named == []  # the inline policies' name is not the role's
+    assert refresh.pulumi_overrides(sources, "aws_route53_record").plain == ["name"]
+    entry = {"terraform": "aws_iam_role"}
+    problems: list[str] = []
+    known = refresh.sdk_inputs("aws:iam/role:Role")
+    refresh.apply_bridge(entry, sources, role, known, "aws:iam/role:Role", problems)
+    assert entry["auto_named"] == ["name"] and problems == []  # autonaming.go's blanket rule

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import re
 import sys
 import tomllib
@@ -96,3 +97,25 @@ def test_every_field_of_the_definition_has_a_realistic_change() -> None:
     assert fields - covered == set(), "fields without a mutation"
     assert covered - fields == set(), "mutations of fields the definition no longer has"
     assert len(fields) > 90
+
+
+def test_the_bridges_own_overrides_are_read_and_their_source_named() -> None:
+    """pulumi-aws's own rules (resource_overrides.go and autonaming.go of a pulumi-aws v7
+    commit, named in the provenance): no ForceNew of its own for these types, the mount
+    target's DeleteBeforeReplace, and the auto-named inputs."""
+    document = json.loads(
+        (REPO / "infra" / "slurmstack" / "change" / "replacement.json").read_text()
+    )
+    bridge = document["provenance"]["pulumi-aws provider overrides"]
+    assert bridge["files"]["provider/resource_overrides.go"].startswith("015d3438")
+    assert "not determined" in bridge["release"]  # said so, not claimed to be 7.51.1
+    data = load()
+    deleted_first = {t for t, r in data.types.items() if r.delete_before_replace}
+    assert deleted_first == {"aws:efs/mountTarget:MountTarget"}
+    assert data.types["aws:rds/instance:Instance"].auto_named == ("identifier",)
+    assert data.types["aws:s3/bucket:Bucket"].auto_named == ("bucket",)
+    assert data.types["aws:efs/fileSystem:FileSystem"].auto_named == ("creationToken",)
+    assert data.types["aws:autoscaling/group:Group"].auto_named == ("name",)
+    for type_, rules in data.types.items():
+        known = _sdk_inputs(type_)
+        assert all(_snake(n) in known for n in rules.auto_named), type_

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...contract import (
-    CLUSTER_TAG,
     LOGS_SHIPPED_MARKER,
     POOL_TAG,
     DeployParameter,
@@ -20,11 +19,11 @@ from ...contract import (
     log_prefix,
 )
 from ..context import Context, log
-from ..ec2 import INSTANCES_PAGE, LIVE_INSTANCE_STATES
+from ..ec2 import cluster_filters, described_instances, tags_of
 from ..slurm import NodeRecord, slurm_nodes, slurm_users
 
 if TYPE_CHECKING:
-    from mypy_boto3_ec2.type_defs import FilterTypeDef
+    pass
 
 TERMINATING_WAIT = "Terminating:Wait"
 # DescribeAutoScalingGroups takes at most 50 group names by default (more only with MaxRecords
@@ -112,30 +111,21 @@ def observe(ctx: Context, config: NodeConfig) -> Observed:
 
 def cluster_instances(ctx: Context, config: NodeConfig) -> tuple[tuple[Instance, ...], str]:
     """The cluster's live instances, and the account they run in (for their ARNs)."""
-    filters: list[FilterTypeDef] = [
-        {"Name": f"tag:{CLUSTER_TAG}", "Values": [config.cluster]},
-        {"Name": "instance-state-name", "Values": list(LIVE_INSTANCE_STATES)},
-    ]
     found: list[Instance] = []
     account = ""
-    paginator = ctx.aws.ec2().get_paginator("describe_instances")
-    pages = paginator.paginate(Filters=filters, PaginationConfig=INSTANCES_PAGE)
-    for page in pages:
-        for reservation in page["Reservations"]:
-            account = reservation.get("OwnerId", account)
-            for instance in reservation["Instances"]:
-                address = instance.get("PrivateIpAddress")
-                if not address:
-                    continue
-                tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
-                found.append(
-                    Instance(
-                        instance["InstanceId"],
-                        address,
-                        tags.get(POOL_TAG, ""),
-                        instance["State"]["Name"],
-                    )
-                )
+    for instance in described_instances(ctx, cluster_filters(config.cluster)):
+        account = instance["OwnerId"] or account
+        address = instance.get("PrivateIpAddress")
+        if not address:
+            continue
+        found.append(
+            Instance(
+                instance["InstanceId"],
+                address,
+                tags_of(instance).get(POOL_TAG, ""),
+                instance["State"]["Name"],
+            )
+        )
     return tuple(found), account
 
 

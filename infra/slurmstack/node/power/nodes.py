@@ -8,9 +8,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...contract import CLUSTER_TAG, ELASTIC_TAG, LAUNCH_TAG, ElasticPool, elastic_index
+from ...contract import ELASTIC_TAG, LAUNCH_TAG, ElasticPool, elastic_index
 from ..context import AgentError, Context, log
-from ..ec2 import INSTANCES_PAGE, LIVE_INSTANCE_STATES
+from ..ec2 import cluster_filters, described_instances, tags_of
 from ..slurm import SCONTROL, NodeRecord, slurm_nodes
 from . import hostlist as hostlists
 
@@ -163,9 +163,8 @@ def instances(ctx: Context, cluster: str, addresses: list[str] | None = None) ->
     """The live instances the power programs launched for ``cluster`` (ELASTIC_TAG), all of
     them or those at ``addresses`` (where Slurm's records say the nodes run)."""
     base: list[FilterTypeDef] = [
-        {"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
+        *cluster_filters(cluster),
         {"Name": "tag-key", "Values": [ELASTIC_TAG]},
-        {"Name": "instance-state-name", "Values": list(LIVE_INSTANCE_STATES)},
     ]
     batches: list[list[FilterTypeDef]] = [base]
     if addresses is not None:
@@ -174,22 +173,19 @@ def instances(ctx: Context, cluster: str, addresses: list[str] | None = None) ->
             for chunk in _chunks(sorted(set(addresses)), FILTER_VALUES_MAX)
         ]
     found = []
-    paginator = ctx.aws.ec2().get_paginator("describe_instances")
     for filters in batches:
-        for page in paginator.paginate(Filters=filters, PaginationConfig=INSTANCES_PAGE):
-            for reservation in page["Reservations"]:
-                for item in reservation["Instances"]:
-                    tags = {t["Key"]: t["Value"] for t in item.get("Tags", [])}
-                    found.append(
-                        Instance(
-                            instance_id=item["InstanceId"],
-                            pool=tags.get(ELASTIC_TAG, ""),
-                            launch=tags.get(LAUNCH_TAG),
-                            address=item.get("PrivateIpAddress"),
-                            state=item["State"]["Name"],
-                            launched=item["LaunchTime"],
-                        )
-                    )
+        for item in described_instances(ctx, filters):
+            tags = tags_of(item)
+            found.append(
+                Instance(
+                    instance_id=item["InstanceId"],
+                    pool=tags.get(ELASTIC_TAG, ""),
+                    launch=tags.get(LAUNCH_TAG),
+                    address=item.get("PrivateIpAddress"),
+                    state=item["State"]["Name"],
+                    launched=item["LaunchTime"],
+                )
+            )
     return found
 
 

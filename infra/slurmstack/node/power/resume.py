@@ -32,7 +32,7 @@ from ...contract import (
     reason,
 )
 from ..context import AgentError, Context, log
-from ..ec2 import INSTANCES_PAGE
+from ..ec2 import described_instances
 from . import launch, nodes
 from .resume_file import ResumeJob, read_resume_file
 from .retry import RetryState
@@ -200,7 +200,6 @@ def instance_addresses(ctx: Context, cluster: str, instance_ids: list[str]) -> d
     """instance id -> private address, waiting a little for EC2 to know them all. By filter,
     200 ids a request and paged: an id EC2 does not know yet fails no request."""
     found: dict[str, str] = {}
-    paginator = ctx.aws.ec2().get_paginator("describe_instances")
     for attempt in range(DESCRIBE_ATTEMPTS):
         missing = sorted(set(instance_ids) - set(found))
         if not missing:
@@ -211,11 +210,9 @@ def instance_addresses(ctx: Context, cluster: str, instance_ids: list[str]) -> d
                     {"Name": "instance-id", "Values": chunk},
                     {"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
                 ]
-                for page in paginator.paginate(Filters=filters, PaginationConfig=INSTANCES_PAGE):
-                    for reservation in page["Reservations"]:
-                        for item in reservation["Instances"]:
-                            if item.get("PrivateIpAddress"):
-                                found[item["InstanceId"]] = item["PrivateIpAddress"]
+                for item in described_instances(ctx, filters):
+                    if item.get("PrivateIpAddress"):
+                        found[item["InstanceId"]] = item["PrivateIpAddress"]
         except Exception as exc:  # throttled past the client's retries: the next attempt
             log(f"describe {len(missing)} instances (attempt {attempt + 1}): {exc}")
         if len(found) < len(set(instance_ids)):
