@@ -295,3 +295,29 @@ def test_data_stack_is_deterministic() -> None:
     first = run(byo())
     second = run_definition(copy.deepcopy(byo()))
     assert [r.urn for r in first.resources] == [r.urn for r in second.resources]
+
+
+def test_login_nodes_mount_what_every_node_mounts() -> None:
+    """Login nodes take your file systems by id and the Mountpoint buckets (no cache: no
+    scratch), in their s3-mounts step, and their role reaches the mounted prefixes."""
+    from slurmstack.render.cloud_init import user_data
+    from slurmstack.render.people import login_node_config
+    from slurmstack.stack.policies import login_policy
+
+    definition = byo()
+    definition["login_pools"] = [{"name": "login", "instance_type": "m7i.xlarge", "count": 1}]
+    plan = plan_of(definition)
+    (pool,) = plan.login_pools
+    config = login_node_config(plan, pool)
+    mounts = {m.path: m for m in config.mounts}
+    assert mounts["/home"].file_system_id == EFS_ID
+    assert mounts["/zfs"].export_path == "/fsx/projects"
+    assert all(m.kind.value != "mountpoint-s3" for m in config.mounts)
+    assert [m.path for m in config.s3_mounts] == [m.mount for m in plan.s3_mounts]
+    assert all(m.cache_dir == "" for m in config.s3_mounts)
+    assert "s3-mounts" in user_data(plan, pool.role)
+    policy = login_policy(
+        plan, pool, account=ACCOUNT_ID, bucket_arn="arn:aws:s3:::b", secret_arn="arn:s"
+    )
+    reads = [s for s in policy["Statement"] if "s3:GetObject" in s.get("Action", [])]
+    assert any("team-datasets" in str(s["Resource"]) for s in reads), reads
