@@ -11,7 +11,8 @@
 #
 # Ubuntu 24.04 (the images) and Debian (the rehearsal) differ only where the settings say:
 # LUSTRE=skip (no FSx client build for Debian, and a chroot has no kernel of its own),
-# EFS_UTILS=skip (its Rust build is left out of the rehearsal), KERNEL_HOLD=no (same reason as
+# EFS_UTILS=skip (its Rust build is left out of the rehearsal), MOUNTPOINT_S3=skip (AWS's
+# release package is for Ubuntu, and downloads are not rehearsed), KERNEL_HOLD=no (same reason as
 # Lustre), the Slurm package version (each distribution's own) and the download URLs.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
@@ -443,6 +444,40 @@ install_efs_utils() {
   log "efs-utils: $EFS_UTILS_VERSION built from $EFS_UTILS_COMMIT"
 }
 
+# Mountpoint for Amazon S3: AWS's release package of the pinned version (never "latest"),
+# installed only when its detached signature verifies by the release key whose fingerprint is
+# pinned (image_pins.json, mountpoint_s3: as INSTALL.md at the release's commit lists it).
+mount_s3_version() { mount-s3 --version 2>/dev/null | awk '{print $2}' || true; }
+install_mountpoint_s3() {
+  if [ "$MOUNTPOINT_S3" = skip ]; then
+    log "mountpoint-s3: skipped (MOUNTPOINT_S3=skip)"
+    return
+  fi
+  if [ "$(mount_s3_version)" = "$MOUNTPOINT_S3_VERSION" ]; then
+    log "mountpoint-s3: $MOUNTPOINT_S3_VERSION already installed"
+    return
+  fi
+  case "$MOUNTPOINT_S3_FINGERPRINT" in
+    [0-9A-F][0-9A-F][0-9A-F]*) ;;
+    *) fail "no release key fingerprint recorded for Mountpoint (image_pins.json): record it first" ;;
+  esac
+  local deb="$DOWNLOADS/mount-s3-$MOUNTPOINT_S3_VERSION.deb" home
+  mkdir -p "$DOWNLOADS"
+  curl -fsSL --retry 3 -o "$deb" "$MOUNTPOINT_S3_URL" || fail "download of $MOUNTPOINT_S3_URL failed"
+  curl -fsSL --retry 3 -o "$deb.asc" "$MOUNTPOINT_S3_URL.asc" || fail "its signature did not download"
+  home=$(mktemp -d)
+  curl -fsSL --retry 3 "$MOUNTPOINT_S3_KEYS_URL" | gpg --homedir "$home" --batch --import 2>/dev/null ||
+    fail "Mountpoint's release keys did not import"
+  gpg --homedir "$home" --batch --status-fd 1 --verify "$deb.asc" "$deb" 2>/dev/null |
+    grep -q "^\[GNUPG:\] VALIDSIG $MOUNTPOINT_S3_FINGERPRINT " ||
+    fail "mount-s3 $MOUNTPOINT_S3_VERSION is not signed by the pinned key $MOUNTPOINT_S3_FINGERPRINT"
+  rm -rf "$home"
+  "${APT_GET[@]}" install "$deb"
+  [ "$(mount_s3_version)" = "$MOUNTPOINT_S3_VERSION" ] ||
+    fail "mount-s3 --version does not report $MOUNTPOINT_S3_VERSION"
+  log "mountpoint-s3: $MOUNTPOINT_S3_VERSION installed, signature ok, sha256 $(sha256sum "$deb" | cut -d' ' -f1)"
+}
+
 # enroot from its pinned commit, as its 'From source' installation does: `make install` in the
 # .deb's layout (/usr, configuration in /etc/enroot) and `make setcap` (the enroot+caps package).
 install_enroot() {
@@ -766,6 +801,7 @@ run_tests() {
   fi
   [ "$KERNEL_HOLD" = yes ] && check kernel-held kernel_held
   [ "$EFS_UTILS" != skip ] && check efs-utils command -v mount.efs
+  [ "$MOUNTPOINT_S3" != skip ] && check mountpoint-s3 test "$(mount_s3_version)" = "$MOUNTPOINT_S3_VERSION"
   [ -n "$DCGM_PACKAGE" ] && check dcgm dcgmi --version
   [ -n "$DCGM_EXPORTER_VERSION" ] && check dcgm-exporter /usr/local/bin/dcgm-exporter --version
   check node-exporter prometheus-node-exporter --version
@@ -798,6 +834,7 @@ case "$COMMAND" in
     install_lustre_client
     install_efa_installer
     install_efs_utils
+    install_mountpoint_s3
     install_enroot
     install_pyxis
     install_dcgm

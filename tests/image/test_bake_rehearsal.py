@@ -67,7 +67,10 @@ REHEARSAL_DIFFERENCES = {
     "ENROOT_REPOSITORY, ENROOT_COMMIT, EFS_UTILS_REPOSITORY, EFS_UTILS_COMMIT, PYXIS_URL, "
     "PYXIS_SHA256": "no internet: stand-in sources this test builds, served on loopback, with "
     "their real commits and checksums",
-    "CONTRACT": "less mount.lustre and lctl (the client skipped above), and less sackd (below)",
+    "MOUNTPOINT_S3=skip": "AWS's Mountpoint for S3 release package is a download from AWS (no "
+    "internet here); its signature check is the unit tests' (test_image_pins)",
+    "CONTRACT": "less mount.lustre and lctl (the client skipped above), mount-s3 (skipped above) "
+    "and sackd (below)",
     "APT_PACKAGES, HELD_PACKAGES": "less sackd: Debian 12's Slurm 22.05 has no sackd package "
     "(sackd came with Slurm 23.11; Ubuntu 24.04 packages it)",
     "GRAFANA_VERSION=''": "Grafana Labs' repository cannot be reached here: the Grafana section "
@@ -83,7 +86,7 @@ REHEARSAL_DIFFERENCES = {
 # records (build.sh `parent`: its packages, which are never removed, and its files of no
 # package) is that root without them, as the bake would find a parent that never had them.
 STAND_IN_PARENT = "the root less the build tools and what only they need (stand_in_parent)"
-SKIPPED_CONTRACT = {"cmd:mount.lustre", "cmd:lctl", "cmd:sackd"}
+SKIPPED_CONTRACT = {"cmd:mount.lustre", "cmd:lctl", "cmd:sackd", "cmd:mount-s3"}
 NOT_IN_DEBIAN_12 = {"sackd"}
 
 
@@ -345,6 +348,7 @@ def rehearsal_settings(rooted: Rooted, server: FileServer, artifacts: Artifacts)
         "HELD_PACKAGES": " ".join(held),
         "APT_PACKAGES": " ".join(apt),
         "LUSTRE": "skip",
+        "MOUNTPOINT_S3": "skip",
         "KERNEL_HOLD": "no",
         "BUILD_PACKAGES": settings_value(REHEARSAL_BUILD_PACKAGES, "BUILD_PACKAGES"),
         "ENROOT_REPOSITORY": enroot.url,

@@ -16,6 +16,8 @@ FAMILIES = [
     "elastic",
     "network",
     "storage",
+    "data",
+    "mountpoint",
     "slurm",
     "accounting",
     "people",

@@ -40,6 +40,7 @@ class Command(enum.StrEnum):
     HEALTH = "health"
     SCRATCH = "scratch"
     MOUNTS = "mounts"
+    S3_MOUNTS = "s3-mounts"
     LNET_EFA = "lnet-efa"
     STATE_VOLUME = "state-volume"
     REAP = "reap"

@@ -67,6 +67,12 @@ from slurmstack.rules.accounting import (
     INNODB_BUFFER_POOL_MIN_MIB,
     buffer_pool_mib,
 )
+from slurmstack.rules.data import (
+    AssociationPlan,
+    ExistingFileSystemPlan,
+    S3MountPlan,
+    client_security_groups,
+)
 from slurmstack.rules.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
 from slurmstack.rules.subnets import carve as subnets
 
@@ -87,8 +93,10 @@ __all__ = [
     "RESUME_TIMEOUT_SECONDS",
     "SUSPEND_TIMEOUT_SECONDS",
     "AccountingPlan",
+    "AssociationPlan",
     "ClusterPlan",
     "DatabasePlan",
+    "ExistingFileSystemPlan",
     "GpuPlan",
     "HeadPlan",
     "HealthPlan",
@@ -101,9 +109,11 @@ __all__ = [
     "NetworkInterfacePlan",
     "PlanError",
     "PoolPlan",
+    "S3MountPlan",
     "accounting_plan",
     "buffer_pool_mib",
     "build_plan",
+    "client_security_groups",
     "efa_interfaces",
     "existing_placement_group",
     "head_packages",

@@ -326,7 +326,7 @@ def role_image_contract(plan: ClusterPlan, role: str) -> tuple[str, ...]:
         if pool.local_scratch_mount is not None:
             items += IMAGE_SCRATCH_ITEMS
         mounts = pool.mounts
-    for kind in (MountKind.EFS, MountKind.LUSTRE):
+    for kind in (MountKind.EFS, MountKind.LUSTRE, MountKind.OPENZFS, MountKind.MOUNTPOINT_S3):
         if any(m.kind is kind for m in mounts):
             items += IMAGE_MOUNT_ITEMS[kind]
     if plan.spec.directory is not None:

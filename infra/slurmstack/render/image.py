@@ -81,7 +81,7 @@ def build_env(image: ImagePlan) -> str:
     p = image_pins()
     nccl, nvidia = p["nccl_tests"], image.kind is ImageKind.NVIDIA
     efs, enroot, exporter = p["efs_utils"], p["enroot"], p["dcgm_exporter"]
-    efa, cpu = p["efa_installer"], image.kind is ImageKind.CPU
+    efa, cpu, mountpoint = p["efa_installer"], image.kind is ImageKind.CPU, p["mountpoint_s3"]
     values: list[tuple[str, str]] = [
         ("IMAGE_KEY", image.key),
         ("IMAGE_KIND", image.kind.value),
@@ -97,6 +97,11 @@ def build_env(image: ImagePlan) -> str:
         ("EFS_UTILS", "source"),
         ("EFS_UTILS_VERSION", efs["version"]),
         *_git_settings("EFS_UTILS", efs["git"]),
+        ("MOUNTPOINT_S3", "release"),
+        ("MOUNTPOINT_S3_VERSION", mountpoint["version"]),
+        ("MOUNTPOINT_S3_URL", mountpoint["package"][image.architecture.value]),
+        ("MOUNTPOINT_S3_KEYS_URL", mountpoint["signing_key"]["keys"]),
+        ("MOUNTPOINT_S3_FINGERPRINT", mountpoint["signing_key"]["fingerprint"] or ""),
         ("ENROOT_VERSION", enroot["version"]),
         *_git_settings("ENROOT", enroot["git"]),
         ("PYXIS_VERSION", p["pyxis"]["version"]),

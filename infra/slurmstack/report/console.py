@@ -107,6 +107,14 @@ def _storage(doc: dict[str, Any]) -> Grid:
     return grid
 
 
+def _mounts(doc: dict[str, Any]) -> Grid:
+    grid = Grid("Mounts", ["mount", "what", "reached by", "cost", "first data"])
+    for mount in doc["mounts"]:
+        grid.add(mount["mount"], mount["what"], mount["reached_by"], mount["cost"],
+                 mount["first_data"])  # fmt: skip
+    return grid
+
+
 def _images(doc: dict[str, Any]) -> Grid:
     section = doc["images"]
     low, high = section["bake_minutes"]
@@ -226,6 +234,10 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
         (_components(doc), []),
         (_capacity(doc), []),
         (_storage(doc), []),
+        (
+            _mounts(doc),
+            [f"   - {s}" for s in sorted({s for m in doc["mounts"] for s in m["sources"]})],
+        ),
         (_images(doc), []),
         (_people(doc), [f"  the way in: {doc['people']['way_in']}"]),
         (

@@ -26,6 +26,7 @@ from slurmstack.stack.bucket import ClusterBucket
 from slurmstack.stack.common import Role
 from slurmstack.stack.config_store import ConfigStore
 from slurmstack.stack.efs import HomeFileSystem
+from slurmstack.stack.existing_storage import ExistingFileSystems
 from slurmstack.stack.head_node import HeadNode
 from slurmstack.stack.identity import Identity
 from slurmstack.stack.image import NodeImages
@@ -49,6 +50,7 @@ class SlurmCluster(pulumi.ComponentResource):
     identity: Identity
     lustre: LustreStorage | None
     home: HomeFileSystem | None
+    existing: ExistingFileSystems | None
     images: NodeImages
     head: HeadNode
     config: ConfigStore
@@ -107,12 +109,26 @@ class SlurmCluster(pulumi.ComponentResource):
                 opts=child,
             )
         self.home = None
-        if plan.spec.storage.home is not None and storage_sg is not None:
+        if plan.creates_home and storage_sg is not None:
             self.home = HomeFileSystem(
                 plan,
                 subnet_id=net.compute_subnet_id,
                 security_group_id=storage_sg.id,
                 security_ready=self.security.rules_of("storage"),
+                opts=child,
+            )
+
+        # File systems of yours: looked up and checked, never managed (needs your VPC, which
+        # the checks require of storage.existing).
+        self.existing = None
+        if plan.existing_file_systems and plan.spec.network.vpc_id is not None:
+            subnets = [plan.spec.network.compute_subnet_id]
+            if plan.head_in_public_subnet:
+                subnets.append(plan.spec.network.public_subnet_id)
+            self.existing = ExistingFileSystems(
+                plan,
+                vpc_id=plan.spec.network.vpc_id,
+                subnet_ids=[s for s in subnets if s is not None],
                 opts=child,
             )
 
@@ -264,4 +280,7 @@ class SlurmCluster(pulumi.ComponentResource):
             out["lustre_mount_name"] = self.lustre.file_system.mount_name
         if self.home is not None:
             out["efs_id"] = self.home.file_system.id
+        if self.existing is not None:
+            # What the lookups found: file system id -> DNS name (passed the reachability check).
+            out["existing_file_systems"] = self.existing.dns_names
         return out

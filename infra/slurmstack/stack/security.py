@@ -174,7 +174,7 @@ def storage_rules(plan: ClusterPlan) -> list[Rule]:
                     egress=True,
                 ),
             ]
-    if plan.spec.storage.home is not None:
+    if plan.creates_home:
         for peer in ("head", "workers", *login):
             rules.append(
                 Rule(
@@ -191,7 +191,7 @@ def storage_rules(plan: ClusterPlan) -> list[Rule]:
 
 
 def needs_storage_group(plan: ClusterPlan) -> bool:
-    return plan.lustre is not None or plan.spec.storage.home is not None
+    return plan.lustre is not None or plan.creates_home
 
 
 class SecurityGroups(pulumi.ComponentResource):

@@ -19,6 +19,8 @@ points at it, exactly as the config store does for any file.
 from __future__ import annotations
 
 import base64
+import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,11 +125,27 @@ def publish_config(run: OfflineRun, aws: MotoServer, bucket: str) -> str:
     return key
 
 
-def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
+@dataclass(frozen=True)
+class ExistingNetwork:
+    """Your VPC's subnets a definition names (``network.vpc_id``): id -> CIDR, in ``zone``."""
+
+    zone: str
+    subnets: Mapping[str, str]
+
+
+def deploy(run: OfflineRun, aws: MotoServer, existing: ExistingNetwork | None = None) -> Deployment:
+    """``existing``: the subnets of your VPC, when the program makes no VPC: they exist before
+    the stack, so the harness makes them in moto (in one VPC spanning them), as the operator
+    has them."""
     ec2, ssm = aws.client("ec2"), aws.client("ssm")
 
-    vpc = ec2.create_vpc(CidrBlock=_one(run, VPC).inputs["cidrBlock"])["Vpc"]["VpcId"]
     subnet_ids = {}
+    if run.of_type(VPC):
+        vpc = ec2.create_vpc(CidrBlock=_one(run, VPC).inputs["cidrBlock"])["Vpc"]["VpcId"]
+    else:
+        if existing is None:
+            raise LookupError("the program makes no VPC and no existing network was given")
+        vpc = create_existing_network(aws, existing, subnet_ids)
     for subnet in run.of_type(SUBNET):
         created = ec2.create_subnet(
             VpcId=vpc,
@@ -202,7 +220,7 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
     return Deployment(
         subnet_ids=subnet_ids,
         compute_subnet=compute_subnet,
-        compute_cidr=compute_cidr(run),
+        compute_cidr=compute_cidr(run, existing),
         security_groups=security_groups,
         bucket=bucket,
         head_instance_id=head_id,
@@ -221,10 +239,29 @@ def head_interface(run: OfflineRun) -> RecordedResource:
     return next(i for i in run.of_type(NETWORK_INTERFACE) if str(i.id) == eni)
 
 
-def compute_cidr(run: OfflineRun) -> str:
-    """The CIDR of the subnet the head node's interface (and every pool) is placed in."""
+def compute_cidr(run: OfflineRun, existing: ExistingNetwork | None = None) -> str:
+    """The CIDR of the subnet the head node's interface (and every pool) is placed in: one
+    the program makes, or one of yours."""
     subnet = head_interface(run).inputs["subnetId"]
-    return str(next(s.inputs["cidrBlock"] for s in run.of_type(SUBNET) if s.id == subnet))
+    made = {str(s.id): str(s.inputs["cidrBlock"]) for s in run.of_type(SUBNET)}
+    return {**(existing.subnets if existing else {}), **made}[subnet]
+
+
+def create_existing_network(
+    aws: MotoServer, existing: ExistingNetwork, subnet_ids: dict[str, str]
+) -> str:
+    """Your VPC and the subnets the definition names, made in moto (one VPC spanning them);
+    ``subnet_ids`` gets your subnet id -> moto's. Returns moto's VPC id."""
+    networks = [ipaddress.IPv4Network(c) for c in existing.subnets.values()]
+    span = networks[0]
+    while not all(n.subnet_of(span) for n in networks):
+        span = span.supernet()
+    ec2 = aws.client("ec2")
+    vpc = str(ec2.create_vpc(CidrBlock=str(span))["Vpc"]["VpcId"])
+    for subnet_id, cidr in existing.subnets.items():
+        created = ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=existing.zone)
+        subnet_ids[subnet_id] = created["Subnet"]["SubnetId"]
+    return vpc
 
 
 def create_security_groups(run: OfflineRun, aws: MotoServer, vpc: str) -> dict[str, str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,6 +174,43 @@ STAND_INS: tuple[StandIn, ...] = (
         "`slurmstack-node mounts`: FSx for Lustre and EFS",
         "no Lustre client kernel module, no NFS server",
         "one directory per file system, shared by every node, bind-mounted at its path",
+    ),
+    StandIn(
+        "existing-file-systems",
+        "`slurmstack-node mounts` for a file system of yours (storage.existing, "
+        "storage.home.file_system_id): FSx for Lustre or OpenZFS by the DNS and mount names the "
+        "stack looked up and published, EFS by its id",
+        "no FSx or EFS here, and no Lustre or NFS client mounts",
+        "a directory shared by every node, named by the source the node resolves with the "
+        "agent's own code from the published parameters (existing/<type>/<source>, e.g. "
+        "fs-....fsx.us-east-1.amazonaws.com@tcp:/<mount name>), bind-mounted at its path: a "
+        "node that read the wrong names mounts an empty directory. The offline engine's "
+        "lookups (slurmstack.offline.existing) are the account; the VPC and subnet the "
+        "definition names are made in moto",
+    ),
+    StandIn(
+        "mountpoint-s3",
+        "Mountpoint for Amazon S3 (`mount-s3`, baked into the image), which the agent's "
+        "s3-mounts step runs as root",
+        "AWS ships it as a download, not in Debian; building it needs a newer Rust than here",
+        "a `mount-s3` (node_side/mount_s3.py) that mounts with Debian's s3fs (FUSE) against "
+        "moto's S3, taking the role's credentials from the metadata service as root, as "
+        "Mountpoint does; the agent's step runs for real (fstab, cache directory, the command "
+        "line it builds). --read-only is a read-only mount (files 0444-like), --dir-mode a "
+        "mask, --cache s3fs's cache; s3fs always allows overwrite and delete on a writable "
+        "mount and has no cache size, and its throughput says nothing of Mountpoint's",
+    ),
+    StandIn(
+        "fsx-associations",
+        "FSx for Lustre's data repository associations: a batch import of the prefix's "
+        "metadata when one is created, automatic import of new objects and automatic export "
+        "of new files, each only where its policy lists the event",
+        "no FSx here, and moto has no data repository associations",
+        "the harness reads the associations the program registered (file system path, "
+        "bucket and prefix, import and export events) and copies objects from moto's S3 into "
+        "the shared Lustre directory at each association's path when the cluster is "
+        "deployed, and both ways on `sync_associations` (harness/associations.py). It "
+        "proves where the definition's associations put data on the nodes, not FSx's timing",
     ),
     StandIn(
         "state-volume",
@@ -362,6 +400,7 @@ NODE_TOOLS = {
     "/usr/local/sbin/vcluster-reboot": NODE_SIDE / "reboot.py",  # "reboot"
     "/usr/local/sbin/vcluster-health-check": NODE_SIDE / "health_check.py",  # "health-check-env"
     "/usr/local/sbin/vcluster-sackd": NODE_SIDE / "sackd.py",  # "sackd"
+    "/usr/local/bin/mount-s3": NODE_SIDE / "mount_s3.py",  # "mountpoint-s3"
 }
 # "health-check-env": the environment the HealthCheckProgram's stand-in sets.
 HEALTH_CHECK_ENV = "/etc/vcluster/aws.env"
@@ -399,6 +438,13 @@ REPLACED_STEPS = {
     ("slurmstack-node", "mounts"): "mounts",
     ("slurmstack-node", "state-volume"): "state-volume",
 }
+
+
+def existing_source_directory(shared: Path, fstype: str, source: str) -> Path:
+    """ "existing-file-systems": the directory serving the file system a node mounts as
+    ``source`` (node_side/steps.py names it the same way)."""
+    return shared / "existing" / fstype / urllib.parse.quote(source, safe="@:")
+
 
 # "workload-tools": where each tool is linked in a worker (the image's paths of the real ones
 # are /usr/bin and the EFA installer's; /usr/local/bin comes first on PATH), and the program.
