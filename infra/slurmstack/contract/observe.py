@@ -50,6 +50,7 @@ __all__ = [
     "PROMETHEUS_DIR",
     "PROMETHEUS_LIVE_CONFIG",
     "PROMETHEUS_PORT",
+    "PROMETHEUS_RENDERED_CONFIG",
     "PROMETHEUS_UNIT",
     "REMOTE_WRITE_URL_PLACEHOLDER",
     "SCRAPE_TARGETS_DIR",
@@ -109,6 +110,9 @@ METRICS_DIR = "/var/lib/slurmstack/metrics"
 MONITORING_CONFIG_PATH = "/etc/slurmstack/monitoring.json"
 PROMETHEUS_DIR = "/etc/slurmstack/prometheus"
 SCRAPE_TARGETS_DIR = f"{PROMETHEUS_DIR}/targets"
+# prometheus.yml as rendered (the config store's copy Prometheus reads, or the agent's source
+# for the live one).
+PROMETHEUS_RENDERED_CONFIG = f"{PROMETHEUS_DIR}/prometheus.yml"
 # Login nodes are no Slurm nodes: the head's agent finds them by their tags in EC2 (running
 # instances of the cluster's login pools) and lists them here, as file_sd reads them.
 LOGIN_TARGETS_FILE = f"{SCRAPE_TARGETS_DIR}/login.json"

@@ -14,6 +14,7 @@ from slurmstack.contract import (
     LOGIN_TARGETS_FILE,
     NODE_EXPORTER_PORT,
     PROMETHEUS_DIR,
+    PROMETHEUS_RENDERED_CONFIG,
     REMOTE_WRITE_URL_PLACEHOLDER,
     SCRAPE_TARGETS_DIR,
     SLURMCTLD_METRICS_PATHS,
@@ -22,7 +23,7 @@ from slurmstack.contract import (
 from slurmstack.plan import ClusterPlan
 from slurmstack.plan.observability import ObservabilityPlan
 
-PROMETHEUS_CONFIG = f"{PROMETHEUS_DIR}/prometheus.yml"
+PROMETHEUS_CONFIG = PROMETHEUS_RENDERED_CONFIG
 RULES = f"{PROMETHEUS_DIR}/rules.yml"
 
 

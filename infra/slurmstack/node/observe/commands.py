@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ...contract import Command
+from ...contract import PROMETHEUS_RENDERED_CONFIG, Command
 from ..context import Context, write_atomic
 from ..subcommand import Subcommand
 from . import diag, gpu_jobs, head_metrics, log_shipper, node_metrics, relay, remote_write
@@ -51,7 +51,12 @@ def _follow(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def _prometheus_config_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rendered", help="the rendered configuration (with the stand-in URL)")
+    parser.add_argument(
+        "rendered",
+        nargs="?",
+        default=PROMETHEUS_RENDERED_CONFIG,
+        help=f"the rendered configuration with the stand-in URL (default {PROMETHEUS_RENDERED_CONFIG})",
+    )
 
 
 def _prometheus_config(ctx: Context, args: argparse.Namespace) -> int:
