@@ -152,6 +152,60 @@ def _login_behind_balancer(d: Definition) -> None:
     d["login_pools"] = [{**LOGIN, "ssh_cidrs": ["203.0.113.0/24"], "load_balancer": True}]
 
 
+# Bring your own data (issue 30): file systems of yours need your VPC; associations hang off the
+# stack's Lustre (PERSISTENT_2); Mountpoint mounts are on every node.
+YOUR_LUSTRE, YOUR_EFS, YOUR_ZFS = "fs-0123456789abcdef0", "fs-0a1b2c3d", "fs-0fedcba9876543210"
+CLIENT_GROUP = "sg-0c0c0c0c0c0c0c0c0"
+DATASETS = {"path": "/datasets", "prefix": "datasets/"}
+S3_MOUNT = {"mount": "/s3/imagenet", "bucket": "team-datasets", "prefix": "imagenet/"}
+
+
+def _your_home(d: Definition) -> None:
+    _byo_network(d)
+    d["storage"]["home"] = {"type": "efs", "file_system_id": YOUR_EFS}
+
+
+def _your_openzfs_home(d: Definition) -> None:
+    _byo_network(d)
+    d["storage"]["home"] = {"type": "openzfs", "file_system_id": YOUR_ZFS}
+
+
+def _your_lustre(d: Definition) -> None:
+    _byo_network(d)
+    d["storage"]["existing"] = [{"type": "lustre", "file_system_id": YOUR_LUSTRE, "mount": "/team"}]
+
+
+def _your_openzfs(d: Definition) -> None:
+    _byo_network(d)
+    d["storage"]["existing"] = [
+        {"type": "openzfs", "file_system_id": YOUR_ZFS, "mount": "/team", "export_path": "/fsx"}
+    ]
+
+
+def _association(d: Definition) -> None:
+    d["storage"]["lustre"]["associations"] = [dict(DATASETS)]
+
+
+def _other_bucket_association(d: Definition) -> None:
+    d["storage"]["lustre"]["associations"] = [
+        {**DATASETS, "bucket": "team-datasets", "import_events": []}
+    ]
+
+
+def _s3_mount(d: Definition) -> None:
+    d["storage"]["s3_mounts"] = [dict(S3_MOUNT)]
+
+
+def _writable_s3_mount(d: Definition) -> None:
+    d["storage"]["s3_mounts"] = [{**S3_MOUNT, "read_only": False}]
+
+
+def _scratch_s3_mount(d: Definition) -> None:
+    # The gpu pool caches on its NVMe scratch; the cpu pool (c7i, no NVMe) does not.
+    d["pools"][0]["local_scratch"] = "/scratch"
+    d["storage"]["s3_mounts"] = [{**S3_MOUNT, "cache": "auto"}]
+
+
 # Facts of an instance type outside the catalog (instance_facts).
 FACTS = {"vcpus": 4, "cores": 2, "threads_per_core": 2, "memory_mib": 16384, "network_gbps": 12.5}
 
@@ -475,8 +529,190 @@ MUTATIONS: list[Mutation] = [
         _set("storage.home", None),
         ROLLING,
         False,
-        why="efs is its only value: the realistic change is removing /home (the file system is "
+        why="the stack's own /home: the realistic change is removing it (the file system is "
         "retained; nodes roll to a bootstrap without the mount)",
+    ),
+    # Your file systems: nodes mount them at boot, so changing which one (or where) rolls the
+    # pools; the stack never creates, changes or deletes them.
+    Mutation(
+        "storage.home.type",
+        _set("storage.home", {"type": "openzfs", "file_system_id": YOUR_ZFS}),
+        ROLLING,
+        setup=_your_home,
+        why="your /home moves from your EFS to your OpenZFS file system",
+    ),
+    Mutation(
+        "storage.home.file_system_id",
+        _set("storage.home.file_system_id", "fs-0b1c2d3e"),
+        ROLLING,
+        setup=_your_home,
+    ),
+    Mutation(
+        "storage.home.export_path",
+        _set("storage.home.export_path", "/fsx/home"),
+        ROLLING,
+        setup=_your_openzfs_home,
+    ),
+    Mutation(
+        "storage.home.client_security_group_id",
+        _set("storage.home.client_security_group_id", CLIENT_GROUP),
+        ROLLING,
+        setup=_your_home,
+        why="every node joins your client group: a new launch template version, rolled out",
+    ),
+    Mutation(
+        "storage.existing.type",
+        _your_lustre,
+        ROLLING,
+        setup=_byo_network,
+        why="a file system of yours added: nodes mount it from their next boot",
+    ),
+    Mutation(
+        "storage.existing.type",
+        _your_openzfs,
+        ROLLING,
+        setup=_your_lustre,
+        why="/team moves from your Lustre to your OpenZFS file system",
+    ),
+    Mutation(
+        "storage.existing.file_system_id",
+        _set("storage.existing.0.file_system_id", "fs-0123456789abcdef1"),
+        ROLLING,
+        setup=_your_lustre,
+    ),
+    Mutation(
+        "storage.existing.mount",
+        _set("storage.existing.0.mount", "/projects"),
+        ROLLING,
+        setup=_your_lustre,
+    ),
+    Mutation(
+        "storage.existing.export_path",
+        _set("storage.existing.0.export_path", "/fsx/projects"),
+        ROLLING,
+        setup=_your_openzfs,
+    ),
+    Mutation(
+        "storage.existing.client_security_group_id",
+        _set("storage.existing.0.client_security_group_id", CLIENT_GROUP),
+        ROLLING,
+        setup=_your_lustre,
+        why="every node joins your client group: a new launch template version, rolled out",
+    ),
+    # Associations: FSx links or unlinks a directory online; the files on the file system stay
+    # (delete_data_in_filesystem is false).
+    Mutation("storage.lustre.associations.path", _association, LIVE, why="an association added"),
+    Mutation(
+        "storage.lustre.associations.path",
+        _set("storage.lustre.associations.0.path", "/data"),
+        LIVE,
+        setup=_association,
+    ),
+    Mutation(
+        "storage.lustre.associations.bucket",
+        _set("storage.lustre.associations.0.bucket", "team-datasets"),
+        LIVE,
+        setup=_association,
+    ),
+    Mutation(
+        "storage.lustre.associations.prefix",
+        _set("storage.lustre.associations.0.prefix", "datasets-v2/"),
+        LIVE,
+        setup=_association,
+    ),
+    Mutation(
+        "storage.lustre.associations.bucket_region",
+        _set("storage.lustre.associations.0.bucket_region", "us-west-2"),
+        NONE,
+        setup=_other_bucket_association,
+        why="the Region is the checks' and the plan's (no automatic import across Regions, "
+        "transfer prices); FSx reads it from the bucket",
+    ),
+    Mutation(
+        "storage.lustre.associations.import_events",
+        _set("storage.lustre.associations.0.import_events", ["NEW"]),
+        LIVE,
+        setup=_association,
+    ),
+    Mutation(
+        "storage.lustre.associations.export_events",
+        _set("storage.lustre.associations.0.export_events", []),
+        LIVE,
+        setup=_association,
+    ),
+    Mutation(
+        "storage.lustre.associations.batch_import",
+        _set("storage.lustre.associations.0.batch_import", False),
+        LIVE,
+        setup=_association,
+    ),
+    # Mountpoint: nodes mount at boot, so a changed mount rolls the pools (drained first).
+    Mutation("storage.s3_mounts.mount", _s3_mount, ROLLING, why="a Mountpoint mount added"),
+    Mutation(
+        "storage.s3_mounts.mount",
+        _set("storage.s3_mounts.0.mount", "/s3/datasets"),
+        ROLLING,
+        setup=_s3_mount,
+    ),
+    Mutation(
+        "storage.s3_mounts.bucket",
+        _set("storage.s3_mounts.0.bucket", "team-datasets-v2"),
+        ROLLING,
+        setup=_s3_mount,
+    ),
+    Mutation(
+        "storage.s3_mounts.prefix",
+        _set("storage.s3_mounts.0.prefix", "imagenet-21k/"),
+        ROLLING,
+        setup=_s3_mount,
+    ),
+    Mutation(
+        "storage.s3_mounts.bucket_region",
+        _set("storage.s3_mounts.0.bucket_region", "us-west-2"),
+        ROLLING,
+        setup=_s3_mount,
+    ),
+    Mutation(
+        "storage.s3_mounts.read_only",
+        _set("storage.s3_mounts.0.read_only", False),
+        ROLLING,
+        setup=_s3_mount,
+    ),
+    Mutation(
+        "storage.s3_mounts.allow_delete",
+        _set("storage.s3_mounts.0.allow_delete", True),
+        ROLLING,
+        setup=_writable_s3_mount,
+    ),
+    Mutation(
+        "storage.s3_mounts.allow_overwrite",
+        _set("storage.s3_mounts.0.allow_overwrite", True),
+        ROLLING,
+        setup=_writable_s3_mount,
+    ),
+    Mutation(
+        "storage.s3_mounts.cache",
+        _set("storage.s3_mounts.0.cache", False),
+        ROLLING,
+        setup=_scratch_s3_mount,
+    ),
+    Mutation(
+        "storage.s3_mounts.cache_max_gib",
+        _set("storage.s3_mounts.0.cache_max_gib", 200),
+        ROLLING,
+        setup=_scratch_s3_mount,
+    ),
+    Mutation(
+        "storage.s3_mounts.metadata_ttl_seconds",
+        _set("storage.s3_mounts.0.metadata_ttl_seconds", 300),
+        ROLLING,
+        setup=_s3_mount,
+    ),
+    Mutation(
+        "storage.s3_mounts.allow_other",
+        _set("storage.s3_mounts.0.allow_other", False),
+        ROLLING,
+        setup=_s3_mount,
     ),
     Mutation(
         "storage.home.mount",
@@ -773,14 +1009,15 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "observability.managed_prometheus",
         _set("observability.managed_prometheus", True),
-        NONE,
-        why="plan prices it; the workspace is not made yet (docs/observing.md)",
+        LIVE,
+        why="a new workspace, and the head's Prometheus configuration pushed to it",
     ),
     Mutation(
         "observability.managed_grafana",
         _set("observability.managed_grafana", True),
         NONE,
-        why="plan prices it; the workspace is not made yet (docs/observing.md)",
+        setup=_set("observability.managed_prometheus", True),
+        why="a new Amazon Managed Grafana workspace; no node changes",
     ),
     Mutation("tags", _set("tags", {"team": "research"}), ROLLING),
 ]

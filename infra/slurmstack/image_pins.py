@@ -5,7 +5,10 @@ A download is pinned one of two ways:
 
 - ``{"url": ..., "sha256": <64 hex>}``: the file's own digest, checked before it is used;
 - ``{"git": {"repository": ..., "tag": ..., "commit": <40 hex>}}``: a clone whose tag must
-  resolve to that commit (and whose submodules to the commits it records), built from source.
+  resolve to that commit (and whose submodules to the commits it records), built from source;
+- ``{"package": {arch: url}, "signing_key": {"keys": url, "fingerprint": <40 hex>}, "git": ...}``:
+  a publisher's release package of one version, installed only when its detached signature
+  verifies by the key with that fingerprint, the release's commit recorded beside it.
 
 Anything else (a ``null`` digest, a missing commit, a plain URL) is unpinned: ``validate`` and
 ``plan`` report it, the Pulumi program refuses to start, and ``build.sh`` would refuse it too,
@@ -27,6 +30,7 @@ from typing import Any
 PINS_FILE = Path(__file__).resolve().parent / "image_pins.json"
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 GIT_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+GPG_FINGERPRINT = re.compile(r"^[0-9A-F]{40}$")
 
 
 @cache
@@ -62,6 +66,17 @@ def _git_problems(path: str, git: Any) -> Iterator[str]:
         )
 
 
+def _signing_problems(path: str, key: Any) -> list[str]:
+    fingerprint = key.get("fingerprint") if isinstance(key, dict) else None
+    if isinstance(fingerprint, str) and GPG_FINGERPRINT.match(fingerprint):
+        return []
+    return [
+        f"{path}.signing_key.fingerprint: {fingerprint!r} is not a 40-digit key fingerprint; "
+        "record the fingerprint the publisher lists for its release key (a package is installed "
+        "only when its signature verifies by that key)"
+    ]
+
+
 def pin_problems(pins: dict[str, Any] | None = None) -> list[str]:
     """Every download of the pins that carries no pin a bake can check, as
     ``key.path: what is wrong`` lines (empty: every download is pinned)."""
@@ -69,6 +84,8 @@ def pin_problems(pins: dict[str, Any] | None = None) -> list[str]:
     for path, node in _walk(image_pins() if pins is None else pins, ""):
         if "git" in node:
             problems += _git_problems(f"{path}.git" if path else "git", node["git"])
+        if isinstance(node.get("package"), dict):  # per-architecture release packages
+            problems += _signing_problems(path, node.get("signing_key"))
         if "url" in node:
             digest = node.get("sha256")
             if not (isinstance(digest, str) and SHA256.match(digest)):

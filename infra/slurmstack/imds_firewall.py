@@ -22,6 +22,16 @@ already go: SlurmUser is slurmctld itself, which can run any job as any user on 
 job runs on the head node (it runs no slurmd) and no job user runs as SlurmUser. On workers,
 where slurmd runs as root and jobs run, ``slurm`` stays refused.
 
+Also allowed, on the head node only: ``prometheus`` (the head's Prometheus). With
+``observability.managed_prometheus`` it signs its remote writes to the cluster's Amazon Managed
+Service for Prometheus workspace itself (its remote_write sigv4 section), with the head's role,
+whose credentials it reads from the metadata service. Every head allows it, for the reason
+``slurm`` is allowed on every head (the rules travel in the first-boot document). Nothing that
+runs as ``prometheus`` takes input from people: the server listens on loopback, on the head,
+where no job runs and only operators log in; its own permission is aps:RemoteWrite on the one
+workspace, beside what the head's role already holds. On workers and login nodes it stays
+refused (their node_exporter runs as ``prometheus`` and calls nothing).
+
 Deliberately not allowed (named so nobody adds them without a reason):
 - ``slurm`` (SlurmUser) on workers: nothing it runs there calls AWS.
 - ``munge``: munged never talks to AWS; the key is fetched by root.
@@ -79,6 +89,10 @@ SLURM = MetadataUser(
     SLURM_USER,
     "SlurmUser: slurmctld's power programs launch, name and terminate the elastic nodes",
 )
+PROMETHEUS = MetadataUser(
+    "prometheus",
+    "the head's Prometheus: signs its remote writes to the managed Prometheus workspace",
+)
 
 
 @dataclass(frozen=True)
@@ -100,5 +114,5 @@ class MetadataFirewall:
 def firewall(role: str, *, head: bool) -> MetadataFirewall:
     """The metadata firewall of the head node (``head``) or of a node of pool ``role``."""
     daemon = SLURMCTLD_UNIT if head else SLURMD_UNIT
-    users = (ROOT, SLURM) if head else (ROOT,)
+    users = (ROOT, SLURM, PROMETHEUS) if head else (ROOT,)
     return MetadataFirewall(role=role, users=users, guarded_units=(MUNGE_UNIT, daemon))

@@ -356,6 +356,69 @@ class LustreStorageType(enum.StrEnum):
     HDD = "HDD"
 
 
+class RepositoryEvent(enum.StrEnum):
+    """What a data repository association imports or exports automatically."""
+
+    NEW = "NEW"
+    CHANGED = "CHANGED"
+    DELETED = "DELETED"
+
+
+ALL_EVENTS = [RepositoryEvent.NEW, RepositoryEvent.CHANGED, RepositoryEvent.DELETED]
+# S3 bucket naming rules (Amazon S3 User Guide, "General purpose bucket naming rules"): 3-63
+# lowercase letters, digits, '.' and '-', beginning and ending with a letter or digit.
+BUCKET_NAME_PATTERN = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
+REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-[0-9]$"
+BucketName = Annotated[
+    str,
+    matching(
+        BUCKET_NAME_PATTERN,
+        "an S3 bucket name: 3-63 lowercase letters, digits, '.' and '-'",
+    ),
+    WithJsonSchema({"type": "string", "pattern": BUCKET_NAME_PATTERN}),
+]
+RegionName = Annotated[str, StringConstraints(pattern=REGION_PATTERN)]
+
+
+class AssociationSpec(Model):
+    """A data repository association: one directory of the Lustre file system linked to an S3
+    bucket or prefix, importing on access and exporting on change as its policies say."""
+
+    path: MountPath = Field(
+        description=(
+            "The directory in the file system (relative to its mount), e.g. /datasets; each "
+            "association has its own, and no two nest."
+        )
+    )
+    bucket: BucketName | None = Field(
+        default=None, description="The S3 bucket; null: the cluster bucket."
+    )
+    prefix: str = Field(
+        default="",
+        max_length=900,
+        description="Prefix in the bucket, ending in '/', e.g. imagenet/; empty: the whole bucket.",
+    )
+    bucket_region: RegionName | None = Field(
+        default=None,
+        description=(
+            "The bucket's Region when it is not the cluster's (checked at deploy time too); "
+            "FSx imports automatically only from buckets in its own Region."
+        ),
+    )
+    import_events: list[RepositoryEvent] = Field(
+        default_factory=lambda: list(ALL_EVENTS),
+        description="S3 changes imported automatically (empty: none; metadata loads on access).",
+    )
+    export_events: list[RepositoryEvent] = Field(
+        default_factory=lambda: list(ALL_EVENTS),
+        description="File system changes exported to S3 automatically (empty: read-only use).",
+    )
+    batch_import: bool = Field(
+        default=True,
+        description="Import the prefix's metadata when the association is created.",
+    )
+
+
 class LustreSpec(Model):
     """FSx for Lustre: the shared, hot tier mounted on every node."""
 
@@ -390,18 +453,129 @@ class LustreSpec(Model):
         le=192000,
         description="PERSISTENT_2 only: provisioned metadata IOPS (default: automatic mode).",
     )
+    associations: list[AssociationSpec] = Field(
+        default_factory=list,
+        max_length=32,
+        description=(
+            "Data repository associations: directories of the file system linked to S3 "
+            "buckets or prefixes (the cluster bucket's or others'), besides s3_import_export. "
+            "FSx allows 8 per file system."
+        ),
+    )
+
+
+class ExistingFileSystemType(enum.StrEnum):
+    LUSTRE = "lustre"
+    EFS = "efs"
+    OPENZFS = "openzfs"
+
+
+FILE_SYSTEM_ID_PATTERN = r"^fs-[0-9a-f]{8,17}$"
+SECURITY_GROUP_ID_PATTERN = r"^sg-[0-9a-f]{8,17}$"
+FileSystemId = Annotated[str, StringConstraints(pattern=FILE_SYSTEM_ID_PATTERN)]
+SecurityGroupId = Annotated[str, StringConstraints(pattern=SECURITY_GROUP_ID_PATTERN)]
+
+
+class ExistingFileSystemSpec(Model):
+    """A file system you already have, mounted on every node. The stack looks it up at deploy
+    time (its DNS and mount names, the security groups that guard it) and never creates,
+    changes or deletes it."""
+
+    type: ExistingFileSystemType = Field(
+        description="lustre (FSx for Lustre), efs (Amazon EFS) or openzfs (FSx for OpenZFS, NFS)."
+    )
+    file_system_id: FileSystemId = Field(description="The file system's id, e.g. fs-0123abcd.")
+    mount: MountPath = Field(description="Mount point on every node, e.g. /datasets.")
+    export_path: MountPath | None = Field(
+        default=None,
+        description="openzfs: the volume's path to mount (default /fsx, the root volume).",
+    )
+    client_security_group_id: SecurityGroupId | None = Field(
+        default=None,
+        description=(
+            "A security group of yours that the file system admits: the stack adds it to every "
+            "node (otherwise the file system's groups must admit the cluster's subnet)."
+        ),
+    )
+
+
+class S3MountSpec(Model):
+    """A bucket or prefix mounted with Mountpoint for Amazon S3 (mount-s3, baked into the
+    image) on every node: datasets read-only, checkpoints written as new objects."""
+
+    mount: MountPath = Field(description="Mount point on every node, e.g. /datasets/s3.")
+    bucket: BucketName | None = Field(
+        default=None, description="The S3 bucket; null: the cluster bucket."
+    )
+    prefix: str = Field(
+        default="",
+        max_length=900,
+        description="Prefix in the bucket, ending in '/'; only it is visible (and reachable).",
+    )
+    bucket_region: RegionName | None = Field(
+        default=None, description="The bucket's Region when it is not the cluster's."
+    )
+    read_only: bool = Field(
+        default=True, description="Refuse every write (datasets). false: new files become objects."
+    )
+    allow_delete: bool = Field(default=False, description="Writable mounts: let rm delete objects.")
+    allow_overwrite: bool = Field(
+        default=False, description="Writable mounts: let a file be replaced (opened with O_TRUNC)."
+    )
+    cache: bool | Auto = Field(
+        default="auto",
+        description=(
+            "Cache object data on the node's NVMe scratch (auto: where the pool has "
+            "local_scratch). The head node never caches."
+        ),
+    )
+    cache_max_gib: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="Largest size of the cache (default: Mountpoint's, 5% of the disk free).",
+    )
+    metadata_ttl_seconds: int | None = Field(
+        default=None,
+        ge=0,
+        le=31_536_000,
+        description="How long listings and attributes are trusted (default: Mountpoint's).",
+    )
+    allow_other: bool = Field(
+        default=True,
+        description=(
+            "Let job users (not only root, who runs Mountpoint) read the mount. false: root only."
+        ),
+    )
 
 
 class HomeSpec(Model):
     """Shared /home."""
 
-    type: Literal["efs"] = Field(default="efs", description="efs: Amazon EFS, elastic throughput.")
+    type: Literal["efs", "openzfs"] = Field(
+        default="efs",
+        description=(
+            "efs: Amazon EFS, elastic throughput (the stack makes one unless file_system_id "
+            "names yours). openzfs: an FSx for OpenZFS file system of yours (file_system_id)."
+        ),
+    )
     mount: MountPath = Field(
         default="/home",
         description=(
             "Mount point on every node: /home, where users' home directories are (another "
             "path is refused: $HOME would stay on each node's disk)."
         ),
+    )
+    file_system_id: FileSystemId | None = Field(
+        default=None,
+        description="An existing file system to use as /home (looked up, never changed).",
+    )
+    export_path: MountPath | None = Field(
+        default=None, description="openzfs: the volume's path (default /fsx)."
+    )
+    client_security_group_id: SecurityGroupId | None = Field(
+        default=None,
+        description="An existing file system's client group (as in storage.existing).",
     )
 
 
@@ -435,6 +609,16 @@ class StorageSpec(Model):
         default_factory=HomeSpec, description="Shared /home on EFS; null for node-local /home."
     )
     bucket: BucketSpec = Field(default_factory=BucketSpec, description="The cluster bucket.")
+    existing: list[ExistingFileSystemSpec] = Field(
+        default_factory=list,
+        max_length=20,
+        description="File systems you already have, mounted on every node (never changed).",
+    )
+    s3_mounts: list[S3MountSpec] = Field(
+        default_factory=list,
+        max_length=16,
+        description="Buckets or prefixes mounted with Mountpoint for Amazon S3 on every node.",
+    )
     protect: bool = Field(
         default=True,
         description=(
@@ -455,12 +639,9 @@ SLURM_OBJECT_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
 # GRES with an optional type (gres/gpu, gres/gpu:h100, gres/neuron).
 TRES_PATTERN = r"^(cpu|mem|node|billing|gres/[a-z][a-z0-9_]*(:[a-z0-9][a-z0-9_.-]*)?)$"
 DB_IDENTIFIER_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,31}$"
-_matching = matching
-
-
 SlurmObjectName = Annotated[
     str,
-    _matching(
+    matching(
         SLURM_OBJECT_PATTERN,
         "a Slurm name: lowercase letters, digits, '_', '.', '-', starting with a letter or "
         "digit, at most 63 characters (sacctmgr folds account and QoS names to lowercase)",
@@ -469,7 +650,7 @@ SlurmObjectName = Annotated[
 ]
 TresName = Annotated[
     str,
-    _matching(
+    matching(
         TRES_PATTERN,
         "a TRES name: cpu, mem (MiB), node, billing, gres/gpu or gres/gpu:<type> such as "
         "gres/gpu:h100",
@@ -481,7 +662,7 @@ TresLimits = dict[TresName, Annotated[int, Field(ge=0, le=2**31)]]
 DESCRIPTION_PATTERN = r"^[^\n\r\"'#]{1,200}$"
 Description = Annotated[
     str,
-    _matching(DESCRIPTION_PATTERN, "one line of up to 200 characters, without quotes or '#'"),
+    matching(DESCRIPTION_PATTERN, "one line of up to 200 characters, without quotes or '#'"),
     WithJsonSchema({"type": "string", "pattern": DESCRIPTION_PATTERN}),
 ]
 

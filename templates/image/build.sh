@@ -11,7 +11,8 @@
 #
 # Ubuntu 24.04 (the images) and Debian (the rehearsal) differ only where the settings say:
 # LUSTRE=skip (no FSx client build for Debian, and a chroot has no kernel of its own),
-# EFS_UTILS=skip (its Rust build is left out of the rehearsal), KERNEL_HOLD=no (same reason as
+# EFS_UTILS=skip (its Rust build is left out of the rehearsal), MOUNTPOINT_S3=skip (AWS's
+# release package is for Ubuntu, and downloads are not rehearsed), KERNEL_HOLD=no (same reason as
 # Lustre) and the download URLs. `slurm` runs the Slurm build alone (the rehearsal caches it).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
@@ -69,7 +70,8 @@ units_off() {
   # The monitoring packages' own units too: slurmstack-*.service run them with the cluster's
   # configuration (their files come from the config store at boot).
   for unit in slurmctld.service slurmd.service slurmdbd.service mariadb.service \
-    prometheus.service prometheus-node-exporter.service prometheus-alertmanager.service; do
+    prometheus.service prometheus-node-exporter.service prometheus-alertmanager.service \
+    grafana-server.service; do
     # (No `| grep -q` under pipefail: grep's early exit would fail the pipe.)
     if [ "$(systemctl is-enabled "$unit" 2>/dev/null || true)" = enabled ]; then
       systemctl disable "$unit" >/dev/null 2>&1 || true
@@ -433,6 +435,52 @@ install_lustre_client() {
   hold "lustre-client-modules-$kernel"
 }
 
+# Grafana (images the head may boot): Grafana Labs' apt repository, its package at exactly the
+# pinned version, held. apt checks the package against the repository's signed index; the key
+# comes from Grafana's HTTPS address (refused when image_pins.json records another fingerprint)
+# and the fingerprint the bake trusted goes into the manifest (grafana_key). The repository's
+# list goes once the package is in: nothing on a node reads that repository again.
+GRAFANA_LIST=/etc/apt/sources.list.d/slurmstack-grafana.list
+GRAFANA_KEYRING=/usr/share/keyrings/slurmstack-grafana.gpg
+grafana_key() {
+  gpg --show-keys --with-colons "$GRAFANA_KEYRING" 2>/dev/null | awk -F: '$1 == "fpr" { print $10; exit }'
+}
+install_grafana() {
+  [ -n "$GRAFANA_VERSION" ] || { log "grafana: not on this image"; return; }
+  if [ "$(pkg_version grafana)" = "$GRAFANA_VERSION" ]; then
+    log "grafana: $GRAFANA_VERSION already installed"
+  else
+    if [ ! -s "$GRAFANA_KEYRING" ]; then
+      curl -fsSL --retry 3 "$GRAFANA_KEY_URL" | gpg --dearmor -o "$GRAFANA_KEYRING" ||
+        fail "grafana: the key at $GRAFANA_KEY_URL could not be read"
+    fi
+    local key
+    key=$(grafana_key)
+    [ -n "$key" ] || fail "grafana: $GRAFANA_KEY_URL holds no key"
+    if [ -n "$GRAFANA_KEY_FINGERPRINT" ] && [ "$key" != "$GRAFANA_KEY_FINGERPRINT" ]; then
+      rm -f "$GRAFANA_KEYRING"
+      fail "grafana: the repository key is $key, not the pinned $GRAFANA_KEY_FINGERPRINT; refused"
+    fi
+    echo "deb [signed-by=$GRAFANA_KEYRING] $GRAFANA_REPOSITORY $GRAFANA_SUITE main" >"$GRAFANA_LIST"
+    # That repository's index alone (Ubuntu's were read by the packages' install).
+    "${APT_GET[@]}" update -o Dir::Etc::sourcelist="$GRAFANA_LIST" -o Dir::Etc::sourceparts=- \
+      -o APT::Get::List-Cleanup=0 >&2 || fail "grafana: the repository $GRAFANA_REPOSITORY cannot be read"
+    "${APT_GET[@]}" install --no-install-recommends "grafana=$GRAFANA_VERSION" >&2 ||
+      fail "grafana: $GRAFANA_VERSION is not in $GRAFANA_REPOSITORY"
+    rm -f "$GRAFANA_LIST"
+    log "grafana: $GRAFANA_VERSION installed (repository key $key)"
+  fi
+  hold grafana
+}
+grafana_version() {
+  local out
+  out=$(/usr/share/grafana/bin/grafana --version 2>&1) || { echo "$out"; return 1; }
+  grep -q -- "$GRAFANA_VERSION" <<<"$out" || { echo "grafana says '$out', not $GRAFANA_VERSION"; return 1; }
+  [ "$(systemctl is-enabled grafana-server.service 2>/dev/null || true)" != enabled ] ||
+    { echo "grafana-server.service is enabled"; return 1; }
+  echo "$out"
+}
+
 # --- sources pinned by git commit ----------------------------------------------------------
 
 # git_checkout NAME REPOSITORY TAG COMMIT DEST: the tag's tree in DEST, refused unless the tag is
@@ -484,6 +532,40 @@ install_efs_utils() {
   "${APT_GET[@]}" install "$src/build/amazon-efs-utils-$EFS_UTILS_VERSION-1_$(dpkg --print-architecture).deb"
   echo "$want" >"$stamp"
   log "efs-utils: $EFS_UTILS_VERSION built from $EFS_UTILS_COMMIT"
+}
+
+# Mountpoint for Amazon S3: AWS's release package of the pinned version (never "latest"),
+# installed only when its detached signature verifies by the release key whose fingerprint is
+# pinned (image_pins.json, mountpoint_s3: as INSTALL.md at the release's commit lists it).
+mount_s3_version() { mount-s3 --version 2>/dev/null | awk '{print $2}' || true; }
+install_mountpoint_s3() {
+  if [ "$MOUNTPOINT_S3" = skip ]; then
+    log "mountpoint-s3: skipped (MOUNTPOINT_S3=skip)"
+    return
+  fi
+  if [ "$(mount_s3_version)" = "$MOUNTPOINT_S3_VERSION" ]; then
+    log "mountpoint-s3: $MOUNTPOINT_S3_VERSION already installed"
+    return
+  fi
+  case "$MOUNTPOINT_S3_FINGERPRINT" in
+    [0-9A-F][0-9A-F][0-9A-F]*) ;;
+    *) fail "no release key fingerprint recorded for Mountpoint (image_pins.json): record it first" ;;
+  esac
+  local deb="$DOWNLOADS/mount-s3-$MOUNTPOINT_S3_VERSION.deb" home
+  mkdir -p "$DOWNLOADS"
+  curl -fsSL --retry 3 -o "$deb" "$MOUNTPOINT_S3_URL" || fail "download of $MOUNTPOINT_S3_URL failed"
+  curl -fsSL --retry 3 -o "$deb.asc" "$MOUNTPOINT_S3_URL.asc" || fail "its signature did not download"
+  home=$(mktemp -d)
+  curl -fsSL --retry 3 "$MOUNTPOINT_S3_KEYS_URL" | gpg --homedir "$home" --batch --import 2>/dev/null ||
+    fail "Mountpoint's release keys did not import"
+  gpg --homedir "$home" --batch --status-fd 1 --verify "$deb.asc" "$deb" 2>/dev/null |
+    grep -q "^\[GNUPG:\] VALIDSIG $MOUNTPOINT_S3_FINGERPRINT " ||
+    fail "mount-s3 $MOUNTPOINT_S3_VERSION is not signed by the pinned key $MOUNTPOINT_S3_FINGERPRINT"
+  rm -rf "$home"
+  "${APT_GET[@]}" install "$deb"
+  [ "$(mount_s3_version)" = "$MOUNTPOINT_S3_VERSION" ] ||
+    fail "mount-s3 --version does not report $MOUNTPOINT_S3_VERSION"
+  log "mountpoint-s3: $MOUNTPOINT_S3_VERSION installed, signature ok, sha256 $(sha256sum "$deb" | cut -d' ' -f1)"
 }
 
 # enroot from its pinned commit, as its 'From source' installation does: `make install` in the
@@ -661,11 +743,13 @@ manifest() {
     --arg nft "$(pkg_version nftables)" --arg agent "$(cat "$STATE/agent")" \
     --arg slurmdbd "$(command -v slurmdbd >/dev/null && cut -d' ' -f1 "$STATE/slurm")" \
     --arg mariadb "$(pkg_version mariadb-server)" \
+    --arg grafana "$(pkg_version grafana)" --arg grafana_key "$(grafana_key)" \
     '{image: $key, kind: $kind, version: ($version | tonumber),
       parent_ami: $parent, kernel: $kernel, slurm: $slurm, munge: $munge, pmix: $pmix,
       enroot: $enroot, pyxis: $pyxis, efs_utils: $efs, lustre_client: $lustre, dcgm: $dcgm,
       nccl_tests: $nccl_tests, efa_installer: $efa_installer, lustre_key: $lustre_key,
-      nftables: $nft, slurmdbd: $slurmdbd, mariadb: $mariadb, agent_sha256: $agent}' >"$tmp"
+      nftables: $nft, slurmdbd: $slurmdbd, mariadb: $mariadb, grafana: $grafana,
+      grafana_key: $grafana_key, agent_sha256: $agent}' >"$tmp"
   # The parent is known on the build instance only: keep the recorded one elsewhere.
   if [ "$parent" = unknown ] && [ -f "$IMAGE_MANIFEST" ]; then
     parent=$(jq -r .parent_ami "$IMAGE_MANIFEST")
@@ -821,9 +905,12 @@ run_tests() {
   fi
   [ "$KERNEL_HOLD" = yes ] && check kernel-held kernel_held
   [ "$EFS_UTILS" != skip ] && check efs-utils command -v mount.efs
+  [ "$MOUNTPOINT_S3" != skip ] && check mountpoint-s3 test "$(mount_s3_version)" = "$MOUNTPOINT_S3_VERSION"
   [ -n "$DCGM_PACKAGE" ] && check dcgm dcgmi --version
   [ -n "$DCGM_EXPORTER_VERSION" ] && check dcgm-exporter /usr/local/bin/dcgm-exporter --version
   check node-exporter prometheus-node-exporter --version
+  [ -n "$GRAFANA_VERSION" ] && check grafana grafana_version
+  [ -n "$GRAFANA_VERSION" ] && check grafana-held held grafana
   [ -n "$NCCL_TESTS_VERSION" ] && check nccl-tests nccl_tests_run
   if [ -n "$EFA_INSTALLER_VERSION" ]; then
     check mpi "$EFA_MPI/mpicc" --version
@@ -847,10 +934,12 @@ case "$COMMAND" in
     lustre_available
     apt_packages
     install_slurm
+    install_grafana
     units_off
     install_lustre_client
     install_efa_installer
     install_efs_utils
+    install_mountpoint_s3
     install_enroot
     install_pyxis
     install_dcgm

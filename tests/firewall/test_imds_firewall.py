@@ -16,6 +16,7 @@ from firewall.metadata_standin import INSTANCE_ID
 from slurmstack.contract import HEAD_ROLE, IMDS_IPV6, SLURM_USER
 from slurmstack.imds_firewall import RULES_PATH, TABLE
 from slurmstack.render import roles, user_data
+from slurmstack.render.monitoring import MONITOR_USER
 from support.examples import EXAMPLE_IDS, example_plan
 
 pytestmark = pytest.mark.firewall
@@ -88,6 +89,24 @@ def test_slurmuser_reaches_it_on_the_head_node_only(
     worker = next(p.name for p in example_plan(example).pools)
     net.load_rules(shipped_rules(example, worker, tmp_path))
     assert refused(net.ask(user=SLURM_USER))
+    assert answered(net.ask())
+
+
+def test_prometheus_reaches_it_on_the_head_node_only(
+    metadata_network: MetadataNetwork, tmp_path: Path
+) -> None:
+    """The head's Prometheus signs its remote writes to the managed Prometheus workspace with
+    the head's role: `prometheus` is answered on the head; on a worker (where node_exporter
+    runs as it) it is refused like any job user."""
+    net = metadata_network
+    example = "g6e-inference-spot"
+    net.clear_rules()
+    net.load_rules(shipped_rules(example, HEAD_ROLE, tmp_path))
+    assert answered(net.ask(user=MONITOR_USER))
+    assert refused(net.ask(user=UNPRIVILEGED))
+    worker = next(p.name for p in example_plan(example).pools)
+    net.load_rules(shipped_rules(example, worker, tmp_path))
+    assert refused(net.ask(user=MONITOR_USER))
     assert answered(net.ask())
 
 

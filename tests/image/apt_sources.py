@@ -50,6 +50,7 @@ def deb(work: Path, package: str, version: str, files: dict[str, str], mode: int
 class AptRepository:
     url: str  # the repository, as the deb line names it
     key_url: str  # its public key, armored
+    fingerprint: str  # that key's, as gpg prints it (40 hex digits, upper case)
 
 
 def _control(package: Path) -> str:
@@ -58,10 +59,12 @@ def _control(package: Path) -> str:
     ).stdout.strip()
 
 
-def signed_repository(work: Path, www: Path, base_url: str, packages: list[Path]) -> AptRepository:
-    """An apt repository under ``www/fsx`` holding ``packages``, its InRelease signed by a key
-    made for it (in a GnuPG home of its own), the key under ``www/fsx-key.asc``."""
-    root = www / "fsx"
+def signed_repository(
+    work: Path, www: Path, base_url: str, packages: list[Path], name: str = "fsx"
+) -> AptRepository:
+    """An apt repository under ``www/<name>`` holding ``packages``, its InRelease signed by a
+    key made for it (in a GnuPG home of its own), the key under ``www/<name>-key.asc``."""
+    root = www / name
     pool = root / "pool/main"
     pool.mkdir(parents=True)
     stanzas = []
@@ -78,9 +81,11 @@ def signed_repository(work: Path, www: Path, base_url: str, packages: list[Path]
     (index / "Packages").write_bytes(text)
     (index / "Packages.gz").write_bytes(gzip.compress(text, mtime=0))
     lines = []
-    for name in ("Packages", "Packages.gz"):
-        body = (index / name).read_bytes()
-        lines.append(f" {hashlib.sha256(body).hexdigest()} {len(body)} main/binary-{ARCH}/{name}")
+    for listing in ("Packages", "Packages.gz"):
+        body = (index / listing).read_bytes()
+        lines.append(
+            f" {hashlib.sha256(body).hexdigest()} {len(body)} main/binary-{ARCH}/{listing}"
+        )
     release = root / f"dists/{CODENAME}/Release"
     release.write_text(
         f"Origin: rehearsal\nSuite: {CODENAME}\nCodename: {CODENAME}\n"
@@ -105,8 +110,17 @@ def signed_repository(work: Path, www: Path, base_url: str, packages: list[Path]
         check=True,
         capture_output=True,
     ).stdout
-    (www / "fsx-key.asc").write_bytes(key)
-    return AptRepository(url=f"{base_url}/fsx", key_url=f"{base_url}/fsx-key.asc")
+    (www / f"{name}-key.asc").write_bytes(key)
+    listed = subprocess.run(
+        [*gpg, "--with-colons", "--fingerprint", "fsx-standin@example.invalid"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    fingerprint = next(line.split(":")[9] for line in listed.splitlines() if line[:4] == "fpr:")
+    return AptRepository(
+        url=f"{base_url}/{name}", key_url=f"{base_url}/{name}-key.asc", fingerprint=fingerprint
+    )
 
 
 def lustre_module(work: Path, kernel: str) -> Path:
@@ -116,6 +130,27 @@ def lustre_module(work: Path, kernel: str) -> Path:
         f"lustre-client-modules-{kernel}",
         "2.15.6-1fsx1",
         {f"/lib/modules/{kernel}/updates/lustre.standin": "the FSx Lustre client (stand-in)\n"},
+    )
+
+
+GRAFANA = """#!/bin/sh
+# Grafana's server binary (stand-in): what `grafana --version` prints.
+echo "grafana version {version} (commit: rehearsal)"
+"""
+
+
+def grafana_package(work: Path, version: str) -> Path:
+    """grafana at ``version``, laid out as Grafana Labs' package is: the server under
+    /usr/share/grafana and its own unit, grafana-server.service."""
+    return deb(
+        work,
+        "grafana",
+        version,
+        {
+            "/usr/share/grafana/bin/grafana": GRAFANA.format(version=version),
+            "/lib/systemd/system/grafana-server.service": "[Service]\nExecStart=/bin/true\n",
+        },
+        mode=0o755,
     )
 
 

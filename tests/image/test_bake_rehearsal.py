@@ -32,7 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from apt_sources import efa_installer, lustre_module, parent_dcgm, signed_repository
+from apt_sources import (
+    efa_installer,
+    grafana_package,
+    lustre_module,
+    parent_dcgm,
+    signed_repository,
+)
 from git_sources import GitSource, efs_utils_source, enroot_source
 
 from slurmstack import contract, render, slurm_releases
@@ -71,7 +77,12 @@ REHEARSAL_DIFFERENCES = {
     "ENROOT_REPOSITORY, ENROOT_COMMIT, EFS_UTILS_REPOSITORY, EFS_UTILS_COMMIT, PYXIS_URL, "
     "PYXIS_SHA256": "no internet: stand-in sources this test builds, served on loopback, with "
     "their real commits and checksums",
-    "CONTRACT": "less mount.lustre and lctl (the client skipped above)",
+    "MOUNTPOINT_S3=skip": "AWS's Mountpoint for S3 release package is a download from AWS (no "
+    "internet here); its signature check is the unit tests' (test_image_pins)",
+    "CONTRACT": "less mount.lustre and lctl (the client skipped above) and mount-s3 (skipped above)",
+    "GRAFANA_VERSION=''": "Grafana Labs' repository cannot be reached here: the Grafana section "
+    "is rehearsed on its own against a stand-in signed repository "
+    "(test_grafana_comes_from_its_signed_repository_at_the_pinned_version)",
     "EFA_INSTALLER_URL, EFA_INSTALLER_SHA256": "AWS's EFA installer builds its kernel module and "
     "installs Ubuntu and Amazon Linux packages only: a stand-in tarball of its layout "
     "(tests/image/apt_sources.py), served on loopback with its own sha256, puts Open MPI's "
@@ -82,7 +93,7 @@ REHEARSAL_DIFFERENCES = {
 # records (build.sh `parent`: its packages, which are never removed, and its files of no
 # package) is that root without them, as the bake would find a parent that never had them.
 STAND_IN_PARENT = "the root less the build tools and what only they need (stand_in_parent)"
-SKIPPED_CONTRACT = {"cmd:mount.lustre", "cmd:lctl"}
+SKIPPED_CONTRACT = {"cmd:mount.lustre", "cmd:lctl", "cmd:mount-s3"}
 
 
 def in_ci() -> bool:
@@ -405,6 +416,7 @@ def rehearsal_settings(rooted: Rooted, server: FileServer, artifacts: Artifacts)
         "SLURM_URL": f"{server.url}/slurm-wlm_{SLURM}.orig.tar.gz",
         "SLURM_SHA256": pin.sha256,
         "LUSTRE": "skip",
+        "MOUNTPOINT_S3": "skip",
         "KERNEL_HOLD": "no",
         "BUILD_PACKAGES": settings_value(REHEARSAL_BUILD_PACKAGES, "BUILD_PACKAGES"),
         "ENROOT_REPOSITORY": enroot.url,
@@ -416,6 +428,7 @@ def rehearsal_settings(rooted: Rooted, server: FileServer, artifacts: Artifacts)
         "EFA_INSTALLER_URL": f"{server.url}/{efa.name}",
         "EFA_INSTALLER_SHA256": sha(efa),
         "CONTRACT": " ".join(items),
+        "GRAFANA_VERSION": "",
     }
     for key, value in overrides.items():
         settings, count = re.subn(rf"^{key}='[^']*'$", f"{key}='{value}'", settings, flags=re.M)
@@ -768,6 +781,61 @@ def test_a_gpu_parent_keeps_its_dcgm_and_gets_the_lustre_client_of_its_kernel(
     assert re.fullmatch(r"[0-9A-F]{40}", manifest["lustre_key"]), manifest  # the key it trusted
     tested = rooted.run(TEST)
     assert re.search(r"^ok\s+dcgm: dcgmi  version: 3\.3\.9", tested.stdout, re.M), tested.stdout
+
+
+def test_grafana_comes_from_its_signed_repository_at_the_pinned_version(
+    rooted: Rooted, file_server: tuple[FileServer, Artifacts], tmp_path: Path
+) -> None:
+    """The Grafana section against a stand-in of Grafana Labs' repository (signed, on loopback)
+    holding the pinned version and a newer one: the bake installs exactly the pinned one,
+    holds it, leaves its unit off and no repository list behind, records the key it trusted;
+    the test phase checks the program. A recorded fingerprint that is not the repository's
+    key stops the bake before anything is installed from it."""
+    server, artifacts = file_server
+    pinned = images.image_pins()["grafana"]["version"]
+    assert build.build_env(rehearsal_image()).count(f"GRAFANA_VERSION='{pinned}'") == 1
+    debs = [grafana_package(tmp_path / "debs", v) for v in (pinned, "99.0.0")]
+    repo = signed_repository(tmp_path / "repo", tmp_path / "www", server.url, debs, "grafana")
+    settings = with_settings(
+        rehearsal_settings(rooted, server, artifacts),
+        GRAFANA_VERSION=pinned,
+        GRAFANA_REPOSITORY=repo.url,
+        GRAFANA_SUITE="bookworm",
+        GRAFANA_KEY_URL=repo.key_url,
+        # The stand-in's own key in the pinned one's place (image_pins.json records Grafana
+        # Labs'): the bake checks a recorded fingerprint and goes on.
+        GRAFANA_KEY_FINGERPRINT=repo.fingerprint,
+    )
+    stage_bundle(rooted, settings)
+    out = rooted.run(BUILD)
+    assert out.returncode == 0, out.stderr[-4000:]
+    log = out.stderr
+    assert f"grafana: {pinned} installed (repository key {repo.fingerprint})" in log
+    assert f"held grafana {pinned}" in log
+    assert chroot_version(rooted, "grafana") == pinned
+    assert not (rooted.upper / "etc/apt/sources.list.d/slurmstack-grafana.list").exists()
+    manifest = json.loads((rooted.upper / contract.IMAGE_MANIFEST_PATH.lstrip("/")).read_text())
+    assert manifest["grafana"] == pinned
+    assert manifest["grafana_key"] == repo.fingerprint, manifest
+    tested = rooted.run(TEST)
+    assert tested.returncode == 0, tested.stdout[-3000:]
+    assert re.search(rf"^ok\s+grafana: grafana version {re.escape(pinned)}", tested.stdout, re.M)
+    assert re.search(r"^ok\s+grafana-held: held: grafana", tested.stdout, re.M)
+    # A second run changes nothing.
+    again = rooted.run(BUILD)
+    assert again.returncode == 0 and f"grafana: {pinned} already installed" in again.stderr
+    # Another key than the recorded one: refused.
+    other = "0" * 40
+    stage_bundle_again = with_settings(settings, GRAFANA_KEY_FINGERPRINT=other)
+    (rooted.upper / IN_ROOT.lstrip("/") / "image.env").write_text(stage_bundle_again)
+    rooted.run(
+        "dpkg --purge grafana >/dev/null 2>&1; rm -f /usr/share/keyrings/slurmstack-grafana.gpg"
+    )
+    refused = rooted.run(BUILD)
+    assert refused.returncode != 0
+    assert "the repository key is " in refused.stderr and f"not the pinned {other}; refused" in (
+        refused.stderr
+    )
 
 
 def test_the_test_phase_fails_an_image_that_kept_its_build_sources(

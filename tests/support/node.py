@@ -3,13 +3,26 @@ fake device trees, and an agent Context rooted in the test's directory."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
-from slurmstack.contract import DeployParameter
+from slurmstack.contract import (
+    BOOTSTRAP_ENV_PATH,
+    NODE_CONFIG_PATH,
+    BootstrapEnv,
+    DeployParameter,
+    LogSource,
+    NodeConfig,
+    bootstrap_env_text,
+    dump_document,
+    log_group_name,
+)
 from slurmstack.node.boot import config_sync, scratch
 from slurmstack.node.context import Context
+from slurmstack.plan import ClusterPlan
 from slurmstack.render import config_store
 from support.examples import example_plan
 
@@ -23,6 +36,8 @@ PREFIX = PLAN.parameter_prefix
 
 
 BUCKET = "llm-train-bucket"
+
+INSTANCE_ID = "i-0123456789abcdef0"
 
 
 class Runner:
@@ -409,3 +424,19 @@ def kernel_log(root: Path, *messages: str, first: int = 1) -> None:
     lines = [f"4,{first + i},{1000 * (first + i)},-;{m}" for i, m in enumerate(messages)]
     with (dev / "kmsg").open("a") as handle:
         handle.write("".join(line + "\n" for line in lines))
+
+
+def shipping_node(tmp_path: Path, aws: Any, plan: ClusterPlan, config: NodeConfig) -> Context:
+    """An agent Context for a node whose ``node.json`` is ``config``: its bootstrap
+    environment written, the instance answering the metadata service, and every log group of
+    ``plan`` made in the (moto) account ``aws``, as the stack makes them."""
+    ctx = Context(root=tmp_path, session=aws, imds={"instance-id": INSTANCE_ID}.__getitem__)
+    ctx.path(NODE_CONFIG_PATH).parent.mkdir(parents=True, exist_ok=True)
+    ctx.path(NODE_CONFIG_PATH).write_text(dump_document(config))
+    env = BootstrapEnv(plan.name, plan.region, config.role, plan.parameter_prefix, "m", "p", "b")
+    ctx.path(BOOTSTRAP_ENV_PATH).write_text(bootstrap_env_text(env))
+    logs = aws.client("logs", region_name=plan.region)
+    for source in LogSource:
+        with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
+            logs.create_log_group(logGroupName=log_group_name(plan.name, source))
+    return ctx

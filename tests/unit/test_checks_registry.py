@@ -16,6 +16,8 @@ FAMILIES = [
     "elastic",
     "network",
     "storage",
+    "data",
+    "mountpoint",
     "slurm",
     "accounting",
     "people",
@@ -23,6 +25,7 @@ FAMILIES = [
     "tags",
     "images",
     "health",
+    "observability",
 ]
 
 

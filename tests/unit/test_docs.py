@@ -8,9 +8,13 @@ import json
 import re
 from pathlib import Path
 
+import dashboard_pictures  # tools/
 import docs
 
+from slurmstack.plan.observability import observability_plan
+from slurmstack.render.dashboards import dashboards
 from slurmstack.spec import ClusterSpec
+from support.examples import example_plan
 
 README = docs.REPO / "README.md"
 LINK = re.compile(r"\]\(([^)\s]+)\)")
@@ -93,3 +97,15 @@ def test_reference_lists_every_top_level_key() -> None:
 def test_checked_in_schema_is_the_models_schema() -> None:
     on_disk = json.loads(docs.SCHEMA_FILE.read_text())
     assert on_disk["properties"].keys() == ClusterSpec.model_json_schema()["properties"].keys()
+
+
+def test_the_readme_shows_a_picture_of_every_dashboard() -> None:
+    """Its "Observing the cluster" section: one picture per dashboard the cluster provisions,
+    each a file tools/dashboard_pictures.py drew (the observability scenarios refresh them)."""
+    readme = README.read_text()
+    section = readme.split("## Observing the cluster\n", 1)[1].split("\n## ", 1)[0]
+    plan = example_plan("p5-training")
+    for dashboard in dashboards(observability_plan(plan)):
+        picture = f"docs/images/{dashboard_pictures.picture_name(dashboard)}"
+        assert f"]({picture})" in section, f"README lacks the {dashboard.title} picture"
+        assert (docs.REPO / picture).stat().st_size > 10_000, picture

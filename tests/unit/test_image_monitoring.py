@@ -61,3 +61,38 @@ def test_the_bake_disables_the_packages_units_builds_and_checks_the_programs() -
     # The units run what the packages install (Debian's and Ubuntu's paths).
     assert NODE_EXPORTER == "/usr/bin/prometheus-node-exporter"
     assert (PROMETHEUS, ALERTMANAGER) == ("/usr/bin/prometheus", "/usr/bin/prometheus-alertmanager")
+
+
+@pytest.mark.parametrize("stem", ["p5-training", "cpu-hpc", "trainium"])
+def test_grafana_is_baked_only_where_the_head_may_boot_at_its_pinned_version(stem: str) -> None:
+    grafana = image_pins()["grafana"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", grafana["version"])
+    assert grafana["repository"].startswith("https://") and grafana["key_url"].startswith(
+        "https://"
+    )
+    plan = example_plan(stem)
+    for image in image_plans(plan):
+        env = settings(build.build_env(image))
+        assert (env["GRAFANA_VERSION"] == grafana["version"]) is image.serves_head, image.key
+        assert bool(env["GRAFANA_REPOSITORY"]) is image.serves_head
+    # The image the head boots carries it.
+    assert [i for i in image_plans(plan) if i.serves_head], stem
+
+
+def test_the_bakes_grafana_section_pins_holds_disables_and_checks_it() -> None:
+    script = build.build_script()
+    section = script.split("install_grafana() {", 1)[1].split("\n}\n", 1)[0]
+    assert '"grafana=$GRAFANA_VERSION"' in section  # exactly the pinned version
+    assert "hold grafana" in section
+    assert 'rm -f "$GRAFANA_LIST"' in section  # no third-party source left on a node
+    assert "not the pinned $GRAFANA_KEY_FINGERPRINT; refused" in section
+    assert "grafana-server.service" in script.split("units_off() {", 1)[1].split("\n}\n", 1)[0]
+    order = script.split('case "$COMMAND" in', 1)[1]
+    assert order.index("install_grafana") < order.index("units_off")  # its unit goes off too
+    assert "check grafana grafana_version" in script and "check grafana-held held grafana" in script
+    assert "grafana_key: $grafana_key" in script  # the manifest records the key trusted
+    # The head's unit runs what the package installs.
+    from slurmstack.render.monitoring import GRAFANA_HOME, GRAFANA_USER
+
+    assert (GRAFANA_HOME, GRAFANA_USER) == ("/usr/share/grafana", "grafana")
+    assert "/usr/share/grafana/bin/grafana --version" in script

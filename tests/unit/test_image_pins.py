@@ -123,6 +123,39 @@ def test_the_build_settings_carry_each_git_pin() -> None:
     assert {"libtool", "automake", "libmd-dev"} <= tools
 
 
+def test_mountpoint_is_pinned_by_release_commit_and_signing_key() -> None:
+    """Mountpoint for S3's pin: the release tag's commit (read in a clone) and the fingerprint
+    of the key its package must be signed by; a null fingerprint is a finding."""
+    from slurmstack.image_pins import pin_problems
+
+    pin = image_pins.image_pins()["mountpoint_s3"]
+    assert pin["git"]["commit"] == "4f38ff8b6ef0bdee9cc6f9852a6cc8de0041439b"
+    assert all(pin["version"] in url for url in pin["package"].values())
+    assert pin_problems() == []
+    broken = unpinned(lambda p: p["mountpoint_s3"]["signing_key"].update(fingerprint=None))
+    assert pin_problems(broken) == [
+        "mountpoint_s3.signing_key.fingerprint: None is not a 40-digit key fingerprint; record "
+        "the fingerprint the publisher lists for its release key (a package is installed only "
+        "when its signature verifies by that key)"
+    ]
+
+
+def test_build_sh_installs_mountpoint_in_its_own_function_only_when_signed() -> None:
+    from slurmstack.plan import image_plans
+    from slurmstack.render.image import build_env, build_script
+    from support.examples import example_plan
+
+    script = build_script()
+    body = script[script.index("install_mountpoint_s3() {") :]
+    body = body[: body.index("\n}\n")]
+    assert "VALIDSIG $MOUNTPOINT_S3_FINGERPRINT" in body and "latest" not in body
+    assert "install_mountpoint_s3\n" in script.split('case "$COMMAND" in', 1)[1]
+    plan = example_plan("p5-training")
+    settings = build_env(image_plans(plan)[0])
+    assert "MOUNTPOINT_S3_URL='https://s3.amazonaws.com/mountpoint-s3-release/1.23.0/" in settings
+    assert "MOUNTPOINT_S3_FINGERPRINT='8AEFE705EBE329C0948C75A66F1C3B3AEF4B030B'" in settings
+
+
 def test_cpu_images_take_the_efa_installers_fabric_not_ubuntus() -> None:
     """CPU pools with EFA run the same stack as GPU nodes: the EFA installer's libfabric and
     Open MPI in /opt/amazon, pinned by sha256 (ParallelCluster's recorded checksum), not

@@ -2,8 +2,9 @@
 that yields findings with a path; all rules run and every finding is collected.
 
 Rules live in one module per resource family (names, region, instances, capacity, elastic,
-network, storage, slurm, accounting, people, nccl, tags, images, health). The rule id is the
-function name with dashes for underscores; the comment above each rule says why it exists.
+network, storage, data (existing file systems, associations), mountpoint, slurm, accounting,
+people, nccl, tags, images, health). The rule id is the function name with dashes for
+underscores; the comment above each rule says why it exists.
 """
 
 from __future__ import annotations
@@ -46,13 +47,16 @@ def _with_rule(finding: Finding, name: str) -> Finding:
 from slurmstack.checks import (  # noqa: E402
     accounting,
     capacity,
+    data,
     elastic,
     health,
     images,
     instances,
+    mountpoint,
     names,
     nccl,
     network,
+    observability,
     people,
     region,
     slurm,
@@ -65,13 +69,16 @@ __all__ = [
     "Rule",
     "accounting",
     "capacity",
+    "data",
     "elastic",
     "health",
     "images",
     "instances",
+    "mountpoint",
     "names",
     "nccl",
     "network",
+    "observability",
     "people",
     "region",
     "rule",

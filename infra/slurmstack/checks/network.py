@@ -84,7 +84,7 @@ def _fixed_addresses(spec: ClusterSpec) -> dict[str, int]:
         "reserved by AWS": AWS_RESERVED_PER_SUBNET,
         "head node": HEAD_NODE_ADDRESSES,
     }
-    if spec.storage.home is not None:
+    if spec.storage.home is not None and spec.storage.home.file_system_id is None:
         fixed["EFS mount target"] = EFS_MOUNT_TARGET_ADDRESSES
     if spec.storage.lustre is not None:
         fixed["Lustre (estimate)"] = lustre_addresses(spec.storage.lustre)

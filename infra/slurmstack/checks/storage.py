@@ -75,21 +75,31 @@ RESERVED_MOUNT_TREES = (
 )
 
 
-def _normal(path: str) -> str:
+def normal_path(path: str) -> str:
     return "/" + "/".join(part for part in path.split("/") if part)
 
 
-def _inside(path: str, tree: str) -> bool:
+def inside(path: str, tree: str) -> bool:
     return path == tree or path.startswith(tree + "/")
 
 
-def _mounts(spec: ClusterSpec) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(shared mounts, node-local mounts) as (path in the definition, mount point)."""
+def mount_points(
+    spec: ClusterSpec, *, s3: bool = True
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(shared mounts, node-local mounts) as (path in the definition, mount point). ``s3``:
+    with the Mountpoint for S3 mounts (whose overlaps checks.data reports in its own words)."""
     shared: list[tuple[str, str]] = []
     if spec.storage.home is not None:
         shared.append(("storage.home.mount", spec.storage.home.mount))
     if spec.storage.lustre is not None:
         shared.append(("storage.lustre.mount", spec.storage.lustre.mount))
+    shared += [
+        (f"storage.existing[{i}].mount", e.mount) for i, e in enumerate(spec.storage.existing)
+    ]
+    if s3:
+        shared += [
+            (f"storage.s3_mounts[{i}].mount", m.mount) for i, m in enumerate(spec.storage.s3_mounts)
+        ]
     local = [
         (f"pools[{i}].local_scratch", pool.local_scratch)
         for i, pool in enumerate(spec.pools)
@@ -101,14 +111,14 @@ def _mounts(spec: ClusterSpec) -> tuple[list[tuple[str, str]], list[tuple[str, s
 # why: mounting over an OS or driver directory hides it and breaks the node at boot.
 @rule
 def mount_reserved(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
-    shared, local = _mounts(spec)
+    shared, local = mount_points(spec)
     for path, mount in shared + local:
-        normal = _normal(mount)
+        normal = normal_path(mount)
         if normal == "/":
             yield error(path, f"mount point {mount!r} is the root file system; use e.g. /fsx")
             continue
         for tree in RESERVED_MOUNT_TREES:
-            if _inside(normal, tree):
+            if inside(normal, tree):
                 yield error(
                     path,
                     f"mount point {mount!r} is inside {tree}, which the operating system or "
@@ -120,7 +130,7 @@ def mount_reserved(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
 # why: 'a/../b', '//' or a trailing '/' make mount units and overlap checks disagree.
 @rule
 def mount_path_form(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
-    shared, local = _mounts(spec)
+    shared, local = mount_points(spec)
     for path, mount in shared + local:
         parts = mount.split("/")[1:]
         bad = mount != "/" and (any(p in ("", ".", "..") for p in parts))
@@ -128,7 +138,7 @@ def mount_path_form(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
             yield error(
                 path,
                 f"mount point {mount!r} is not a plain absolute path; write it as "
-                f"{_normal(mount)!r} (no '//', '.', '..' or trailing '/')",
+                f"{normal_path(mount)!r} (no '//', '.', '..' or trailing '/')",
             )
 
 
@@ -136,20 +146,20 @@ def mount_path_form(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
 # order at boot (ParallelCluster refuses both).
 @rule
 def mount_overlap(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
-    shared, local = _mounts(spec)
+    shared, local = mount_points(spec, s3=False)
     pairs: list[tuple[tuple[str, str], tuple[str, str]]] = []
     for i, first in enumerate(shared):
         pairs += [(first, second) for second in shared[i + 1 :]]
         pairs += [(first, second) for second in local]
     for (path_a, mount_a), (path_b, mount_b) in pairs:
-        a, b = _normal(mount_a), _normal(mount_b)
+        a, b = normal_path(mount_a), normal_path(mount_b)
         if a == "/" or b == "/":
             continue  # mount_reserved reports it
         if a == b:
             yield error(path_b, f"mount point {mount_b!r} is already used by {path_a}")
-        elif _inside(b, a):
+        elif inside(b, a):
             yield error(path_b, f"mount point {mount_b!r} is inside {mount_a!r} ({path_a})")
-        elif _inside(a, b):
+        elif inside(a, b):
             yield error(path_a, f"mount point {mount_a!r} is inside {mount_b!r} ({path_b})")
 
 

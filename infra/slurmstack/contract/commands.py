@@ -40,6 +40,7 @@ class Command(enum.StrEnum):
     HEALTH = "health"
     SCRATCH = "scratch"
     MOUNTS = "mounts"
+    S3_MOUNTS = "s3-mounts"
     LNET_EFA = "lnet-efa"
     STATE_VOLUME = "state-volume"
     REAP = "reap"
@@ -70,6 +71,7 @@ class Command(enum.StrEnum):
     GPU_JOB_END = "gpu-job-end"
     ALERT_RELAY = "alert-relay"
     FOLLOW_LOGS = "follow-logs"
+    PROMETHEUS_CONFIG = "prometheus-config"
     DIAG = "diag"
     # Rollouts and permissions (slurmstack.node.boot.join_hook, slurmstack.node.power.launch_check).
     JOINED = "joined"

@@ -52,9 +52,15 @@ COMMAND_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/
 PYXIS_PLUGIN = "/usr/local/lib/slurm/spank_pyxis.so"
 # The build's record inside the image: every version baked (the test phase and operators read it).
 IMAGE_MANIFEST_PATH = "/etc/slurmstack/image.json"
-# The mount helper of each shared file system's client (amazon-efs-utils, the Lustre client):
-# in the image; the agent's mounts step refuses to start without it.
-MOUNT_HELPERS = {MountKind.EFS: "mount.efs", MountKind.LUSTRE: "mount.lustre"}
+# The mount helper of each shared file system's client (amazon-efs-utils, the Lustre client,
+# nfs-common's for OpenZFS, Mountpoint for Amazon S3): in the image; the agent's mount steps
+# refuse to start without it.
+MOUNT_HELPERS = {
+    MountKind.EFS: "mount.efs",
+    MountKind.LUSTRE: "mount.lustre",
+    MountKind.OPENZFS: "mount.nfs",
+    MountKind.MOUNTPOINT_S3: "mount-s3",
+}
 
 
 def _commands(*names: str) -> tuple[str, ...]:
@@ -87,6 +93,8 @@ IMAGE_LOCAL_DATABASE_ITEMS = _commands(*LOCAL_DATABASE_COMMANDS)
 IMAGE_MOUNT_ITEMS = {
     MountKind.EFS: _commands(MOUNT_HELPERS[MountKind.EFS]),
     MountKind.LUSTRE: _commands(MOUNT_HELPERS[MountKind.LUSTRE], "lctl"),
+    MountKind.OPENZFS: _commands(MOUNT_HELPERS[MountKind.OPENZFS]),
+    MountKind.MOUNTPOINT_S3: _commands(MOUNT_HELPERS[MountKind.MOUNTPOINT_S3]),
 }
 
 # The build: bundles in the cluster bucket under IMAGE_PREFIX (read by the image build role

@@ -12,6 +12,8 @@ __all__ = [
     "DRAIN_HOOK_NAME",
     "ELASTIC_MARK",
     "ELASTIC_TAG",
+    "EXISTING_DNS",
+    "EXISTING_MOUNT_NAME",
     "GET_PARAMETERS_MAX",
     "HEAD_ROLE",
     "IMAGE_TAG",
@@ -31,6 +33,7 @@ __all__ = [
     "elastic_node_name",
     "elastic_node_names",
     "elastic_node_prefix",
+    "existing_parameter",
     "head_host",
     "is_node_name_of",
     "munge_secret_name",
@@ -192,6 +195,16 @@ class DeployParameter(enum.StrEnum):
     ALERT_TOPIC_ARN = "monitoring/alert-topic-arn"
     # The managed Prometheus workspace's remote-write URL (observability.managed_prometheus).
     REMOTE_WRITE_URL = "monitoring/remote-write-url"
+
+
+def existing_parameter(file_system_id: str, what: str) -> str:
+    """The key of a deploy-time value of a file system the cluster did not create (the stack
+    looks it up and publishes it): ``storage/<id>/dns-name`` or ``storage/<id>/mount-name``."""
+    return f"storage/{file_system_id}/{what}"
+
+
+EXISTING_DNS = "dns-name"
+EXISTING_MOUNT_NAME = "mount-name"
 
 
 def parameter_prefix(cluster: str) -> str:

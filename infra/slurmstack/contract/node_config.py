@@ -17,6 +17,7 @@ __all__ = [
     "MountKind",
     "NodeConfig",
     "PoolRef",
+    "S3Mount",
     "Scratch",
     "StateVolume",
 ]
@@ -28,12 +29,39 @@ class MountKind(enum.StrEnum):
     NVME_RAID0 = "nvme-raid0"
     LUSTRE = "lustre"
     EFS = "efs"
+    OPENZFS = "openzfs"  # an FSx for OpenZFS volume of the definition's, over NFS
+    MOUNTPOINT_S3 = "mountpoint-s3"  # a bucket or prefix through Mountpoint for Amazon S3
 
 
 @dataclass(frozen=True)
 class Mount:
+    """A shared file system. ``file_system_id``: one that existed before the cluster (the
+    stack publishes what it looked up under existing_parameter); empty: the stack's own.
+    ``export_path``: the NFS export of an OpenZFS volume."""
+
     kind: MountKind
     path: str
+    file_system_id: str = ""
+    export_path: str = ""
+
+
+@dataclass(frozen=True)
+class S3Mount:
+    """A bucket or prefix the node mounts with Mountpoint for Amazon S3 (mount-s3, run as root
+    with the instance role's credentials). ``bucket`` empty: the cluster bucket (its name is
+    the BUCKET deploy parameter). ``cache_dir`` empty: no data cache."""
+
+    path: str
+    bucket: str
+    prefix: str
+    region: str
+    read_only: bool = True
+    allow_delete: bool = False
+    allow_overwrite: bool = False
+    allow_other: bool = True
+    cache_dir: str = ""
+    cache_max_mib: int | None = None
+    metadata_ttl_seconds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +148,7 @@ class NodeConfig:
     parameter_prefix: str
     munge_secret: str
     mounts: tuple[Mount, ...]  # shared file systems (local scratch is ``scratch``)
+    s3_mounts: tuple[S3Mount, ...] = ()  # Mountpoint for Amazon S3, after the file systems
     # The head node.
     state_volume: StateVolume | None = None
     elastic_pools: tuple[ElasticPool, ...] = ()  # what the power programs launch

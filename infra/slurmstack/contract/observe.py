@@ -26,6 +26,7 @@ __all__ = [
     "ALERT_EVENT_SOURCE",
     "ALERT_RELAY_PORT",
     "ALERT_RELAY_UNIT",
+    "AUTH_LOG_PATH",
     "DCGM_EXPORTER_PORT",
     "DCGM_EXPORTER_UNIT",
     "EPILOG_PROGRAM",
@@ -33,6 +34,8 @@ __all__ = [
     "GRAFANA_PORT",
     "GRAFANA_UNIT",
     "HEAD_LOG_FILES",
+    "LOGIN_LOG_FILES",
+    "LOGIN_TARGETS_FILE",
     "LOG_SHIPPER_INTERVAL_SECONDS",
     "LOG_SHIPPER_STATE_PATH",
     "LOG_SHIPPER_UNIT",
@@ -45,8 +48,11 @@ __all__ = [
     "PROLOG_PROGRAM",
     "PROMETHEUS_DATA_DIR",
     "PROMETHEUS_DIR",
+    "PROMETHEUS_LIVE_CONFIG",
     "PROMETHEUS_PORT",
+    "PROMETHEUS_RENDERED_CONFIG",
     "PROMETHEUS_UNIT",
+    "REMOTE_WRITE_URL_PLACEHOLDER",
     "SCRAPE_TARGETS_DIR",
     "SLURMCTLD_METRICS_PATHS",
     "SLURM_NATIVE_METRICS_VERSION",
@@ -104,6 +110,20 @@ METRICS_DIR = "/var/lib/slurmstack/metrics"
 MONITORING_CONFIG_PATH = "/etc/slurmstack/monitoring.json"
 PROMETHEUS_DIR = "/etc/slurmstack/prometheus"
 SCRAPE_TARGETS_DIR = f"{PROMETHEUS_DIR}/targets"
+# prometheus.yml as rendered (the config store's copy Prometheus reads, or the agent's source
+# for the live one).
+PROMETHEUS_RENDERED_CONFIG = f"{PROMETHEUS_DIR}/prometheus.yml"
+# Login nodes are no Slurm nodes: the head's agent finds them by their tags in EC2 (running
+# instances of the cluster's login pools) and lists them here, as file_sd reads them.
+LOGIN_TARGETS_FILE = f"{SCRAPE_TARGETS_DIR}/login.json"
+# observability.managed_prometheus: the remote-write URL is known at deploy time only (the
+# workspace's id), so the rendered configuration carries this stand-in, and the Prometheus
+# unit's start writes the live configuration with the REMOTE_WRITE_URL parameter in its place
+# (`slurmstack-node prometheus-config`). A URL of the reserved .invalid domain: the rendered
+# file stays a configuration promtool accepts, and one that can never reach anything.
+REMOTE_WRITE_URL_PLACEHOLDER = "https://remote-write.slurmstack.invalid/api/v1/remote_write"
+# The live configuration it writes (anew at every start; it holds an address, no secret).
+PROMETHEUS_LIVE_CONFIG = "/run/slurmstack/prometheus.yml"
 PROMETHEUS_DATA_DIR = f"{STATE_VOLUME_MOUNT}/prometheus"
 # dcgm-exporter's --hpc-job-mapping-dir: one file per GPU index holding the ids of the jobs
 # that hold it; the prolog writes it, the epilog empties it, the exporter labels the GPU's
@@ -144,6 +164,7 @@ class LogSource(enum.StrEnum):
     SLURMD = "slurmd"  # every worker
     AGENT = "agent"  # every node: the node agent's programs (controller, power, boot, ...)
     HEALTH_CHECK = "health-check"  # every worker: Slurm's HealthCheckProgram
+    LOGIN = "login"  # login nodes: sshd's and sudo's authentication log (with login pools)
 
 
 def log_group_prefix(cluster: str) -> str:
@@ -167,6 +188,14 @@ WORKER_LOG_FILES = {
     LogSource.SLURMD: (SLURMD_LOG_PATH,),
     LogSource.AGENT: (EVENTS_LOG_PATH,),
     LogSource.HEALTH_CHECK: (HEALTH_LOG_PATH,),
+}
+# A login node: its agent's events with every node's, and who logged in or used sudo (sshd's
+# and sudo's lines, which rsyslog writes to auth.log on Ubuntu) in a group of its own, apart
+# from the daemons' logs, as an audit trail that outlives the node.
+AUTH_LOG_PATH = "/var/log/auth.log"
+LOGIN_LOG_FILES = {
+    LogSource.AGENT: (EVENTS_LOG_PATH,),
+    LogSource.LOGIN: (AUTH_LOG_PATH,),
 }
 # Where each file was read up to (its inode and byte offset): survives the service's restarts
 # and the node's reboots, so no line is sent twice.
@@ -225,3 +254,4 @@ class MonitoringConfig:
     head_usd_per_hour: float = 0.0
     prices: tuple[PoolPrices, ...] = ()
     event_bus: str = "default"  # where alerts go as events (the alert topic: a parameter)
+    login_pools: tuple[str, ...] = ()  # scraped too: found in EC2 by their tags

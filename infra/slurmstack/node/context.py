@@ -221,12 +221,13 @@ class Context:
 
     # --- deploy-time parameters -----------------------------------------------------------
 
-    def parameter_name(self, key: DeployParameter) -> str:
+    def parameter_name(self, key: DeployParameter | str) -> str:
         return parameter_name(self.bootstrap_env().parameter_prefix, key)
 
-    def get_parameter(self, key: DeployParameter, max_age: float | None = None) -> str | None:
+    def get_parameter(self, key: DeployParameter | str, max_age: float | None = None) -> str | None:
         """A deploy-time value (None while it does not exist), from the one answer a boot reads
-        (slurmstack.node.parameters) when it is at most ``max_age`` seconds old."""
+        (slurmstack.node.parameters) when it is at most ``max_age`` seconds old. ``key``: a
+        DeployParameter, or a file system of yours' (contract.existing_parameter)."""
         from . import parameters  # it builds on this module
 
         if max_age is None:
@@ -235,7 +236,7 @@ class Context:
 
     def wait_parameter(
         self,
-        key: DeployParameter,
+        key: DeployParameter | str,
         timeout: float = 3600.0,
         poll: float = 10.0,
         max_age: float | None = None,

@@ -19,6 +19,7 @@ from ..contract import (
     DeployValues,
     deploy_values_of,
     parameter_calls,
+    parameter_name,
     read_deploy_values,
 )
 from .context import Context, write_atomic
@@ -50,7 +51,7 @@ def cached(ctx: Context) -> DeployValues | None:
 
 
 def get(
-    ctx: Context, key: DeployParameter, max_age: float = PARAMETERS_FRESH_SECONDS
+    ctx: Context, key: DeployParameter | str, max_age: float = PARAMETERS_FRESH_SECONDS
 ) -> str | None:
     """The value of ``key``, from the boot's answer when it has it and is at most ``max_age``
     seconds old and the node is still booting, else from a new one; None while the parameter
@@ -58,6 +59,19 @@ def get(
     booting = not ctx.path(BOOTSTRAP_DONE).exists()
     known = cached(ctx) if booting else None
     fresh = known is not None and float(ctx.clock()) - known.read_at <= max_age
+    if not isinstance(key, DeployParameter):
+        return single(ctx, key)
     if known is not None and fresh and key.value in known.values:
         return known.values[key.value]
     return read_all(ctx, key.value).values.get(key.value)
+
+
+def single(ctx: Context, key: str) -> str | None:
+    """A value outside the role's set (a file system of yours' names, contract.existing_parameter:
+    read once, at its mount), in a call of its own."""
+    ssm = ctx.aws.ssm()
+    try:
+        name = parameter_name(ctx.bootstrap_env().parameter_prefix, key)
+        return str(ssm.get_parameter(Name=name)["Parameter"]["Value"])
+    except ssm.exceptions.ParameterNotFound:
+        return None

@@ -23,13 +23,15 @@ _NODE_KEY = re.compile(r"(?:^|(?<=\s))([A-Za-z][A-Za-z0-9_]*)=")
 # "Reason=<text> [<user>@<time>]": slurmctld stamps a reason with who set it and when.
 _REASON = re.compile(r"^(?P<text>.*?) \[(?P<user>[^\s@\]]+)@(?P<time>[^\s\]]+)\](?=\s|$)")
 # Keys that may follow Reason on the line (Slurm 23.11 and later).
+# A job's keys may hold a colon or a slash (AllocNode:Sid=, Socks/Node=).
+_JOB_KEY = re.compile(r"(?:^|(?<=\s))([A-Za-z][A-Za-z0-9_:/]*)=")
 _AFTER_REASON = re.compile(r" (?:Comment|Extra|InstanceId|InstanceType|ReservationName)=")
 
 
-def _key_values(text: str, into: dict[str, str]) -> None:
+def _key_values(text: str, into: dict[str, str], keys: re.Pattern[str] = _NODE_KEY) -> None:
     """Key=value pairs of a one-line record; a value runs to the next key (OS=Linux 6.8.0 #1
     SMP ... holds blanks). The first occurrence of a key wins."""
-    matches = list(_NODE_KEY.finditer(text))
+    matches = list(keys.finditer(text))
     for i, match in enumerate(matches):
         end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
         into.setdefault(match.group(1), text[match.end() : end].strip())
@@ -54,6 +56,15 @@ def parse_node_line(line: str) -> dict[str, str]:
             fields["Reason"] = (tail[: after.start()] if after else tail).strip()
             rest = tail[after.start() :] if after else ""
         _key_values(rest, fields)
+    return fields
+
+
+def parse_job_line(line: str) -> dict[str, str]:
+    """One record of `scontrol show job -o` as a dict. A job's Reason is one word (Resources,
+    None, ...), so no field is split off first, as a node's free-text Reason must be (read
+    as a node's, it swallowed Partition, TRES and every field after it)."""
+    fields: dict[str, str] = {}
+    _key_values(line.rstrip("\n"), fields, _JOB_KEY)
     return fields
 
 
@@ -187,7 +198,10 @@ class NodeRecord:
         return slurm_time(self.fields.get(key))
 
 
-def slurm_nodes(ctx: Context) -> list[NodeRecord]:
-    """Every node record, from `scontrol show node` in one-line form."""
-    out = ctx.ok(*SCONTROL, "--all", "--oneliner", "show", "node")
+def slurm_nodes(ctx: Context, details: bool = False) -> list[NodeRecord]:
+    """Every node record, from `scontrol show node` in one-line form (``details``: with
+    GresUsed, the GRES its jobs hold)."""
+    out = ctx.ok(
+        *SCONTROL, "--all", *(["--details"] if details else []), "--oneliner", "show", "node"
+    )
     return [NodeRecord.parse(line) for line in out.splitlines() if line.startswith("NodeName=")]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import json
 import runpy
 import threading
@@ -29,13 +30,14 @@ from google.protobuf import json_format  # type: ignore[import-untyped]
 from pulumi.runtime import config as runtime_config
 from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
-from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.stack import run_in_stack
 
 from slurmstack import program as program_module
 from slurmstack.collector import collector_paused
 from slurmstack.loader import STACK_CONFIG_KEY, STACK_REGION_KEY
+from slurmstack.offline.existing import World, world_for
 from slurmstack.offline.mocks import StandInMocks
+from slurmstack.offline.reads import ReadingMonitor
 from slurmstack.offline.record import OfflineRun, Options, RecordedResource
 from slurmstack.offline.standins import DEFAULT_REGION
 
@@ -69,7 +71,7 @@ def _secret_paths(value: Any, prefix: str = "") -> Iterator[str]:
             yield from _secret_paths(item, f"{prefix}[{index}]")
 
 
-class _RecordingMonitor(MockMonitor):
+class _RecordingMonitor(ReadingMonitor):
     """The mock monitor, also keeping the request details the mocks do not see."""
 
     def __init__(self, mocks: StandInMocks) -> None:
@@ -177,9 +179,13 @@ def run_definition(
     *,
     program: Path | None = None,
     stack: str = DEFAULT_STACK,
+    world: World | None = None,
 ) -> OfflineRun:
-    """Run the program with ``definition`` as its ``slurmstack:cluster`` config."""
-    return run_program(config_for(definition), program=program, stack=stack)
+    """Run the program with ``definition`` as its ``slurmstack:cluster`` config. ``world``:
+    what exists before the stack (default: everything the definition names, reachable)."""
+    return run_program(
+        config_for(definition), program=program, stack=stack, world=world or world_for(definition)
+    )
 
 
 def run_program(
@@ -188,6 +194,7 @@ def run_program(
     program: Path | None = None,
     project: str = PROJECT,
     stack: str = DEFAULT_STACK,
+    world: World | None = None,
 ) -> OfflineRun:
     """Run the Pulumi program with the given stack config (``namespace:key`` -> value;
     non-string values are passed as JSON, as the Pulumi CLI does for objects). ``program``: a
@@ -201,13 +208,27 @@ def run_program(
     # run, as the program pauses it under `pulumi` (see slurmstack.collector), and resumed
     # after it.
     with collector_paused():
-        return contextvars.copy_context().run(_run, program, wire_config, region, project, stack)
+        result = contextvars.copy_context().run(
+            _run, program, wire_config, region, project, stack, world
+        )
+    if result.error is not None:
+        # A failed program leaves tasks whose exceptions nobody retrieved, in reference
+        # cycles: collect them now, so their finalizers (asyncio logs them) run here and not
+        # inside whatever the caller does next (CPython 3.11's AST constructor, for one,
+        # fails when a collection runs Python code in the middle of a parse).
+        gc.collect()
+    return result
 
 
 def _run(
-    program_path: Path | None, config: dict[str, str], region: str, project: str, stack: str
+    program_path: Path | None,
+    config: dict[str, str],
+    region: str,
+    project: str,
+    stack: str,
+    world: World | None = None,
 ) -> OfflineRun:
-    mocks = StandInMocks(region)
+    mocks = StandInMocks(region, world)
     monitor = _RecordingMonitor(mocks)
     engine = _RecordingEngine()
     settings = runtime_settings.Settings(
@@ -251,6 +272,7 @@ def _run(
         logs=list(engine.logs),
         error=error,
         stack_urn=monitor.stack_urn,
+        reads=list(monitor.reads),
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from pulumi.runtime.mocks import MockCallArgs, MockResourceArgs, Mocks
 
+from slurmstack.offline.existing import World, call_existing
 from slurmstack.offline.standins import DEFAULT_REGION, Context, call_stand_in, stand_in
 
 SUBNET_TYPE = "aws:ec2/subnet:Subnet"
@@ -26,8 +27,11 @@ class StandInMocks(Mocks):
     (getCallerIdentity, getPartition, getRegion, SSM parameters) answer for ``region``. A
     subclass may record or change what it returns (see docs/testing-with-mocks.md)."""
 
-    def __init__(self, region: str = DEFAULT_REGION) -> None:
+    def __init__(self, region: str = DEFAULT_REGION, world: World | None = None) -> None:
         self.region = region
+        # What exists before the stack (file systems of yours, their groups): lookups of it
+        # and reads of it answer from here (slurmstack.offline.existing).
+        self.world = world or World()
         self.new_resource_calls = 0
         self.invokes: list[tuple[str, dict[str, Any]]] = []
         # Facts later stand-ins use: subnet id -> CIDR (instances get addresses inside it),
@@ -54,4 +58,9 @@ class StandInMocks(Mocks):
     def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
         with self._lock:
             self.invokes.append((args.token, dict(args.args)))
+            existing = call_existing(
+                args.token, dict(args.args), self.region, self.world, self.known
+            )
+        if existing is not None:
+            return existing, []
         return call_stand_in(args.token, dict(args.args), self.region), []

@@ -79,6 +79,9 @@ class OfflineRun:
     logs: list[tuple[str, str]]
     error: BaseException | None
     stack_urn: str | None = None
+    # (type, logical name, id) of each resource the program read with ``get`` (it exists
+    # outside the stack: never created, updated or deleted by it)
+    reads: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

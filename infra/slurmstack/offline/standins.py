@@ -407,7 +407,25 @@ def _budget(ctx: Context) -> tuple[str, dict[str, Any]]:
     return f"{ctx.account}:{name}", {"arn": ctx.arn("budgets", f"budget/{name}", region=False)}
 
 
+def _prometheus_workspace(ctx: Context) -> tuple[str, dict[str, Any]]:
+    """Amazon Managed Service for Prometheus: ws-<uuid>, its ARN and its endpoint (the
+    remote-write URL is the endpoint plus api/v1/remote_write; AMP User Guide)."""
+    uuid = _digest("amp", ctx.name)
+    wid = f"ws-{uuid[:8]}-{uuid[8:12]}-{uuid[12:16]}-{uuid[16:20]}-{uuid[20:32]}"
+    endpoint = f"https://aps-workspaces.{ctx.region}.amazonaws.com/workspaces/{wid}/"
+    return wid, {"arn": ctx.arn("aps", f"workspace/{wid}"), "prometheusEndpoint": endpoint}
+
+
+def _grafana_workspace(ctx: Context) -> tuple[str, dict[str, Any]]:
+    """Amazon Managed Grafana: g-<10 hex>, its ARN and its endpoint."""
+    wid = f"g-{_digest('amg', ctx.name)[:10]}"
+    endpoint = f"{wid}.grafana-workspace.{ctx.region}.amazonaws.com"
+    return wid, {"arn": ctx.arn("grafana", f"/workspaces/{wid}"), "endpoint": endpoint}
+
+
 STAND_INS: dict[str, StandIn] = {
+    "aws:amp/workspace:Workspace": _prometheus_workspace,
+    "aws:grafana/workspace:Workspace": _grafana_workspace,
     "aws:sns/topic:Topic": _topic,
     "aws:sns/topicSubscription:TopicSubscription": _subscription,
     "aws:cloudwatch/logGroup:LogGroup": _log_group,

@@ -69,6 +69,12 @@ from slurmstack.rules.accounting import (
     INNODB_BUFFER_POOL_MIN_MIB,
     buffer_pool_mib,
 )
+from slurmstack.rules.data import (
+    AssociationPlan,
+    ExistingFileSystemPlan,
+    S3MountPlan,
+    client_security_groups,
+)
 from slurmstack.rules.efa import InterfaceType, NetworkInterfacePlan, efa_interfaces, resolve_efa
 from slurmstack.rules.subnets import carve as subnets
 
@@ -89,8 +95,10 @@ __all__ = [
     "RESUME_TIMEOUT_SECONDS",
     "SUSPEND_TIMEOUT_SECONDS",
     "AccountingPlan",
+    "AssociationPlan",
     "ClusterPlan",
     "DatabasePlan",
+    "ExistingFileSystemPlan",
     "GpuPlan",
     "HeadPlan",
     "HealthPlan",
@@ -103,9 +111,11 @@ __all__ = [
     "NetworkInterfacePlan",
     "PlanError",
     "PoolPlan",
+    "S3MountPlan",
     "accounting_plan",
     "buffer_pool_mib",
     "build_plan",
+    "client_security_groups",
     "efa_interfaces",
     "existing_placement_group",
     "head_packages",

@@ -10,6 +10,7 @@ from slurmstack.catalog import Catalog, load_catalog
 from slurmstack.contract import (
     HEAD_ROLE,
     DeployParameter,
+    MountKind,
     munge_secret_name,
     parameter_name,
     parameter_prefix,
@@ -22,6 +23,15 @@ from slurmstack.plan.people import LoginPoolPlan, plan_login_pool
 from slurmstack.plan.pools import PoolPlan, plan_pool
 from slurmstack.plan.slurm import gres_types, slurm_max_node_count, slurm_settings
 from slurmstack.plan.storage import LustrePlan, MountPlan, plan_lustre, shared_mounts
+from slurmstack.rules.data import (
+    AssociationPlan,
+    ExistingFileSystemPlan,
+    S3MountPlan,
+    associations,
+    client_security_groups,
+    existing_file_systems,
+    s3_mounts,
+)
 from slurmstack.rules.facts import resolve_facts
 from slurmstack.rules.fsx import LUSTRE_EFA_CONNECTION_LIMIT
 from slurmstack.rules.subnets import carve
@@ -121,10 +131,47 @@ class ClusterPlan:
     def munge_secret_name(self) -> str:
         return munge_secret_name(self.name)
 
-    def parameter(self, key: DeployParameter) -> str:
+    def parameter(self, key: DeployParameter | str) -> str:
         """Full SSM parameter name of a deploy-time value, e.g.
         /slurmstack/llm-train/head/address."""
         return parameter_name(self.parameter_prefix, key)
+
+    @property
+    def home(self) -> MountPlan | None:
+        """The shared /home (the stack's EFS, or a file system of yours), if any."""
+        home = self.spec.storage.home
+        if home is None:
+            return None
+        return next((m for m in self.mounts if m.path == home.mount and m.shared), None)
+
+    @property
+    def file_systems(self) -> tuple[MountPlan, ...]:
+        """The shared file systems every node mounts (the agent's mounts step), the buckets
+        mounted with Mountpoint aside (its s3-mounts step)."""
+        return tuple(m for m in self.mounts if m.kind is not MountKind.MOUNTPOINT_S3)
+
+    @property
+    def creates_home(self) -> bool:
+        """The stack makes /home's EFS file system (storage.home names none of yours)."""
+        home = self.spec.storage.home
+        return home is not None and home.file_system_id is None
+
+    @property
+    def existing_file_systems(self) -> tuple[ExistingFileSystemPlan, ...]:
+        return existing_file_systems(self.spec)
+
+    @property
+    def existing_client_groups(self) -> tuple[str, ...]:
+        """Security groups of yours every node joins (so your file systems admit them)."""
+        return client_security_groups(self.spec)
+
+    @property
+    def associations(self) -> tuple[AssociationPlan, ...]:
+        return associations(self.spec)
+
+    @property
+    def s3_mounts(self) -> tuple[S3MountPlan, ...]:
+        return s3_mounts(self.spec)
 
     def pool(self, name: str) -> PoolPlan:
         for pool in self.pools:

@@ -129,6 +129,13 @@ class ImagePlan:
         return HEAD_ROLE in self.roles
 
     @property
+    def carries_head_programs(self) -> bool:
+        """Whether the image bakes the head's programs (slurmdbd, MariaDB, Prometheus,
+        Grafana): images the head boots, and every CPU image, which the head and CPU pools
+        share, so pointing the head at an AMI of its own changes no pool's image."""
+        return self.kind is ImageKind.CPU or self.serves_head
+
+    @property
     def serves_workers(self) -> bool:
         return any(role != HEAD_ROLE for role in self.roles)
 
@@ -159,7 +166,7 @@ class ImagePlan:
             ("nftables", "Ubuntu 24.04's"),
             ("node agent", "slurmstack's (refreshed from the config store at boot)"),
         ]
-        if self.kind is ImageKind.CPU or self.serves_head:
+        if self.carries_head_programs:
             out.append(
                 (
                     "slurmdbd, MariaDB",
@@ -325,7 +332,7 @@ def image_contract(image: ImagePlan) -> tuple[str, ...]:
     items = [*IMAGE_BASE_ITEMS, *IMAGE_WORKER_ITEMS, *IMAGE_SCRATCH_ITEMS, *IMAGE_LOGIN_ITEMS]
     items += IMAGE_DIRECTORY_ITEMS
     items += [item for group in IMAGE_MOUNT_ITEMS.values() for item in group]
-    if image.kind is ImageKind.CPU or image.serves_head:
+    if image.carries_head_programs:
         items += [*IMAGE_HEAD_ITEMS, *IMAGE_ACCOUNTING_ITEMS, *IMAGE_LOCAL_DATABASE_ITEMS]
     return tuple(dict.fromkeys(items))
 
@@ -354,7 +361,7 @@ def role_image_contract(plan: ClusterPlan, role: str) -> tuple[str, ...]:
         if pool.local_scratch_mount is not None:
             items += IMAGE_SCRATCH_ITEMS
         mounts = pool.mounts
-    for kind in (MountKind.EFS, MountKind.LUSTRE):
+    for kind in (MountKind.EFS, MountKind.LUSTRE, MountKind.OPENZFS, MountKind.MOUNTPOINT_S3):
         if any(m.kind is kind for m in mounts):
             items += IMAGE_MOUNT_ITEMS[kind]
     if plan.spec.directory is not None:

@@ -138,6 +138,7 @@ def observability_plan(plan: ClusterPlan) -> ObservabilityPlan:
             accounting=accounting,
             head_usd_per_hour=head_price.usd_per_hour if head_price is not None else 0.0,
             prices=tuple(prices),
+            login_pools=tuple(p.name for p in plan.login_pools),
         ),
         series_at_full_size=series_at_full_size(plan),
     )

@@ -192,7 +192,7 @@ def checkpoint_root(plan: ClusterPlan) -> str | None:
     lustre = lustre_checkpoints(plan)
     if lustre is not None:
         return f"{lustre}/$user"
-    if any(m.kind is MountKind.EFS for m in plan.mounts):
+    if plan.home is not None:
         return f"$HOME/{CHECKPOINTS_DIR_NAME}"
     return None
 

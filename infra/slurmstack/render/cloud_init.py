@@ -89,24 +89,7 @@ def user_data(plan: ClusterPlan, role: str) -> str:
     if is_login_role(role):
         return _login_user_data(plan, role)
     pool = None if role == HEAD_ROLE else pool_named(plan, role)  # an unknown role fails first
-    firewall_files = imds_firewall_files(plan, role)
-    common = {
-        "plan": plan,
-        "bootstrap": BOOTSTRAP_PATH,
-        # runcmd's PATH (systemd's default) holds /usr/local/sbin and /usr/local/bin.
-        "bootstrap_command": BOOTSTRAP_PATH.rsplit("/", 1)[-1],
-        "agent_command": AGENT_PATH.rsplit("/", 1)[-1],
-        "bootstrap_env": bootstrap_env_text(bootstrap_env(plan, role)),
-        "bootstrap_script": bootstrap_source(),
-        "imds_firewall_rules_path": imds_firewall.RULES_PATH,
-        "imds_firewall_rules": firewall_files[imds_firewall.RULES_PATH],
-        "imds_firewall_unit_path": imds_firewall.UNIT_PATH,
-        "imds_firewall_unit": firewall_files[imds_firewall.UNIT_PATH],
-        "imds_firewall_unit_name": imds_firewall.UNIT_NAME,
-        "failed_marker": BOOTSTRAP_FAILED,
-        # Boot installs nothing: the image holds all of this, and the first step checks it.
-        "image_contract": role_image_contract(plan, role),
-    }
+    common = _common(plan, role)
     if pool is None:
         text = render_template(
             "cloud-init/head.yaml.j2",

@@ -59,6 +59,20 @@ def _git_settings(prefix: str, git: dict[str, str]) -> list[tuple[str, str]]:
 _NO_GIT = {"repository": "", "tag": "", "commit": ""}
 
 
+def grafana_settings(image: ImagePlan) -> list[tuple[str, str]]:
+    """Grafana from Grafana Labs' apt repository at its pinned version, on images that carry
+    the head's programs (the head runs it); the key's fingerprint when image_pins records one."""
+    grafana = image_pins()["grafana"]
+    on = image.carries_head_programs
+    return [
+        ("GRAFANA_VERSION", grafana["version"] if on else ""),
+        ("GRAFANA_REPOSITORY", grafana["repository"] if on else ""),
+        ("GRAFANA_SUITE", grafana["suite"] if on else ""),
+        ("GRAFANA_KEY_URL", grafana["key_url"] if on else ""),
+        ("GRAFANA_KEY_FINGERPRINT", (grafana["key_fingerprint"] or "") if on else ""),
+    ]
+
+
 def build_env(image: ImagePlan) -> str:
     """The build script's settings for ``image`` (a shell file it sources): everything it
     installs and every download with its checksum, from image_pins.json, where the agent goes,
@@ -67,7 +81,7 @@ def build_env(image: ImagePlan) -> str:
     p = image_pins()
     nccl, nvidia = p["nccl_tests"], image.kind is ImageKind.NVIDIA
     efs, enroot, exporter = p["efs_utils"], p["enroot"], p["dcgm_exporter"]
-    efa, cpu = p["efa_installer"], image.kind is ImageKind.CPU
+    efa, cpu, mountpoint = p["efa_installer"], image.kind is ImageKind.CPU, p["mountpoint_s3"]
     values: list[tuple[str, str]] = [
         ("IMAGE_KEY", image.key),
         ("IMAGE_KIND", image.kind.value),
@@ -89,6 +103,11 @@ def build_env(image: ImagePlan) -> str:
         ("EFS_UTILS", "source"),
         ("EFS_UTILS_VERSION", efs["version"]),
         *_git_settings("EFS_UTILS", efs["git"]),
+        ("MOUNTPOINT_S3", "release"),
+        ("MOUNTPOINT_S3_VERSION", mountpoint["version"]),
+        ("MOUNTPOINT_S3_URL", mountpoint["package"][image.architecture.value]),
+        ("MOUNTPOINT_S3_KEYS_URL", mountpoint["signing_key"]["keys"]),
+        ("MOUNTPOINT_S3_FINGERPRINT", mountpoint["signing_key"]["fingerprint"] or ""),
         ("ENROOT_VERSION", enroot["version"]),
         *_git_settings("ENROOT", enroot["git"]),
         ("PYXIS_VERSION", p["pyxis"]["version"]),
@@ -100,6 +119,8 @@ def build_env(image: ImagePlan) -> str:
         ("DCGM_EXPORTER_VERSION", exporter["version"] if nvidia else ""),
         *_git_settings("DCGM_EXPORTER", exporter["git"] if nvidia else _NO_GIT),
         ("DCGM_EXPORTER_GO", exporter["go_toolchain"] if nvidia else ""),
+        # Grafana: images with the head's programs (empty version: not on this image).
+        *grafana_settings(image),
         # The EFA installer: CPU images (the Deep Learning AMIs carry their own).
         ("EFA_INSTALLER_VERSION", efa["version"] if cpu else ""),
         ("EFA_INSTALLER_URL", efa["url"] if cpu else ""),

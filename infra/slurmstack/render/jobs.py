@@ -22,7 +22,6 @@ from slurmstack.contract import (
     Acceptance,
     Collective,
     Command,
-    MountKind,
     PoolAcceptance,
     unit_path,
 )
@@ -77,7 +76,8 @@ def _nodes(job: Job, pool: PoolPlan) -> int:
 
 def render_job(plan: ClusterPlan, pool: PoolPlan, accepted: PoolAcceptance, job: Job) -> str:
     # enroot mounts the user's home (ENROOT_MOUNT_HOME in enroot.conf; pyxis follows it).
-    shared = [m.path for m in plan.mounts if m.kind is not MountKind.EFS]
+    home = plan.home
+    shared = [m.path for m in plan.mounts if home is None or m.path != home.path]
     container_mounts = ",".join([f"{m}:{m}" for m in shared] + [f"{JOBS_DIR}:{JOBS_DIR}:ro"])
     return render_template(
         f"{JOB_TEMPLATES}/{job.template}",
@@ -142,7 +142,7 @@ def head_jobs_files(plan: ClusterPlan) -> dict[str, str]:
             {"name": pool.name, "instance_type": pool.instance_type, "partition": pool.partition,
              "jobs": jobs}
         )  # fmt: skip
-    has_home = any(m.kind is MountKind.EFS for m in plan.mounts)
+    has_home = plan.home is not None
     files[f"{JOBS_DIR}/README"] = render_template(
         f"{JOB_TEMPLATES}/README.j2", plan=plan, pools=readme_pools, has_home=has_home
     )

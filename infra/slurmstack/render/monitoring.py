@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from slurmstack.contract import (
-    ALERT_RELAY_PORT,
     ALERT_RELAY_UNIT,
     ALERTMANAGER_PORT,
     ALERTMANAGER_UNIT,
@@ -28,12 +27,9 @@ from slurmstack.contract import (
     NODE_EXPORTER_UNIT,
     PROLOG_PROGRAM,
     PROMETHEUS_DATA_DIR,
-    PROMETHEUS_DIR,
+    PROMETHEUS_LIVE_CONFIG,
     PROMETHEUS_PORT,
     PROMETHEUS_UNIT,
-    SCRAPE_TARGETS_DIR,
-    SLURMCTLD_METRICS_PATHS,
-    SLURMCTLD_PORT,
     STATE_VOLUME_MOUNT,
     Command,
     agent_command,
@@ -44,6 +40,12 @@ from slurmstack.plan import ClusterPlan, PoolPlan
 from slurmstack.plan.observability import ObservabilityPlan, observability_plan
 from slurmstack.render.alerts import rule_groups
 from slurmstack.render.grafana import GRAFANA_DIR, generated_yaml, grafana_files
+from slurmstack.render.prometheus import (
+    PROMETHEUS_CONFIG,
+    RULES,
+    alertmanager_config,
+    prometheus_config,
+)
 from slurmstack.render.templates import render_template
 
 # The exporters and servers where the image installs them (templates/image/build.sh, pinned in
@@ -56,8 +58,6 @@ PROMETHEUS = "/usr/bin/prometheus"
 ALERTMANAGER = "/usr/bin/prometheus-alertmanager"
 GRAFANA_HOME = "/usr/share/grafana"
 ALERTMANAGER_CONFIG = "/etc/slurmstack/alertmanager.yml"
-PROMETHEUS_CONFIG = f"{PROMETHEUS_DIR}/prometheus.yml"
-RULES = f"{PROMETHEUS_DIR}/rules.yml"
 METRICS_SERVICE = "slurmstack-metrics.service"
 # The users the packages create; the servers run as them, never as root (only root reaches the
 # instance's credentials). Their state: systemd's StateDirectory under /var/lib, Prometheus's
@@ -81,8 +81,10 @@ def _unit(plan: ClusterPlan, description: str, exec_start: str, **options: Any) 
         "state_directory": "",
         "after": (),
         "requires_mounts_for": "",
-        "exec_start_pre": "",
+        "exec_start_pre": (),
     } | options
+    if isinstance(values["exec_start_pre"], str):
+        values["exec_start_pre"] = (values["exec_start_pre"],)
     return render_template(
         "systemd/slurmstack-monitor.service.j2",
         plan=plan,
@@ -124,81 +126,17 @@ def log_shipper_unit(plan: ClusterPlan) -> str:
     return _unit(plan, "log shipper", agent_command(Command.FOLLOW_LOGS))
 
 
-def prometheus_config(plan: ClusterPlan, observe: ObservabilityPlan) -> dict[str, Any]:
-    interval = f"{observe.scrape_interval_seconds}s"
-    scrape: list[dict[str, Any]] = [
-        {
-            # The head's own node_exporter: its labels (nodes by state, prices, ...) carry
-            # node and pool themselves, which the scrape keeps.
-            "job_name": "head",
-            "honor_labels": True,
-            "static_configs": [
-                {
-                    "targets": [f"127.0.0.1:{NODE_EXPORTER_PORT}"],
-                    "labels": {"node": "head", "pool": "head"},
-                }
-            ],
-        },
-        {
-            "job_name": "nodes",
-            "file_sd_configs": [
-                {"files": [f"{SCRAPE_TARGETS_DIR}/nodes.json"], "refresh_interval": interval}
-            ],
-        },
-        {
-            "job_name": "gpus",
-            "file_sd_configs": [
-                {"files": [f"{SCRAPE_TARGETS_DIR}/gpus.json"], "refresh_interval": interval}
-            ],
-        },
-    ]
-    if observe.slurm_native_metrics:
-        for path in SLURMCTLD_METRICS_PATHS:
-            scrape.append(
-                {
-                    "job_name": f"slurmctld-{path.rsplit('/', 1)[-1]}",
-                    "metrics_path": path,
-                    "static_configs": [{"targets": [f"127.0.0.1:{SLURMCTLD_PORT}"]}],
-                }
-            )
-    return {
-        "global": {
-            "scrape_interval": interval,
-            "evaluation_interval": interval,
-            "external_labels": {"cluster": plan.name},
-        },
-        "rule_files": [RULES],
-        "alerting": {
-            "alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{ALERTMANAGER_PORT}"]}]}]
-        },
-        "scrape_configs": scrape,
-    }
-
-
-def alertmanager_config() -> dict[str, Any]:
-    return {
-        "route": {
-            "receiver": "slurmstack",
-            "group_by": ["alertname", "node", "pool", "hpc_job"],
-            "group_wait": "10s",
-            "group_interval": "1m",
-            "repeat_interval": "4h",
-        },
-        "receivers": [
-            {
-                "name": "slurmstack",
-                "webhook_configs": [
-                    {"url": f"http://127.0.0.1:{ALERT_RELAY_PORT}/alerts", "send_resolved": True}
-                ],
-            }
-        ],
-    }
-
-
 def head_monitoring_files(plan: ClusterPlan) -> dict[str, str]:
     observe = observability_plan(plan)
+    # With a managed workspace Prometheus reads the live configuration its start writes.
+    config = PROMETHEUS_LIVE_CONFIG if observe.managed_prometheus else PROMETHEUS_CONFIG
+    prometheus_pre = [
+        f"/usr/bin/install -d -o {MONITOR_USER} -g {MONITOR_USER} {PROMETHEUS_DATA_DIR}"
+    ]
+    if observe.managed_prometheus:
+        prometheus_pre.append(agent_command(Command.PROMETHEUS_CONFIG, PROMETHEUS_CONFIG))
     prometheus = (
-        f"{PROMETHEUS} --config.file={PROMETHEUS_CONFIG} --storage.tsdb.path={PROMETHEUS_DATA_DIR}"
+        f"{PROMETHEUS} --config.file={config} --storage.tsdb.path={PROMETHEUS_DATA_DIR}"
         f" --storage.tsdb.retention.time={observe.retention_days}d"
         f" --storage.tsdb.retention.size={observe.retention_gib}GB"
         f" --web.listen-address=127.0.0.1:{PROMETHEUS_PORT} --web.enable-lifecycle"
@@ -229,9 +167,7 @@ def head_monitoring_files(plan: ClusterPlan) -> dict[str, str]:
             prometheus,
             user=MONITOR_USER,
             requires_mounts_for=STATE_VOLUME_MOUNT,
-            exec_start_pre=(
-                f"/usr/bin/install -d -o {MONITOR_USER} -g {MONITOR_USER} {PROMETHEUS_DATA_DIR}"
-            ),
+            exec_start_pre=tuple(prometheus_pre),
         ),
         unit_path(ALERTMANAGER_UNIT): _unit(
             plan,
@@ -270,3 +206,15 @@ def pool_monitoring_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:
             "monitoring/job-program.j2", plan=plan, key=key, command=command
         )
     return files
+
+
+def login_monitoring_files(plan: ClusterPlan) -> dict[str, str]:
+    """A login node's: node_exporter (the head's Prometheus scrapes it, docs/observing.md),
+    the agent's node metrics (its shared file systems) and the log shipper (its agent's events
+    and its authentication log)."""
+    observe = observability_plan(plan)
+    return {
+        unit_path(NODE_EXPORTER_UNIT): node_exporter_unit(plan),
+        unit_path(LOG_SHIPPER_UNIT): log_shipper_unit(plan),
+        **metrics_units(plan, observe, head=False),
+    }

@@ -25,13 +25,14 @@ from slurmstack.contract import (
     MountKind,
     NodeConfig,
     PoolRef,
+    S3Mount,
     Scratch,
     StateVolume,
     node_name_prefix,
     resource_name,
     resource_tags,
 )
-from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.plan import ClusterPlan, MountPlan, PoolPlan, S3MountPlan
 from slurmstack.render.templates import PACKAGE_DIR, render_template
 
 # The node agent's tree on a node: this package's __init__, the contract package and slurmstack/node
@@ -44,18 +45,15 @@ BOOTSTRAP_SOURCE = NODE_DIR / "bootstrap.py"
 def node_config(plan: ClusterPlan, pool: PoolPlan | None) -> NodeConfig:
     """What the node agent needs to know about its role (node.json): the head node's
     (``pool`` None) or a node's of ``pool``."""
-    mounts = tuple(
-        Mount(m.kind, m.path)
-        for m in (pool.mounts if pool is not None else plan.mounts)
-        if m.kind is not MountKind.NVME_RAID0
-    )
+    scratch_path = pool.local_scratch_mount.path if pool and pool.local_scratch_mount else None
     common = NodeConfig(
         cluster=plan.name,
         region=plan.region,
         role=HEAD_ROLE if pool is None else pool.name,
         parameter_prefix=plan.parameter_prefix,
         munge_secret=plan.munge_secret_name,
-        mounts=mounts,
+        mounts=file_system_mounts(pool.mounts if pool is not None else plan.mounts),
+        s3_mounts=tuple(s3_mount(m, scratch_path) for m in plan.s3_mounts),
     )
     if pool is None:
         return replace(
@@ -77,6 +75,34 @@ def node_config(plan: ClusterPlan, pool: PoolPlan | None) -> NodeConfig:
         # EFA interfaces LNet uses for Lustre; 0: the pool mounts Lustre over TCP.
         lustre_efa_interfaces=pool.lustre_efa_interfaces if plan.lustre is not None else None,
         elastic=pool.elastic,
+    )
+
+
+def file_system_mounts(mounts: tuple[MountPlan, ...]) -> tuple[Mount, ...]:
+    """The shared file systems of a role's node.json (the mounts step): the NVMe scratch is the
+    scratch step's, the buckets Mountpoint mounts are the s3-mounts step's."""
+    return tuple(
+        Mount(m.kind, m.path, m.file_system_id or "", m.export_path)
+        for m in mounts
+        if m.kind not in (MountKind.NVME_RAID0, MountKind.MOUNTPOINT_S3)
+    )
+
+
+def s3_mount(mount: S3MountPlan, scratch: str | None) -> S3Mount:
+    """A Mountpoint mount as the agent's s3-mounts step runs it on a node whose NVMe scratch
+    (None: the head node, or a pool without one) may hold its cache."""
+    return S3Mount(
+        path=mount.mount,
+        bucket=mount.bucket or "",
+        prefix=mount.prefix,
+        region=mount.region,
+        read_only=mount.read_only,
+        allow_delete=mount.allow_delete,
+        allow_overwrite=mount.allow_overwrite,
+        allow_other=mount.allow_other,
+        cache_dir=mount.cache_dir(scratch),
+        cache_max_mib=None if mount.cache_max_gib is None else mount.cache_max_gib * 1024,
+        metadata_ttl_seconds=mount.metadata_ttl_seconds,
     )
 
 

@@ -8,7 +8,6 @@ from slurmstack.contract import (
     LOGIN_HOST_KEY_PATH,
     NODE_CONFIG_PATH,
     SSHD_DROPIN_PATH,
-    Mount,
     NodeConfig,
     dump_document,
     node_name_prefix,
@@ -16,7 +15,8 @@ from slurmstack.contract import (
 )
 from slurmstack.contract import SACKD_UNIT as SACKD
 from slurmstack.plan import ClusterPlan, LoginPoolPlan, identities
-from slurmstack.render.node import agent_files
+from slurmstack.render.monitoring import login_monitoring_files
+from slurmstack.render.node import agent_files, file_system_mounts, s3_mount
 from slurmstack.render.slurm import Ports
 from slurmstack.render.templates import render_template
 
@@ -37,7 +37,8 @@ def login_node_config(plan: ClusterPlan, pool: LoginPoolPlan) -> NodeConfig:
         role=pool.role,
         parameter_prefix=plan.parameter_prefix,
         munge_secret=plan.munge_secret_name,
-        mounts=tuple(Mount(m.kind, m.path) for m in plan.mounts),
+        mounts=file_system_mounts(plan.mounts),
+        s3_mounts=tuple(s3_mount(m, None) for m in plan.s3_mounts),  # no scratch: no cache
         node_name_prefix=node_name_prefix(pool.name),
         health=plan.health.node_health(0, 0, 0),
     )
@@ -63,5 +64,6 @@ def login_files(plan: ClusterPlan, pool: LoginPoolPlan) -> dict[str, str]:
         ),
         **identities_file(plan, pool.name),
         **agent_files(),
+        **login_monitoring_files(plan),
     }
     return dict(sorted(files.items()))

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
+from slurmstack.report.slurm_console import slurm_grid
 from slurmstack.report.tables import Grid, print_grid
 
 
@@ -107,6 +108,14 @@ def _storage(doc: dict[str, Any]) -> Grid:
     return grid
 
 
+def _mounts(doc: dict[str, Any]) -> Grid:
+    grid = Grid("Mounts", ["mount", "what", "reached by", "cost", "first data"])
+    for mount in doc["mounts"]:
+        grid.add(mount["mount"], mount["what"], mount["reached_by"], mount["cost"],
+                 mount["first_data"])  # fmt: skip
+    return grid
+
+
 def _images(doc: dict[str, Any]) -> Grid:
     section = doc["images"]
     low, high = section["bake_minutes"]
@@ -132,39 +141,6 @@ def _images(doc: dict[str, Any]) -> Grid:
             "checked at boot: " + " ".join(own["contract"]),
         )
     return grid
-
-
-def _slurm(doc: dict[str, Any]) -> Grid:
-    s = doc["slurm"]
-    support = (
-        f"supported until {s['end_of_support']}"
-        if s["supported"]
-        else f"out of SchedMD's support since {s['end_of_support']}"
-    )
-    grid = Grid(
-        f"Slurm {s['version']}: built from {s['source']['tag']} in every image, {support} "
-        f"(as of {s['support_as_of']}); upgrades directly from "
-        f"{', '.join(s['upgrades_directly_from'])}",
-        ["a change of slurm.version", "where", "how", "paused meanwhile"],
-    )
-    for n, step in enumerate(s["upgrade_steps"], 1):
-        grid.add(f"{n}. {step['daemon']}", step["where"], step["how"], step["paused"])
-    grid.add("order", "", _slurm_order(s["order"]), "")
-    return grid
-
-
-def _slurm_order(order: list[dict[str, Any]]) -> str:
-    """'head node (slurmdbd, slurmctld 26.05.5), then pool gpu (slurmd 26.05.5), ...'."""
-    first, *pools = order
-    text = f"{first['where']} ({', '.join(first['daemons'])} {first['version']})"
-    if pools:
-        parts = [
-            f"{p['where']} ({', '.join(p['daemons'])} {p['version']}"
-            f"{', lags the head' if p['lags_head'] else ''})"
-            for p in pools
-        ]
-        text += ", then " + "; ".join(parts)
-    return text
 
 
 def unpriced_note(doc: dict[str, Any]) -> str:
@@ -259,8 +235,12 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
         (_components(doc), []),
         (_capacity(doc), []),
         (_storage(doc), []),
+        (
+            _mounts(doc),
+            [f"   - {s}" for s in sorted({s for m in doc["mounts"] for s in m["sources"]})],
+        ),
         (_images(doc), []),
-        (_slurm(doc), []),
+        (slurm_grid(doc), []),
         (_people(doc), [f"  the way in: {doc['people']['way_in']}"]),
         (
             _cost(doc),

@@ -289,7 +289,7 @@ def cost_report(plan: ClusterPlan) -> CostReport:
         usage_price("S3 bucket storage", "s3_usd_per_gb_month", "GB-month"),
         usage_price("NAT gateway data processed", "nat_gateway_usd_per_gb", "GB"),
     ]
-    if plan.spec.storage.home is not None:
+    if plan.creates_home:
         usage.insert(0, usage_price("EFS /home storage", "efs_usd_per_gb_month", "GB-month"))
     usage.extend(login_usage(plan))
     usage.extend(monitoring_usage(plan))

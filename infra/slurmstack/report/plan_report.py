@@ -18,6 +18,7 @@ from slurmstack.offline.record import OfflineRun, RecordedResource
 from slurmstack.plan import ClusterPlan
 from slurmstack.report.capacity import ClusterCapacity, cluster_capacity
 from slurmstack.report.cost import CostReport, cost_report
+from slurmstack.report.data import mounts_section
 from slurmstack.report.images import images_section
 from slurmstack.report.monitoring_cost import budget_warning
 from slurmstack.report.people import people_section
@@ -251,6 +252,7 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
             },
         },
         "storage": storage_section(plan, cap),
+        "mounts": mounts_section(plan)["mounts"],
         "images": images_section(plan),
         "slurm": slurm_section(plan),
         "people": people_section(plan),

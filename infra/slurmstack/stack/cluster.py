@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pulumi
 
-from slurmstack.contract import DeployParameter
+from slurmstack.contract import GRAFANA_PORT, DeployParameter
 from slurmstack.plan import ClusterPlan, accounting_plan
 from slurmstack.stack import parameters
 from slurmstack.stack.accounting import AccountingPassword, AccountingRds
@@ -26,6 +26,7 @@ from slurmstack.stack.bucket import ClusterBucket
 from slurmstack.stack.common import Role
 from slurmstack.stack.config_store import ConfigStore
 from slurmstack.stack.efs import HomeFileSystem
+from slurmstack.stack.existing_storage import ExistingFileSystems
 from slurmstack.stack.head_node import HeadNode
 from slurmstack.stack.identity import Identity
 from slurmstack.stack.image import NodeImages
@@ -49,6 +50,7 @@ class SlurmCluster(pulumi.ComponentResource):
     identity: Identity
     lustre: LustreStorage | None
     home: HomeFileSystem | None
+    existing: ExistingFileSystems | None
     images: NodeImages
     head: HeadNode
     config: ConfigStore
@@ -107,12 +109,26 @@ class SlurmCluster(pulumi.ComponentResource):
                 opts=child,
             )
         self.home = None
-        if plan.spec.storage.home is not None and storage_sg is not None:
+        if plan.creates_home and storage_sg is not None:
             self.home = HomeFileSystem(
                 plan,
                 subnet_id=net.compute_subnet_id,
                 security_group_id=storage_sg.id,
                 security_ready=self.security.rules_of("storage"),
+                opts=child,
+            )
+
+        # File systems of yours: looked up and checked, never managed (needs your VPC, which
+        # the checks require of storage.existing).
+        self.existing = None
+        if plan.existing_file_systems and plan.spec.network.vpc_id is not None:
+            subnets = [plan.spec.network.compute_subnet_id]
+            if plan.head_in_public_subnet:
+                subnets.append(plan.spec.network.public_subnet_id)
+            self.existing = ExistingFileSystems(
+                plan,
+                vpc_id=plan.spec.network.vpc_id,
+                subnet_ids=[s for s in subnets if s is not None],
                 opts=child,
             )
 
@@ -185,7 +201,7 @@ class SlurmCluster(pulumi.ComponentResource):
             )
         # The alert topic, the log groups and the budget: nothing waits for them (the roles
         # name them by their names; the relay reads the topic's parameter when it sends).
-        self.monitoring = Monitoring(plan, opts=child)
+        self.monitoring = Monitoring(plan, head_role=self.identity.head_role, opts=child)
         self.config = ConfigStore(
             plan, bucket=self.bucket.bucket.id, head_instance_id=self.head.instance.id, opts=child
         )
@@ -205,6 +221,15 @@ class SlurmCluster(pulumi.ComponentResource):
             "head_private_ip": self.head.interface.private_ip,
             "ssm_session_command": pulumi.Output.concat(
                 "aws ssm start-session --region ", plan.region, " --target ", instance.id
+            ),
+            # The head's Grafana (loopback only) on this machine's localhost:3000.
+            "grafana_port_forward_command": pulumi.Output.concat(
+                "aws ssm start-session --region ",
+                plan.region,
+                " --target ",
+                instance.id,
+                " --document-name AWS-StartPortForwardingSession --parameters ",
+                f"portNumber={GRAFANA_PORT},localPortNumber={GRAFANA_PORT}",
             ),
             "bucket_name": self.bucket.bucket.id,
             "munge_secret_name": plan.munge_secret_name,
@@ -231,6 +256,10 @@ class SlurmCluster(pulumi.ComponentResource):
         }
         out["alert_topic_arn"] = self.monitoring.topic.arn
         out["log_groups"] = {s.value: g.name for s, g in self.monitoring.log_groups.items()}
+        if self.monitoring.prometheus is not None:
+            out["prometheus_workspace_id"] = self.monitoring.prometheus.id
+        if self.monitoring.grafana is not None:
+            out["grafana_endpoint"] = self.monitoring.grafana.endpoint
         if self.login_pools:
             # What `slurmstack ssh-config` reads: each login pool's group (its instances are
             # found by it), the host key alias users' known_hosts keep, and the NLB's name.
@@ -254,4 +283,7 @@ class SlurmCluster(pulumi.ComponentResource):
             out["lustre_mount_name"] = self.lustre.file_system.mount_name
         if self.home is not None:
             out["efs_id"] = self.home.file_system.id
+        if self.existing is not None:
+            # What the lookups found: file system id -> DNS name (passed the reachability check).
+            out["existing_file_systems"] = self.existing.dns_names
         return out

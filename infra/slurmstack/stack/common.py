@@ -31,6 +31,7 @@ class Role(enum.StrEnum):
     ACCOUNTING = "accounting"  # the accounting database (slurmstack.stack.accounting)
     LOGIN = LOGIN_ROLE  # the login pools (slurmstack.stack.login_pool)
     MONITORING = "monitoring"  # alert topic, log groups, budget (slurmstack.stack.monitoring)
+    DATA = "data"  # file systems of yours, looked up (slurmstack.stack.existing_storage)
 
 
 # FSx for Lustre: LNet on 988, and 1018-1023 for the Lustre client/server callbacks.

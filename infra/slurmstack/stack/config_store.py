@@ -24,7 +24,6 @@ status shows real failures only.
 from __future__ import annotations
 
 import hashlib
-import json
 import shlex
 
 import pulumi
@@ -45,7 +44,7 @@ from slurmstack.contract import (
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters
 from slurmstack.stack.common import Role, tags
-from slurmstack.stack.sync_nodes import MANIFEST_HASH_PARAMETER, sync_nodes
+from slurmstack.stack.sync_nodes import MANIFEST_HASH_PARAMETER, push_document, sync_nodes
 
 # Ubuntu's slurm-client; by absolute path, as Run Command's PATH is not the login PATH.
 SCONTROL = "/usr/bin/scontrol"
@@ -136,31 +135,12 @@ def apply_config_commands(
 
 
 def apply_config_document(plan: ClusterPlan) -> str:
-    """The SSM Command document (JSON, schema 2.2) that applies the manifest on the head node."""
-    return json.dumps(
-        {
-            "schemaVersion": "2.2",
-            "description": f"slurmstack {plan.name}: pull the rendered config, reconfigure Slurm",
-            "parameters": {
-                MANIFEST_HASH_PARAMETER: {
-                    "type": "String",
-                    "description": "sha256 of the config manifest (a change re-runs this)",
-                    "allowedPattern": "^[0-9a-f]{64}$",
-                }
-            },
-            "mainSteps": [
-                {
-                    "action": "aws:runShellScript",
-                    "name": "applyConfig",
-                    "inputs": {
-                        "timeoutSeconds": str(APPLY_TIMEOUT_SECONDS),
-                        "runCommand": apply_config_commands(),
-                    },
-                }
-            ],
-        },
-        indent=2,
-        sort_keys=True,
+    """The document that applies the manifest on the head node."""
+    return push_document(
+        f"slurmstack {plan.name}: pull the rendered config, reconfigure Slurm",
+        "applyConfig",
+        APPLY_TIMEOUT_SECONDS,
+        apply_config_commands(),
     )
 
 

@@ -128,7 +128,8 @@ class HeadNode(pulumi.ComponentResource):
         self.interface = ec2.NetworkInterface(
             name,
             subnet_id=subnet_id,
-            security_groups=[security_group_id],
+            # Your file systems' client groups too (storage.existing): they admit those.
+            security_groups=[security_group_id, *plan.existing_client_groups],
             description=f"slurmstack {plan.name}: the head node's address (kept across replacement)",
             tags=tags(plan, Role.HEAD, name),
             opts=pulumi.ResourceOptions(parent=self),

@@ -76,7 +76,8 @@ class LoginPool(pulumi.ComponentResource):
             image_id=image_id,
             instance_type=pool.instance_type,
             iam_instance_profile=ec2.LaunchTemplateIamInstanceProfileArgs(arn=instance_profile_arn),
-            vpc_security_group_ids=[security_group_id],
+            # Your client groups too, so that file systems of yours admit the login nodes.
+            vpc_security_group_ids=[security_group_id, *plan.existing_client_groups],
             metadata_options=ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1
             ),

@@ -9,7 +9,8 @@ import pulumi
 import pulumi_aws.fsx as fsx
 
 from slurmstack.contract import DeployParameter, resource_name
-from slurmstack.plan import ClusterPlan, LustrePlan
+from slurmstack.plan import AssociationPlan, ClusterPlan, LustrePlan
+from slurmstack.rules.data import mount_key
 from slurmstack.spec import LustreDeployment
 from slurmstack.stack import parameters
 from slurmstack.stack.bucket import stateful_options
@@ -17,7 +18,6 @@ from slurmstack.stack.common import Role, tags
 
 # EFA-enabled file systems and the metadata configuration need Lustre 2.15.
 LUSTRE_VERSION = "2.15"
-REPOSITORY_EVENTS = ["NEW", "CHANGED", "DELETED"]
 PERSISTENT = {LustreDeployment.PERSISTENT_1, LustreDeployment.PERSISTENT_2}
 
 
@@ -44,9 +44,32 @@ def lustre_args(lustre: LustrePlan) -> dict[str, Any]:
     return args
 
 
-def file_system_path(prefix: str) -> str:
-    """Where the bucket prefix appears in the file system: ``datasets/`` -> ``/datasets``."""
-    return "/" + prefix.strip("/")
+def association_name(file_system: str, association: AssociationPlan) -> str:
+    """``{cluster}-lustre-dra`` for s3_import_export's (the name it always had), else
+    ``{cluster}-lustre-dra-<directory>``."""
+    if association.bucket is None and association.definition_path.endswith("s3_import_export"):
+        return f"{file_system}-dra"
+    return f"{file_system}-dra-{mount_key(association.file_system_path)}"
+
+
+def repository_policies(association: AssociationPlan) -> fsx.DataRepositoryAssociationS3Args:
+    """The association's automatic import and export, each only when it has events."""
+    return fsx.DataRepositoryAssociationS3Args(
+        auto_import_policy=(
+            fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(
+                events=list(association.import_events)
+            )
+            if association.import_events
+            else None
+        ),
+        auto_export_policy=(
+            fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(
+                events=list(association.export_events)
+            )
+            if association.export_events
+            else None
+        ),
+    )
 
 
 class LustreStorage(pulumi.ComponentResource):
@@ -86,22 +109,26 @@ class LustreStorage(pulumi.ComponentResource):
             ),
             **lustre_args(lustre),
         )
-        prefix = lustre.spec.s3_import_export
-        if prefix is not None:
-            fsx.DataRepositoryAssociation(
-                f"{name}-dra",
-                file_system_id=self.file_system.id,
-                file_system_path=file_system_path(prefix),
-                data_repository_path=pulumi.Output.concat("s3://", bucket, "/", prefix.lstrip("/")),
-                batch_import_meta_data_on_create=True,
-                # Removing the association must never delete file system data.
-                delete_data_in_filesystem=False,
-                s3={
-                    "auto_import_policy": {"events": REPOSITORY_EVENTS},
-                    "auto_export_policy": {"events": REPOSITORY_EVENTS},
-                },
-                tags=tags(plan, Role.LUSTRE, f"{name}-dra"),
-                opts=pulumi.ResourceOptions(parent=self),
+        # FSx works on one association request at a time per file system (the rest queue,
+        # up to 8): each waits for the one before, so none fails on a busy file system.
+        self.associations: list[fsx.DataRepositoryAssociation] = []
+        for association in plan.associations:
+            logical = association_name(name, association)
+            self.associations.append(
+                fsx.DataRepositoryAssociation(
+                    logical,
+                    file_system_id=self.file_system.id,
+                    file_system_path=association.file_system_path,
+                    data_repository_path=pulumi.Output.from_input(bucket).apply(
+                        association.repository
+                    ),
+                    batch_import_meta_data_on_create=association.batch_import,
+                    # Removing the association must never delete file system data.
+                    delete_data_in_filesystem=False,
+                    s3=repository_policies(association),
+                    tags=tags(plan, Role.LUSTRE, logical),
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=self.associations[-1:]),
+                )
             )
         parameters.publish(
             plan,

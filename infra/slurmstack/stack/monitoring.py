@@ -9,9 +9,14 @@ for them."""
 
 from __future__ import annotations
 
+import json
+
 import pulumi
+import pulumi_aws.amp as amp
 import pulumi_aws.budgets as budgets
 import pulumi_aws.cloudwatch as cloudwatch
+import pulumi_aws.grafana as amg
+import pulumi_aws.iam as iam
 import pulumi_aws.sns as sns
 
 from slurmstack.contract import (
@@ -25,19 +30,42 @@ from slurmstack.contract import (
 from slurmstack.plan import ClusterPlan, accounting_plan
 from slurmstack.stack import parameters
 from slurmstack.stack.common import Role, tags
+from slurmstack.stack.monitoring_policy import remote_write_statement
 
 # SNS's AWS managed key: the topic is encrypted at rest like every store of the cluster; its
 # key policy lets the account's principals publish through SNS, so no key grant is needed.
 SNS_KEY = "alias/aws/sns"
 # The budget's alerts: actual spend past 80% of the amount, and the month's forecast past 100%.
 BUDGET_ALERTS = (("ACTUAL", 80.0), ("FORECASTED", 100.0))
+# What Amazon Managed Grafana's workspace role may do on the cluster's Prometheus workspace:
+# the queries of its Prometheus data source (the AWS managed policy
+# AmazonPrometheusQueryAccess's actions), on that workspace only, and list workspaces (the data
+# source's console lists them; ListWorkspaces takes no resource).
+GRAFANA_QUERY_ACTIONS = (
+    "aps:QueryMetrics",
+    "aps:GetSeries",
+    "aps:GetLabels",
+    "aps:GetMetricMetadata",
+    "aps:DescribeWorkspace",
+)
+# The managed Grafana's sign-in: IAM Identity Center (the account must have it enabled).
+GRAFANA_AUTHENTICATION = "AWS_SSO"
+
+
+def remote_write_url(endpoint: str) -> str:
+    """A workspace's remote-write URL: its Prometheus endpoint plus api/v1/remote_write (AMP
+    User Guide, "Ingest Prometheus metrics to the workspace")."""
+    return endpoint.rstrip("/") + "/api/v1/remote_write"
 
 
 def log_sources(plan: ClusterPlan) -> tuple[LogSource, ...]:
-    """The log groups the cluster has: slurmdbd's only with accounting."""
-    return tuple(
-        s for s in LogSource if s is not LogSource.SLURMDBD or accounting_plan(plan) is not None
-    )
+    """The log groups the cluster has: slurmdbd's only with accounting, login's only with
+    login pools."""
+    wanted = {
+        LogSource.SLURMDBD: accounting_plan(plan) is not None,
+        LogSource.LOGIN: bool(plan.login_pools),
+    }
+    return tuple(s for s in LogSource if wanted.get(s, True))
 
 
 def budget_cost_filter(plan: ClusterPlan) -> str:
@@ -51,8 +79,18 @@ class Monitoring(pulumi.ComponentResource):
     subscriptions: list[sns.TopicSubscription]
     log_groups: dict[LogSource, cloudwatch.LogGroup]
     budget: budgets.Budget | None
+    prometheus: amp.Workspace | None
+    grafana: amg.Workspace | None
 
-    def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        plan: ClusterPlan,
+        *,
+        head_role: iam.Role | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        """``head_role``: the head's instance role, which may remote-write to the managed
+        Prometheus workspace (observability.managed_prometheus)."""
         name = resource_name(plan.name, Role.MONITORING)
         super().__init__("slurmstack:stack:Monitoring", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -93,11 +131,125 @@ class Monitoring(pulumi.ComponentResource):
         self.budget = None
         if observe.budget_monthly_usd is not None:
             self.budget = self._budget(plan, observe.budget_monthly_usd, child)
-        self.register_outputs(
-            {
-                "alert_topic_arn": self.topic.arn,
-                "log_groups": {s.value: g.name for s, g in self.log_groups.items()},
-            }
+        self.prometheus = self.grafana = None
+        if observe.managed_prometheus:
+            self.prometheus = self._prometheus(plan, head_role, child)
+            if observe.managed_grafana:
+                self.grafana = self._grafana(plan, self.prometheus, child)
+        outputs: dict[str, pulumi.Input[object]] = {
+            "alert_topic_arn": self.topic.arn,
+            "log_groups": {s.value: g.name for s, g in self.log_groups.items()},
+        }
+        if self.prometheus is not None:
+            outputs["prometheus_workspace_id"] = self.prometheus.id
+        if self.grafana is not None:
+            outputs["grafana_endpoint"] = self.grafana.endpoint
+        self.register_outputs(outputs)
+
+    def _prometheus(
+        self, plan: ClusterPlan, head_role: iam.Role | None, child: pulumi.ResourceOptions
+    ) -> amp.Workspace:
+        """The Amazon Managed Service for Prometheus workspace, its remote-write URL for the
+        head's Prometheus (a parameter: known at deploy time only), and the head role's right
+        to write to it, this workspace only (a policy of its own, made once the workspace's
+        ARN is known, so the head's role does not wait for it)."""
+        name = resource_name(plan.name, Role.MONITORING, "prometheus")
+        workspace = amp.Workspace(
+            name,
+            alias=f"slurmstack-{plan.name}",
+            tags=tags(plan, Role.MONITORING, name),
+            opts=child,
+        )
+        self.remote_write_parameter = parameters.publish(
+            plan,
+            DeployParameter.REMOTE_WRITE_URL,
+            workspace.prometheus_endpoint.apply(remote_write_url),
+            role=Role.MONITORING,
+            parent=self,
+        )
+        if head_role is not None:
+            iam.RolePolicy(
+                f"{name}-remote-write",
+                name=f"{name}-remote-write",
+                role=head_role.id,
+                policy=workspace.arn.apply(
+                    lambda arn: json.dumps(
+                        {"Version": "2012-10-17", "Statement": [remote_write_statement(arn)]}
+                    )
+                ),
+                opts=child,
+            )
+        return workspace
+
+    def _grafana(
+        self, plan: ClusterPlan, prometheus: amp.Workspace, child: pulumi.ResourceOptions
+    ) -> amg.Workspace:
+        """The Amazon Managed Grafana workspace, signing in through IAM Identity Center, with a
+        role of its own that may query the cluster's Prometheus workspace and nothing else.
+        Its Prometheus data source is added once in the workspace (docs/observing.md)."""
+        name = resource_name(plan.name, Role.MONITORING, "grafana")
+        trust = pulumi.Output.from_input(prometheus.arn).apply(
+            lambda arn: json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Effect": "Allow",
+                            "Principal": {"Service": "grafana.amazonaws.com"},
+                            "Action": "sts:AssumeRole",
+                            # Only workspaces of this account (the confused deputy).
+                            "Condition": {"StringEquals": {"aws:SourceAccount": arn.split(":")[4]}},
+                        }
+                    ],
+                }
+            )
+        )
+        role = iam.Role(
+            name,
+            name=name,
+            assume_role_policy=trust,
+            description=f"slurmstack {plan.name}: Amazon Managed Grafana, reads its Prometheus",
+            tags=tags(plan, Role.MONITORING, name),
+            opts=child,
+        )
+        iam.RolePolicy(
+            name,
+            name=name,
+            role=role.id,
+            policy=prometheus.arn.apply(
+                lambda arn: json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Sid": "QueryClusterWorkspace",
+                                "Effect": "Allow",
+                                "Action": list(GRAFANA_QUERY_ACTIONS),
+                                "Resource": [arn],
+                            },
+                            {
+                                "Sid": "ListWorkspaces",
+                                "Effect": "Allow",
+                                "Action": ["aps:ListWorkspaces"],
+                                "Resource": ["*"],
+                            },
+                        ],
+                    }
+                )
+            ),
+            opts=child,
+        )
+        return amg.Workspace(
+            name,
+            name=name,
+            description=f"slurmstack {plan.name}: dashboards over its managed Prometheus",
+            account_access_type="CURRENT_ACCOUNT",
+            authentication_providers=[GRAFANA_AUTHENTICATION],
+            permission_type="CUSTOMER_MANAGED",
+            role_arn=role.arn,
+            data_sources=["PROMETHEUS"],
+            tags=tags(plan, Role.MONITORING, name),
+            opts=child,
         )
 
     def _budget(

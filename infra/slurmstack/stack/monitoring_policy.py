@@ -1,7 +1,9 @@
 """The node roles' statements for observing the cluster (slurmstack.stack.monitoring): the
 head's alert relay publishes to the alert topic and puts alert events on the default event bus;
-every node writes its own logs to the cluster's log groups. Named by their names, so no role
-waits for the resources. Pure: the policies module and the tests share it."""
+every node writes its own logs to the cluster's log groups (a login node its agent's and its
+authentication log). Named by their names, so no role waits for the resources. With a managed
+Prometheus workspace the head's Prometheus writes its samples there (remote_write_statement, a
+policy of its own, made with the workspace). Pure: the policies module and the tests share it."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 
 from slurmstack.contract import (
     HEAD_LOG_FILES,
+    LOGIN_LOG_FILES,
     WORKER_LOG_FILES,
     LogSource,
     alert_topic_name,
@@ -20,6 +23,7 @@ from slurmstack.plan import ClusterPlan, PoolPlan
 # The log groups each kind of node writes: those its log shipper follows files into.
 HEAD_LOGS = tuple(HEAD_LOG_FILES)
 WORKER_LOGS = tuple(WORKER_LOG_FILES)
+LOGIN_LOGS = tuple(LOGIN_LOG_FILES)
 LOG_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams")
 
 
@@ -81,3 +85,19 @@ def pool_monitoring_statements(
 ) -> list[dict[str, Any]]:
     del pool  # every pool's nodes write the same groups (their streams are their instances')
     return [ship_logs_statement(plan, account, WORKER_LOGS)]
+
+
+def login_monitoring_statements(plan: ClusterPlan, account: str) -> list[dict[str, Any]]:
+    """A login node writes its agent's events and its authentication log, nothing else: its
+    node_exporter is scraped by the head (no AWS call), and it publishes no alert."""
+    return [ship_logs_statement(plan, account, LOGIN_LOGS)]
+
+
+def remote_write_statement(workspace_arn: str) -> dict[str, Any]:
+    """The head's Prometheus: samples into the cluster's managed Prometheus workspace only."""
+    return {
+        "Sid": "RemoteWriteToClusterWorkspace",
+        "Effect": "Allow",
+        "Action": ["aps:RemoteWrite"],
+        "Resource": [workspace_arn],
+    }

@@ -16,7 +16,7 @@ from slurmstack.stack.common import Role, tags
 
 def publish(
     plan: ClusterPlan,
-    key: DeployParameter,
+    key: DeployParameter | str,
     value: pulumi.Input[str],
     *,
     role: Role,
@@ -25,14 +25,15 @@ def publish(
     depends_on: list[pulumi.Resource] | None = None,
 ) -> ssm.Parameter:
     name = plan.parameter(key)
-    logical = resource_name(plan.name, "param-" + key.value.replace("/", "-"))
+    text = key.value if isinstance(key, DeployParameter) else key
+    logical = resource_name(plan.name, "param-" + text.replace("/", "-"))
     return ssm.Parameter(
         logical,
         name=name,
         type="String",
         tier=tier,
         value=value,
-        description=f"slurmstack {plan.name}: {key.value} (read by nodes at boot)",
+        description=f"slurmstack {plan.name}: {text} (read by nodes at boot)",
         tags=tags(plan, role, name),
         opts=pulumi.ResourceOptions(parent=parent, depends_on=depends_on or []),
     )

@@ -57,8 +57,10 @@ from slurmstack.contract import (
 )
 from slurmstack.plan import ClusterPlan, LoginPoolPlan, MountPlan, PoolPlan, accounting_plan
 from slurmstack.stack.common import Role, ssm_parameter_arn
+from slurmstack.stack.data_policies import mountpoint_statements
 from slurmstack.stack.monitoring_policy import (
     head_monitoring_statements,
+    login_monitoring_statements,
     pool_monitoring_statements,
 )
 
@@ -240,17 +242,34 @@ def efs_fallback_statements(
     retrieve mount target ip address when dns name cannot be resolved": allow
     elasticfilesystem:DescribeMountTargets and ec2:DescribeAvailabilityZones). botocore is in
     the image (python3-boto3); the fallback is on by default in efs-utils.conf."""
-    if not any(m.kind is MountKind.EFS for m in mounts):
+    efs = [m for m in mounts if m.kind is MountKind.EFS]
+    if not efs:
         return []
     file_systems = f"arn:{partition(plan.region)}:elasticfilesystem:{plan.region}:{account}"
+    statements: list[dict[str, Any]] = []
+    if any(not m.existing for m in efs):
+        statements.append(
+            {
+                "Sid": "EfsMountTargetFallback",
+                "Effect": "Allow",
+                "Action": ["elasticfilesystem:DescribeMountTargets"],
+                "Resource": [f"{file_systems}:file-system/*"],
+                "Condition": {"StringEquals": {f"aws:ResourceTag/{CLUSTER_TAG}": plan.name}},
+            }
+        )
+    yours = sorted({m.file_system_id for m in efs if m.file_system_id is not None})
+    if yours:
+        # Yours carry no cluster tag: named one by one.
+        statements.append(
+            {
+                "Sid": "EfsMountTargetFallbackYours",
+                "Effect": "Allow",
+                "Action": ["elasticfilesystem:DescribeMountTargets"],
+                "Resource": [f"{file_systems}:file-system/{fid}" for fid in yours],
+            }
+        )
     return [
-        {
-            "Sid": "EfsMountTargetFallback",
-            "Effect": "Allow",
-            "Action": ["elasticfilesystem:DescribeMountTargets"],
-            "Resource": [f"{file_systems}:file-system/*"],
-            "Condition": {"StringEquals": {f"aws:ResourceTag/{CLUSTER_TAG}": plan.name}},
-        },
+        *statements,
         {
             # Read-only, and takes no resource.
             "Sid": "EfsZoneOfMountTarget",
@@ -486,6 +505,7 @@ def head_policy(
         },
         *power_statements(plan, account, bucket_arn),
         *efs_fallback_statements(plan, account, plan.mounts),
+        *mountpoint_statements(plan, bucket_arn),
         *prune_statements(plan, account),
         {
             # Whether a terminating node's logs arrived (HeadObject).
@@ -563,6 +583,7 @@ def pool_policy(
         },
     ]
     statements += efs_fallback_statements(plan, account, pool.mounts)
+    statements += mountpoint_statements(plan, bucket_arn)
     if plan.spec.directory is not None and plan.spec.directory.bind_password_secret:
         statements.append(_directory_bind_statement(plan, account))
     statements += pool_monitoring_statements(plan, pool, account)
@@ -594,7 +615,8 @@ def login_policy(
 ) -> dict[str, Any]:
     """The inline policy of a login pool's nodes: what every node reads (the munge key Slurm's
     clients need, the parameters, the config store), the pool's host key, and marking its own
-    group's instances Unhealthy. No database password, no EC2 launch, no log writes."""
+    group's instances Unhealthy, and its own logs (its agent's events, its authentication log).
+    No database password, no EC2 launch."""
     statements = _common_statements(
         plan, account=account, bucket_arn=bucket_arn, secret_arn=secret_arn
     )
@@ -624,8 +646,10 @@ def login_policy(
         },
     ]
     statements += efs_fallback_statements(plan, account, plan.mounts)
+    statements += mountpoint_statements(plan, bucket_arn)
     if plan.spec.directory is not None and plan.spec.directory.bind_password_secret:
         statements.append(_directory_bind_statement(plan, account))
+    statements += login_monitoring_statements(plan, account)
     return {"Version": VERSION, "Statement": statements}
 
 

@@ -10,6 +10,7 @@ import pulumi_aws.ec2 as ec2
 import pulumi_aws.vpc as vpc
 
 from slurmstack.contract import (
+    NODE_EXPORTER_PORT,
     SLURMCTLD_PORT,
     SLURMD_PORT,
     SLURMDBD_PORT,
@@ -67,15 +68,9 @@ def head_rules(plan: ClusterPlan) -> list[Rule]:
                 )
             )
     if plan.login_pools:
-        rules.append(
-            Rule(
-                "slurmctld-from-login",
-                "tcp",
-                (SLURMCTLD_PORT, SLURMCTLD_PORT),
-                "login",
-                "Slurm slurmctld from login nodes (sbatch, srun, squeue; sackd's configuration)",
-            )
-        )
+        what = "Slurm slurmctld from login nodes (sbatch, srun, squeue; sackd's configuration)"
+        ports = (SLURMCTLD_PORT, SLURMCTLD_PORT)
+        rules.append(Rule("slurmctld-from-login", "tcp", ports, "login", what))
     for index, cidr in enumerate(plan.spec.network.ssh_cidrs):
         rules.append(
             Rule(f"ssh-{index}", "tcp", (22, 22), str(cidr), f"SSH from {cidr} (ssh_cidrs)")
@@ -86,12 +81,14 @@ def head_rules(plan: ClusterPlan) -> list[Rule]:
 
 def login_rules(plan: ClusterPlan) -> list[Rule]:
     """Login nodes: srun's ports from the head and the workers (slurmctld's and the steps'
-    calls back to srun, SrunPortRange), SSH from the login pools' ssh_cidrs only; no other
-    inbound port (Session Manager's SSH needs none)."""
+    calls back to srun, SrunPortRange), node_exporter's from the head's Prometheus, SSH from
+    the login pools' ssh_cidrs only; no other inbound port (Session Manager's SSH needs none)."""
     rules = [
         Rule(f"srun-from-{peer}", "tcp", SRUN_PORT_RANGE, peer, f"Slurm srun from {peer}")
         for peer in ("head", "workers")
     ]
+    exporter = (NODE_EXPORTER_PORT, NODE_EXPORTER_PORT)
+    rules.append(Rule("node-exporter-from-head", "tcp", exporter, "head", "node_exporter"))
     cidrs = sorted({cidr for pool in plan.login_pools for cidr in pool.ssh_cidrs})
     for index, cidr in enumerate(cidrs):
         rules.append(
@@ -177,7 +174,7 @@ def storage_rules(plan: ClusterPlan) -> list[Rule]:
                     egress=True,
                 ),
             ]
-    if plan.spec.storage.home is not None:
+    if plan.creates_home:
         for peer in ("head", "workers", *login):
             rules.append(
                 Rule(
@@ -194,7 +191,7 @@ def storage_rules(plan: ClusterPlan) -> list[Rule]:
 
 
 def needs_storage_group(plan: ClusterPlan) -> bool:
-    return plan.lustre is not None or plan.spec.storage.home is not None
+    return plan.lustre is not None or plan.creates_home
 
 
 class SecurityGroups(pulumi.ComponentResource):

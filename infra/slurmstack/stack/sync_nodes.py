@@ -46,12 +46,13 @@ def sync_nodes_commands(
     ]
 
 
-def sync_nodes_document(plan: ClusterPlan) -> str:
-    """The SSM Command document (JSON, schema 2.2) every node runs on a push."""
+def push_document(description: str, step: str, timeout_seconds: int, commands: list[str]) -> str:
+    """An SSM Command document (JSON, schema 2.2) of one shell step that a push runs: its
+    parameter is the manifest's hash, so a new manifest is a new run of the association."""
     return json.dumps(
         {
             "schemaVersion": "2.2",
-            "description": f"slurmstack {plan.name}: pull this node's files, apply its people",
+            "description": description,
             "parameters": {
                 MANIFEST_HASH_PARAMETER: {
                     "type": "String",
@@ -62,16 +63,26 @@ def sync_nodes_document(plan: ClusterPlan) -> str:
             "mainSteps": [
                 {
                     "action": "aws:runShellScript",
-                    "name": "syncNode",
+                    "name": step,
                     "inputs": {
-                        "timeoutSeconds": str(SYNC_TIMEOUT_SECONDS),
-                        "runCommand": sync_nodes_commands(),
+                        "timeoutSeconds": str(timeout_seconds),
+                        "runCommand": commands,
                     },
                 }
             ],
         },
         indent=2,
         sort_keys=True,
+    )
+
+
+def sync_nodes_document(plan: ClusterPlan) -> str:
+    """The document every node runs on a push."""
+    return push_document(
+        f"slurmstack {plan.name}: pull this node's files, apply its people",
+        "syncNode",
+        SYNC_TIMEOUT_SECONDS,
+        sync_nodes_commands(),
     )
 
 

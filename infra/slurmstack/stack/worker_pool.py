@@ -129,7 +129,7 @@ def join_hook(
 
 
 def network_interfaces(
-    pool: PoolPlan, security_group_id: pulumi.Input[str]
+    pool: PoolPlan, security_group_id: pulumi.Input[str], client_groups: Sequence[str] = ()
 ) -> list[ec2.LaunchTemplateNetworkInterfaceArgs]:
     """The launch template's interfaces, one per entry of the plan's layout.
 
@@ -144,7 +144,8 @@ def network_interfaces(
             interface_type=(
                 None if nic.interface_type is InterfaceType.INTERFACE else nic.interface_type.value
             ),
-            security_groups=[security_group_id],
+            # Your file systems' client groups too (storage.existing): they admit those.
+            security_groups=[security_group_id, *client_groups],
             # The provider types these two as strings.
             delete_on_termination="true",
             associate_public_ip_address="false",
@@ -283,7 +284,9 @@ class WorkerPool(pulumi.ComponentResource):
             image_id=image_id,
             instance_type=pool.instance_type,
             iam_instance_profile=ec2.LaunchTemplateIamInstanceProfileArgs(arn=instance_profile_arn),
-            network_interfaces=network_interfaces(pool, security_group_id),
+            network_interfaces=network_interfaces(
+                pool, security_group_id, plan.existing_client_groups
+            ),
             metadata_options=ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled",
                 http_tokens="required",

@@ -18,6 +18,7 @@ from slurmstack.contract import (
     MONITORING_UNITS,
     NODE_EXPORTER_UNIT,
     PROMETHEUS_UNIT,
+    STATE_VOLUME_MOUNT,
     DeployParameter,
     Manifest,
     manifest_json,
@@ -162,6 +163,9 @@ def test_sync_config_starts_the_monitoring_units_the_role_received(
     gets them from a change); a unit the role did not receive is never touched."""
     publish_config(aws, role)
     run = SystemctlRunner(enabled)
+    mounts = tmp_path / "proc/mounts"
+    mounts.parent.mkdir(parents=True)
+    mounts.write_text(f"/dev/nvme1n1 {STATE_VOLUME_MOUNT} ext4 rw 0 0\n")
     config_sync.sync_config(make_node(tmp_path, aws, role, run=run), poll=0)
     received = {u for u in MONITORING_UNITS if (tmp_path / unit_path(u).lstrip("/")).exists()}
     head = {PROMETHEUS_UNIT, ALERTMANAGER_UNIT, ALERT_RELAY_UNIT, GRAFANA_UNIT}
@@ -172,3 +176,22 @@ def test_sync_config_starts_the_monitoring_units_the_role_received(
     )
     started = {c[-1] for c in run.calls if c[:3] == ["systemctl", "enable", "--now"]}
     assert (started & set(MONITORING_UNITS)) == (received if enables else set())
+
+
+def test_prometheus_waits_for_the_state_volume(aws, tmp_path) -> None:
+    """The head's first sync runs before its state volume is mounted: Prometheus, whose
+    samples live there, is left disabled (started, it would write under the bare mount point
+    on the root disk); the boot's sync after the volume starts it."""
+    publish_config(aws, "head")
+    first = SystemctlRunner("disabled")
+    node = make_node(tmp_path, aws, "head", run=first)
+    config_sync.sync_config(node, poll=0)
+    started = {c[-1] for c in first.calls if c[:3] == ["systemctl", "enable", "--now"]}
+    assert PROMETHEUS_UNIT not in started
+    assert {NODE_EXPORTER_UNIT, ALERTMANAGER_UNIT} <= started  # the others do not wait
+    mounts = tmp_path / "proc/mounts"
+    mounts.parent.mkdir(parents=True)
+    mounts.write_text(f"/dev/nvme1n1 {STATE_VOLUME_MOUNT} ext4 rw 0 0\n")
+    second = SystemctlRunner("disabled")
+    config_sync.sync_config(make_node(tmp_path, aws, "head", run=second), poll=0)
+    assert ["systemctl", "enable", "--now", PROMETHEUS_UNIT] in second.calls

@@ -43,16 +43,17 @@ from slurmstack.contract import (
 from slurmstack.node.health.periodic import TARGET_LIFECYCLE_STATE
 from slurmstack.node.slurm import parse_node_line
 from slurmstack.offline import OfflineRun, run_definition
+from slurmstack.offline.existing import world_for
 from slurmstack.plan import ClusterPlan, build_plan
 from slurmstack.validate import validate_object
 
-from . import deploy, groups
+from . import associations, deploy, groups
 from .aws import MotoServer
 from .cloudinit import parse
 from .imds import Instance, MetadataService
 from .netns import NAME_PREFIX, NETNS_DIR, Fabric, ip, stale_namespaces
 from .node import Hardware, Node
-from .standins import SLURM_VERSION_WRITTEN_FOR
+from .standins import SLURM_VERSION_WRITTEN_FOR, existing_source_directory
 
 T = TypeVar("T")
 HEAD = HEAD_ROLE
@@ -117,6 +118,7 @@ class VirtualCluster:
         self._aws: MotoServer | None = None
         self._imds: MetadataService | None = None
         self.timings: dict[str, float] = {}
+        self.associations: list[associations.Association] = []
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -134,15 +136,19 @@ class VirtualCluster:
     def start(self) -> None:
         began = time.monotonic()
         self.offline = self.program(self.definition)
-        subnet = ipaddress.IPv4Network(deploy.compute_cidr(self.offline))
+        existing = self.existing_network()
+        subnet = ipaddress.IPv4Network(deploy.compute_cidr(self.offline, existing))
         remove_stale_runs()
         self._fabric = Fabric(self.run_id, subnet)
         self._aws = MotoServer(self._fabric, self.plan.region)
         self._imds = MetadataService()
         self._imds.serve(self._fabric)
-        self.deployment = deploy.deploy(self.offline, self._aws)
+        self.deployment = deploy.deploy(self.offline, self._aws, existing)
         if self.before_boot is not None:
             self.before_boot(self)
+        # Stand-in "fsx-associations": the program's associations, created as FSx would.
+        self.associations = associations.registered(self.offline)
+        associations.create(self.aws.client("s3"), self.associations, self.lustre_directory)
         self.timings["deploy"] = time.monotonic() - began
         self.head = self.boot([self.deployment.head_instance_id])[0]
         self.timings["head"] = time.monotonic() - began
@@ -190,6 +196,14 @@ class VirtualCluster:
     def aws(self) -> MotoServer:
         assert self._aws is not None, "the cluster is not started"
         return self._aws
+
+    def existing_network(self) -> deploy.ExistingNetwork | None:
+        """Your VPC's subnets, when the definition names them (network.vpc_id): the ones the
+        offline engine's lookups find (slurmstack.offline.existing), which moto gets too."""
+        if not (self.definition.get("network") or {}).get("vpc_id"):
+            return None
+        subnets = world_for(self.definition).subnet_cidrs
+        return deploy.ExistingNetwork(zone=self.plan.availability_zone, subnets=subnets)
 
     @staticmethod
     def program(definition: dict[str, Any]) -> OfflineRun:
@@ -278,10 +292,31 @@ class VirtualCluster:
             list(pool.map(self._run_user_data, nodes))
         return nodes
 
+    # --- shared storage (stand-ins "shared-storage", "existing-file-systems",
+    # "fsx-associations") -------------------------------------------------------------------
+
+    @property
+    def shared_directory(self) -> Path:
+        """What every node's mounts step mounts from."""
+        return self.directory / "shared"
+
+    @property
+    def lustre_directory(self) -> Path:
+        """The stack's own Lustre file system, as every node has it at its mount."""
+        return self.shared_directory / "lustre"
+
+    def existing_directory(self, fstype: str, source: str) -> Path:
+        """A file system of yours, as the nodes that mount ``source`` see it."""
+        return existing_source_directory(self.shared_directory, fstype, source)
+
+    def sync_associations(self) -> tuple[list[str], list[str]]:
+        """FSx's automatic import and export, one pass: (imported, exported) paths."""
+        return associations.sync(self.aws.client("s3"), self.associations, self.lustre_directory)
+
     def _run_user_data(self, node: Node) -> None:
         step_dirs = {
             "scratch": str(node.directory / "scratch"),
-            "mounts": str(self.directory / "shared"),
+            "mounts": str(self.shared_directory),
             "state-volume": str(self.directory / "state-volume"),
         }
         node.boot(parse(node.instance.user_data), step_dirs)

@@ -3,8 +3,9 @@
 The program runs under the offline engine (``slurmstack.offline``); every resource the nodes
 read at boot is created in moto from the inputs the program gave it: the compute network and
 its security groups, the bucket and the config store's objects and manifest, the munge secret,
-the SSM parameters and the apply-config document, the head node's network interface and the
-head instance launched on it, the pools' launch templates and Auto Scaling groups. Nothing here
+the SSM parameters and the apply-config document, the alert topic, the head node's network
+interface and the head instance launched on it, the pools' launch templates and Auto Scaling
+groups. Nothing here
 knows what the files say or how many there are; it copies what was registered. Values that
 only exist once AWS has created a resource are moto's: the head node's address is the one moto
 gave the head's interface (the parameter the program fills from the interface's address gets
@@ -18,6 +19,8 @@ points at it, exactly as the config store does for any file.
 from __future__ import annotations
 
 import base64
+import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +46,7 @@ INSTANCE = "aws:ec2/instance:Instance"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 GROUP = "aws:autoscaling/group:Group"
 LIFECYCLE_HOOK = "aws:autoscaling/lifecycleHook:LifecycleHook"
+TOPIC = "aws:sns/topic:Topic"
 
 HEAD_ADDRESS_SUFFIX = f"/{contract.DeployParameter.HEAD_ADDRESS}"
 MANIFEST_SUFFIX = f"/{contract.DeployParameter.CONFIG_MANIFEST}"
@@ -122,11 +126,27 @@ def publish_config(run: OfflineRun, aws: MotoServer, bucket: str) -> str:
     return key
 
 
-def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
+@dataclass(frozen=True)
+class ExistingNetwork:
+    """Your VPC's subnets a definition names (``network.vpc_id``): id -> CIDR, in ``zone``."""
+
+    zone: str
+    subnets: Mapping[str, str]
+
+
+def deploy(run: OfflineRun, aws: MotoServer, existing: ExistingNetwork | None = None) -> Deployment:
+    """``existing``: the subnets of your VPC, when the program makes no VPC: they exist before
+    the stack, so the harness makes them in moto (in one VPC spanning them), as the operator
+    has them."""
     ec2, ssm = aws.client("ec2"), aws.client("ssm")
 
-    vpc = ec2.create_vpc(CidrBlock=_one(run, VPC).inputs["cidrBlock"])["Vpc"]["VpcId"]
     subnet_ids = {}
+    if run.of_type(VPC):
+        vpc = ec2.create_vpc(CidrBlock=_one(run, VPC).inputs["cidrBlock"])["Vpc"]["VpcId"]
+    else:
+        if existing is None:
+            raise LookupError("the program makes no VPC and no existing network was given")
+        vpc = create_existing_network(aws, existing, subnet_ids)
     for subnet in run.of_type(SUBNET):
         created = ec2.create_subnet(
             VpcId=vpc,
@@ -169,6 +189,10 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
     # program publishes its interface's address, which the offline engine made up).
     live_values = {str(interface.outputs["privateIp"]): head_address}
     live_values.update(subnet_ids)  # the compute subnet's id (elastic pools' launches)
+    # The alert topic, which the head's alert relay finds through its parameter.
+    for topic in run.of_type(TOPIC):
+        arn = aws.client("sns").create_topic(Name=topic.inputs["name"])["TopicArn"]
+        live_values[str(topic.outputs["arn"])] = arn
     parameters = {}
     for param in run.of_type(PARAMETER):
         name = param.inputs["name"]
@@ -199,7 +223,7 @@ def deploy(run: OfflineRun, aws: MotoServer) -> Deployment:
     return Deployment(
         subnet_ids=subnet_ids,
         compute_subnet=compute_subnet,
-        compute_cidr=compute_cidr(run),
+        compute_cidr=compute_cidr(run, existing),
         security_groups=security_groups,
         bucket=bucket,
         head_instance_id=head_id,
@@ -218,10 +242,29 @@ def head_interface(run: OfflineRun) -> RecordedResource:
     return next(i for i in run.of_type(NETWORK_INTERFACE) if str(i.id) == eni)
 
 
-def compute_cidr(run: OfflineRun) -> str:
-    """The CIDR of the subnet the head node's interface (and every pool) is placed in."""
+def compute_cidr(run: OfflineRun, existing: ExistingNetwork | None = None) -> str:
+    """The CIDR of the subnet the head node's interface (and every pool) is placed in: one
+    the program makes, or one of yours."""
     subnet = head_interface(run).inputs["subnetId"]
-    return str(next(s.inputs["cidrBlock"] for s in run.of_type(SUBNET) if s.id == subnet))
+    made = {str(s.id): str(s.inputs["cidrBlock"]) for s in run.of_type(SUBNET)}
+    return {**(existing.subnets if existing else {}), **made}[subnet]
+
+
+def create_existing_network(
+    aws: MotoServer, existing: ExistingNetwork, subnet_ids: dict[str, str]
+) -> str:
+    """Your VPC and the subnets the definition names, made in moto (one VPC spanning them);
+    ``subnet_ids`` gets your subnet id -> moto's. Returns moto's VPC id."""
+    networks = [ipaddress.IPv4Network(c) for c in existing.subnets.values()]
+    span = networks[0]
+    while not all(n.subnet_of(span) for n in networks):
+        span = span.supernet()
+    ec2 = aws.client("ec2")
+    vpc = str(ec2.create_vpc(CidrBlock=str(span))["Vpc"]["VpcId"])
+    for subnet_id, cidr in existing.subnets.items():
+        created = ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=existing.zone)
+        subnet_ids[subnet_id] = created["Subnet"]["SubnetId"]
+    return vpc
 
 
 def create_security_groups(run: OfflineRun, aws: MotoServer, vpc: str) -> dict[str, str]:

@@ -22,6 +22,7 @@ from .image import image_layers
 from .imds import Instance
 from .netns import NETNS_DIR, Fabric
 from .standins import (
+    EFA_COUNTERS,
     EFA_PORT_ACTIVE,
     HEALTH_CHECK_ENV,
     KERNEL_LOG,
@@ -65,11 +66,16 @@ class Hardware:
 
 def node_files(hardware: Hardware, env: dict[str, str]) -> list[dict[str, str]]:
     """Files of the node (stand-ins "efa", "kernel-log", "health-check-env", "vpc-dns"): each
-    EFA device's port state, an empty kernel log of the node's own, the AWS settings of its
-    commands, host names from /etc/hosts only."""
+    EFA device's port state and counters (at zero), an empty kernel log of the node's own, the
+    AWS settings of its commands, host names from /etc/hosts only."""
     ports = [
         {"path": f"/sys/class/infiniband/efa_{i}/ports/1/state", "content": EFA_PORT_ACTIVE}
         for i in range(hardware.efa_devices)
+    ]
+    ports += [
+        {"path": f"/sys/class/infiniband/efa_{i}/ports/1/hw_counters/{name}", "content": "0\n"}
+        for i in range(hardware.efa_devices)
+        for name in EFA_COUNTERS
     ]
     aws = "".join(f"{k}={v}\n" for k, v in sorted(env.items()) if k.startswith("AWS_"))
     return [

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +81,7 @@ STAND_INS: tuple[StandIn, ...] = (
         "a namespace has no init system; this machine's systemd must not run cluster daemons",
         "a systemctl that reads the same unit files (rendered and packaged) and runs their "
         "ExecStartPre/ExecStart as the unit says (User, EnvironmentFile, Type, RuntimeDirectory, "
-        "RequiresMountsFor, Requires and the RequiredBy links enabling makes, triggering "
+        "StateDirectory, RequiresMountsFor, Requires and the RequiredBy links enabling makes, triggering "
         "conditions); the node's fresh /run gets the packages' tmpfiles.d directories at its "
         "start (MariaDB's /run/mysqld); timers are enabled but never fire: a scenario runs the "
         "service",
@@ -103,8 +104,9 @@ STAND_INS: tuple[StandIn, ...] = (
         "EFA devices (/sys/class/infiniband/*)",
         "no EFA hardware here",
         "directories in the node's /sys/class/infiniband, as many as the pool expects, each "
-        "with its port's state file reading ACTIVE (a scenario may write another); traffic "
-        "goes over the bridge",
+        "with its port's state file reading ACTIVE (a scenario may write another) and the "
+        "driver's port counters (hw_counters/, EFA_COUNTERS) at zero, which a scenario may "
+        "advance as the driver counts traffic; traffic goes over the bridge",
     ),
     StandIn(
         "gpu-tools",
@@ -113,6 +115,24 @@ STAND_INS: tuple[StandIn, ...] = (
         "nvidia-smi and dcgmi scripts (node_side/) that answer the health check's queries from "
         "the node's GPU device files; a scenario injects faults through the node's "
         "/var/lib/vcluster/gpus.json (a GPU lost, ECC errors, a hang, a failed diagnostic)",
+    ),
+    StandIn(
+        "dcgm-exporter",
+        "dcgm-exporter (built from its pinned commit on NVIDIA images), reading DCGM",
+        "no GPUs, no DCGM here",
+        "node_side/dcgm_exporter.py at the image's path, run by the rendered unit with its "
+        "flags: DCGM's fields per stand-in GPU device, with the exporter's labels and hpc_job "
+        "from --hpc-job-mapping-dir (the rendered Prolog's files); a GPU the node's gpus.json "
+        "says is lost is not served; utilisation and memory are what a scenario writes there "
+        "(0 otherwise)",
+    ),
+    StandIn(
+        "metrics-timer",
+        "slurmstack-metrics.timer (the agent's node-metrics, and head-metrics on the head, "
+        "every scrape interval)",
+        "the stand-in systemctl's timers never fire",
+        "the observability scenarios run slurmstack-metrics.service on every live node every "
+        "scrape interval from a thread of the test (harness/observe.py)",
     ),
     StandIn(
         "kernel-log",
@@ -157,6 +177,43 @@ STAND_INS: tuple[StandIn, ...] = (
         "`slurmstack-node mounts`: FSx for Lustre and EFS",
         "no Lustre client kernel module, no NFS server",
         "one directory per file system, shared by every node, bind-mounted at its path",
+    ),
+    StandIn(
+        "existing-file-systems",
+        "`slurmstack-node mounts` for a file system of yours (storage.existing, "
+        "storage.home.file_system_id): FSx for Lustre or OpenZFS by the DNS and mount names the "
+        "stack looked up and published, EFS by its id",
+        "no FSx or EFS here, and no Lustre or NFS client mounts",
+        "a directory shared by every node, named by the source the node resolves with the "
+        "agent's own code from the published parameters (existing/<type>/<source>, e.g. "
+        "fs-....fsx.us-east-1.amazonaws.com@tcp:/<mount name>), bind-mounted at its path: a "
+        "node that read the wrong names mounts an empty directory. The offline engine's "
+        "lookups (slurmstack.offline.existing) are the account; the VPC and subnet the "
+        "definition names are made in moto",
+    ),
+    StandIn(
+        "mountpoint-s3",
+        "Mountpoint for Amazon S3 (`mount-s3`, baked into the image), which the agent's "
+        "s3-mounts step runs as root",
+        "AWS ships it as a download, not in Debian; building it needs a newer Rust than here",
+        "a `mount-s3` (node_side/mount_s3.py) that mounts with Debian's s3fs (FUSE) against "
+        "moto's S3, taking the role's credentials from the metadata service as root, as "
+        "Mountpoint does; the agent's step runs for real (fstab, cache directory, the command "
+        "line it builds). --read-only is a read-only mount (files 0444-like), --dir-mode a "
+        "mask, --cache s3fs's cache; s3fs always allows overwrite and delete on a writable "
+        "mount and has no cache size, and its throughput says nothing of Mountpoint's",
+    ),
+    StandIn(
+        "fsx-associations",
+        "FSx for Lustre's data repository associations: a batch import of the prefix's "
+        "metadata when one is created, automatic import of new objects and automatic export "
+        "of new files, each only where its policy lists the event",
+        "no FSx here, and moto has no data repository associations",
+        "the harness reads the associations the program registered (file system path, "
+        "bucket and prefix, import and export events) and copies objects from moto's S3 into "
+        "the shared Lustre directory at each association's path when the cluster is "
+        "deployed, and both ways on `sync_associations` (harness/associations.py). It "
+        "proves where the definition's associations put data on the nodes, not FSx's timing",
     ),
     StandIn(
         "state-volume",
@@ -387,9 +444,11 @@ NODE_TOOLS = {
     "/usr/local/sbin/hostnamectl": NODE_SIDE / "hostnamectl.py",
     "/usr/local/bin/nvidia-smi": NODE_SIDE / "nvidia_smi.py",  # "gpu-tools"
     "/usr/local/bin/dcgmi": NODE_SIDE / "dcgmi.py",
+    "/usr/local/bin/dcgm-exporter": NODE_SIDE / "dcgm_exporter.py",  # "dcgm-exporter"
     "/usr/local/sbin/vcluster-reboot": NODE_SIDE / "reboot.py",  # "reboot"
     "/usr/local/sbin/vcluster-health-check": NODE_SIDE / "health_check.py",  # "health-check-env"
     "/usr/local/sbin/vcluster-sackd": NODE_SIDE / "sackd.py",  # "sackd"
+    "/usr/local/bin/mount-s3": NODE_SIDE / "mount_s3.py",  # "mountpoint-s3"
 }
 # "health-check-env": the environment the HealthCheckProgram's stand-in sets.
 HEALTH_CHECK_ENV = "/etc/vcluster/aws.env"
@@ -397,8 +456,14 @@ HEALTH_CHECK_ENV = "/etc/vcluster/aws.env"
 GPU_FAULTS = "/var/lib/vcluster/gpus.json"
 # "kernel-log": the node's own kernel log, a regular file in /dev/kmsg's record format.
 KERNEL_LOG = "/dev/kmsg"
-# "efa": a port's state, as the kernel's file reads for an active port.
+# "efa": a port's state, as the kernel's file reads for an active port, and the port counters
+# the EFA driver keeps in hw_counters/ (Linux drivers/infiniband/hw/efa/efa_verbs.c, its port
+# statistics: bytes and packets, RDMA reads and writes, drops, retransmits, remote trouble).
 EFA_PORT_ACTIVE = "4: ACTIVE\n"
+EFA_COUNTERS = ("tx_bytes", "tx_pkts", "rx_bytes", "rx_pkts", "rx_drops", "rdma_read_bytes",
+                "rdma_write_bytes", "rdma_read_wr_err", "rdma_write_wr_err", "retrans_bytes",
+                "retrans_pkts", "retrans_timeout_events", "unresponsive_remote_events",
+                "impaired_remote_conn_events")  # fmt: skip
 
 # "image-contract": contract items this machine lacks, dropped from the boot's check step.
 CONTRACT_STEP = ("slurmstack-bootstrap", "check")
@@ -422,6 +487,13 @@ REPLACED_STEPS = {
     ("slurmstack-node", "mounts"): "mounts",
     ("slurmstack-node", "state-volume"): "state-volume",
 }
+
+
+def existing_source_directory(shared: Path, fstype: str, source: str) -> Path:
+    """ "existing-file-systems": the directory serving the file system a node mounts as
+    ``source`` (node_side/steps.py names it the same way)."""
+    return shared / "existing" / fstype / urllib.parse.quote(source, safe="@:")
+
 
 # "workload-tools": where each tool is linked in a worker (the image's paths of the real ones
 # are /usr/bin and the EFA installer's; /usr/local/bin comes first on PATH), and the program.

@@ -9,7 +9,7 @@ import json
 from ...contract import Command
 from ..context import Context
 from ..subcommand import Subcommand, step
-from . import config_sync, join_hook, lnet, mounts, munge, params, scratch, state_volume
+from . import config_sync, join_hook, lnet, mounts, munge, params, s3_mounts, scratch, state_volume
 
 
 def _sync_config(ctx: Context, _args: argparse.Namespace) -> int:
@@ -56,6 +56,13 @@ COMMANDS = (
         "wait for the file systems' parameters, then EFS (TLS) and FSx for Lustre with the "
         "image's mount helpers, retried until they answer (Lustre over EFA: lnet-efa first)",
         step(mounts.mounts),
+    ),
+    Subcommand(
+        Command.S3_MOUNTS,
+        "the buckets and prefixes of storage.s3_mounts with Mountpoint for Amazon S3 (run as "
+        "root: the instance role's credentials stay root's), in /etc/fstab and mounted now; "
+        "cache on the NVMe scratch where the pool has one",
+        step(s3_mounts.s3_mounts),
     ),
     Subcommand(
         Command.LNET_EFA,

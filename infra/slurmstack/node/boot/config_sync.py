@@ -115,9 +115,26 @@ def _enable_timer(ctx: Context, timer: str) -> None:
     elastic pool or a configuration change. A masked unit stays off."""
     if not ctx.path(unit_path(timer)).exists():
         return
+    # Prometheus keeps its samples on the head's state volume, which the first boot mounts
+    # after its first sync: started before it, it would write to the root disk under the
+    # mount point (systemd finds no mount unit to wait for). It stays disabled until then,
+    # and the boot's sync after the volume starts it.
+    waits_for = [m for m in _required_mounts(ctx, timer) if not system.mounted(ctx, m)]
+    if waits_for:
+        log(f"{timer} starts once {', '.join(waits_for)} is mounted")
+        return
     state = ctx.sh("systemctl", "is-enabled", timer, check=False).stdout.strip()
     if state == "disabled":
         ctx.sh("systemctl", "enable", "--now", timer, check=False)
+
+
+def _required_mounts(ctx: Context, unit: str) -> list[str]:
+    """The unit file's RequiresMountsFor paths."""
+    text = ctx.path(unit_path(unit)).read_text()
+    key = "RequiresMountsFor="
+    return [
+        p for line in text.splitlines() if line.startswith(key) for p in line[len(key) :].split()
+    ]
 
 
 def _enable_controller(ctx: Context) -> None:

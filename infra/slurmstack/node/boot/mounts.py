@@ -1,4 +1,6 @@
-"""mounts: EFS and FSx for Lustre in /etc/fstab, mounted and retried until they answer."""
+"""mounts: EFS, FSx for Lustre and FSx for OpenZFS in /etc/fstab, mounted and retried until
+they answer: the stack's own file systems, and file systems of yours, whose names the stack
+looked up and published under contract.existing_parameter."""
 
 from __future__ import annotations
 
@@ -6,11 +8,15 @@ from dataclasses import replace
 
 from ...contract import (
     COMMAND_DIRS,
+    EXISTING_DNS,
+    EXISTING_MOUNT_NAME,
     LNET_EFA_UNIT,
     MOUNT_HELPERS,
     DeployParameter,
+    Mount,
     MountKind,
     NodeEnv,
+    existing_parameter,
 )
 from .. import system
 from ..context import AgentError, Context
@@ -30,13 +36,17 @@ STORAGE_PARAMETERS = {
 # timeo=600, retrans=2, noresvport) itself.
 EFS_OPTIONS = "tls"
 LUSTRE_OPTIONS = "noatime,flock"
+# FSx for OpenZFS User Guide, "Mounting from an Amazon EC2 instance": NFS 4.1 with 1 MiB
+# transfers; nconnect=16 for many parallel streams (the guide's recommendation for
+# throughput), hard mounts so a failover pauses I/O instead of failing it.
+OPENZFS_OPTIONS = "nfsvers=4.1,rsize=1048576,wsize=1048576,nconnect=16,hard,timeo=600"
 
 
 def storage_env(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> NodeEnv:
     """node.env with the names of the file systems this role mounts, waiting for each
     parameter (they appear once the file system exists) and recording it."""
     env = ctx.node_env()
-    kinds = {m.kind for m in ctx.config().mounts}
+    kinds = {m.kind for m in ctx.config().mounts if not m.file_system_id}
     wanted = {k: v for kind in sorted(kinds) for k, v in STORAGE_PARAMETERS[kind].items()}
     missing = {name: param for name, param in wanted.items() if not getattr(env, name)}
     if missing:
@@ -52,7 +62,9 @@ def mounts(ctx: Context, attempts: int = 30, delay: float = 10.0) -> list[str]:
     done = []
     for mount in config.mounts:
         require_mount_helper(ctx, mount.kind)
-        if mount.kind is MountKind.EFS:
+        if mount.file_system_id:
+            source, fstype, options = existing_source(ctx, mount)
+        elif mount.kind is MountKind.EFS:
             # The mount helper finds the mount target from the id (and the instance's region).
             source = f"{env.efs_id}:/"
             fstype, options = "efs", EFS_OPTIONS
@@ -73,6 +85,24 @@ def mounts(ctx: Context, attempts: int = 30, delay: float = 10.0) -> list[str]:
             system.retry(ctx, ["mount", mount.path], attempts, delay)
         done.append(mount.path)
     return done
+
+
+def existing_source(
+    ctx: Context, mount: Mount, timeout: float = 600.0, poll: float = 10.0
+) -> tuple[str, str, str]:
+    """(source, type, options) of a file system of yours: EFS by its id; Lustre and OpenZFS
+    by the names the stack looked up (over TCP: EFA to a file system the stack did not make
+    would need its security group's all-traffic rules, which are yours to give)."""
+    fid = mount.file_system_id
+    if mount.kind is MountKind.EFS:
+        return f"{fid}:/", "efs", EFS_OPTIONS
+    dns = ctx.wait_parameter(existing_parameter(fid, EXISTING_DNS), timeout, poll)
+    if mount.kind is MountKind.LUSTRE:
+        name = ctx.wait_parameter(existing_parameter(fid, EXISTING_MOUNT_NAME), timeout, poll)
+        return f"{dns}@tcp:/{name}", "lustre", LUSTRE_OPTIONS
+    if mount.kind is MountKind.OPENZFS:
+        return f"{dns}:{mount.export_path}", "nfs", OPENZFS_OPTIONS
+    raise AgentError(f"unknown mount kind {mount.kind!r} for {fid}")
 
 
 def require_mount_helper(ctx: Context, kind: MountKind) -> None:

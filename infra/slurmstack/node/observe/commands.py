@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from ...contract import Command
+from ...contract import PROMETHEUS_RENDERED_CONFIG, Command
 from ..context import Context, write_atomic
 from ..subcommand import Subcommand
-from . import diag, gpu_jobs, head_metrics, log_shipper, node_metrics, relay
+from . import diag, gpu_jobs, head_metrics, log_shipper, node_metrics, relay, remote_write
 
 
 def _node_metrics(ctx: Context, _args: argparse.Namespace) -> int:
@@ -47,6 +47,20 @@ def _follow(ctx: Context, args: argparse.Namespace) -> int:
     sent = log_shipper.follow(ctx, once=args.once)
     if args.once:
         print(json.dumps({"events_sent": sent}))
+    return 0
+
+
+def _prometheus_config_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "rendered",
+        nargs="?",
+        default=PROMETHEUS_RENDERED_CONFIG,
+        help=f"the rendered configuration with the stand-in URL (default {PROMETHEUS_RENDERED_CONFIG})",
+    )
+
+
+def _prometheus_config(ctx: Context, args: argparse.Namespace) -> int:
+    remote_write.write_live_config(ctx, args.rendered)
     return 0
 
 
@@ -104,6 +118,14 @@ COMMANDS = (
         "grow, to the cluster's CloudWatch Logs groups (stream: the instance id)",
         _follow,
         _follow_arguments,
+    ),
+    Subcommand(
+        Command.PROMETHEUS_CONFIG,
+        "(the Prometheus unit's start, with observability.managed_prometheus) the live "
+        "configuration: the workspace's remote-write URL in place of the rendered stand-in",
+        _prometheus_config,
+        _prometheus_config_arguments,
+        where="head",
     ),
     Subcommand(
         Command.DIAG,

@@ -14,6 +14,7 @@ from typing import Any
 from ...contract import (
     CONTROLLER_LOG_PATH,
     CONTROLLER_STATE_PATH,
+    LOGIN_TARGETS_FILE,
     MONITORING_CONFIG_PATH,
     POWER_STATE_PATH,
     Metric,
@@ -25,7 +26,7 @@ from ..context import AgentError, Context, log
 from ..metrics_file import Sample, write_metrics
 from ..slurm import NodeRecord, slurm_nodes
 from . import slurm_metrics as sm
-from .targets import scrapeable, write_targets
+from .targets import scrapeable, write_login_targets, write_targets
 
 DAEMON_SECONDS = 10
 HEAD = "head"
@@ -167,7 +168,7 @@ def head_metrics(ctx: Context) -> dict[str, Any]:
     if not config.is_head:
         raise AgentError("head-metrics runs on the head node")
     monitoring = monitoring_config(ctx)
-    nodes = slurm_nodes(ctx)
+    nodes = slurm_nodes(ctx, details=True)
     jobs = sm.job_records(ctx)
     slurm = [*sm.node_samples(config, nodes), *sm.job_samples(jobs)]
     if not monitoring.slurm_native_metrics:
@@ -186,5 +187,6 @@ def head_metrics(ctx: Context) -> dict[str, Any]:
         *(fairshare_samples(ctx) if monitoring.accounting else []),
     ]
     write_metrics(ctx, "head", head)
-    targets = write_targets(ctx, config, monitoring, nodes)
+    targets: dict[str, int | None] = {**write_targets(ctx, config, monitoring, nodes)}
+    targets[LOGIN_TARGETS_FILE] = write_login_targets(ctx, monitoring)
     return {"targets": targets, "slurm_samples": len(slurm), "head_samples": len(head)}

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,8 +28,11 @@ from ...contract import (
     HEAD_LOG_FILES,
     LOG_SHIPPER_INTERVAL_SECONDS,
     LOG_SHIPPER_STATE_PATH,
+    LOGIN_LOG_FILES,
     WORKER_LOG_FILES,
     LogSource,
+    NodeConfig,
+    is_login_role,
     log_group_name,
 )
 from ..context import Context, log, write_atomic
@@ -105,6 +108,15 @@ def batches(lines: list[Line]) -> Iterator[list[Line]]:
         yield batch
 
 
+def log_files(config: NodeConfig) -> Mapping[LogSource, tuple[str, ...]]:
+    """The files this kind of node follows: the head's, a login node's or a worker's."""
+    if config.is_head:
+        return HEAD_LOG_FILES
+    if is_login_role(config.role):
+        return LOGIN_LOG_FILES
+    return WORKER_LOG_FILES
+
+
 class Shipper:
     """One node's follower: its files, its cursors, its stream."""
 
@@ -112,7 +124,7 @@ class Shipper:
         self.ctx = ctx
         config = ctx.config()
         self.cluster = config.cluster
-        self.files = HEAD_LOG_FILES if config.is_head else WORKER_LOG_FILES
+        self.files = log_files(config)
         self.stream = ctx.imds("instance-id")
         self.state_path = ctx.path(LOG_SHIPPER_STATE_PATH)
         self.cursors: dict[str, dict[str, int]] = (

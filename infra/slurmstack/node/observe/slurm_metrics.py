@@ -16,16 +16,27 @@ from collections import Counter
 from ...contract import Metric, NodeConfig, parse_reason
 from ..context import Context
 from ..metrics_file import Sample
-from ..slurm import SCONTROL, NodeRecord, parse_node_line
+from ..slurm import SCONTROL, NodeRecord, parse_job_line
 
 SLURM_SECONDS = 20
 OPERATOR = "operator"  # a drain reason not in slurmstack's form: a person's
 _GPUS = re.compile(r"(?:^|,)gres/gpu=(\d+)")
+# A GRES list as scontrol prints it: gpu:l40s:4(S:0-1),gpu:2 (Gres, GresUsed, JOB_GRES).
+_GRES_GPUS = re.compile(r"(?:^|,)gpu(?::[^:,()]+)?:(\d+)")
 
 
 def gpus_in(tres: str) -> int:
     match = _GPUS.search(tres or "")
     return int(match.group(1)) if match else 0
+
+
+def gpus_of(tres: str, gres: str) -> int:
+    """GPUs from a TRES list, or from the GRES list where the TRES list has none: Slurm
+    counts gres/gpu in CfgTRES and AllocTRES only when AccountingStorageTRES names it, which
+    slurmctld refuses without slurmdbd ("slurmdbd is required to run with TRES gres/gpu")."""
+    if _GPUS.search(tres or ""):
+        return gpus_in(tres)
+    return sum(int(m.group(1)) for m in _GRES_GPUS.finditer(gres or ""))
 
 
 def pool_of(config: NodeConfig, name: str) -> str:
@@ -52,14 +63,15 @@ def node_samples(config: NodeConfig, nodes: list[NodeRecord]) -> list[Sample]:
 
 
 def job_records(ctx: Context) -> list[dict[str, str]]:
-    result = ctx.bounded(SLURM_SECONDS, *SCONTROL, "--oneliner", "show", "job")
+    # -d: each job's JOB_GRES (the GPUs it holds, also where no TRES counts them).
+    result = ctx.bounded(SLURM_SECONDS, *SCONTROL, "--details", "--oneliner", "show", "job")
     if result.returncode != 0:
         return []
-    return [parse_node_line(x) for x in result.stdout.splitlines() if x.startswith("JobId=")]
+    return [parse_job_line(x) for x in result.stdout.splitlines() if x.startswith("JobId=")]
 
 
 def job_gpus(job: dict[str, str]) -> int:
-    return gpus_in(job.get("AllocTRES") or job.get("TRES", ""))
+    return gpus_of(job.get("AllocTRES") or job.get("TRES", ""), job.get("JOB_GRES", ""))
 
 
 def job_samples(jobs: list[dict[str, str]]) -> list[Sample]:
@@ -99,8 +111,9 @@ def native_node_samples(nodes: list[NodeRecord]) -> list[Sample]:
         fields = node.fields
         samples.append(("slurm_node_cpus", labels, float(fields.get("CPUTot", "0") or 0)))
         samples.append(("slurm_node_cpus_alloc", labels, float(fields.get("CPUAlloc", "0") or 0)))
-        samples.append(("slurm_node_gpus", labels, float(gpus_in(fields.get("CfgTRES", "")))))
-        allocated = float(gpus_in(fields.get("AllocTRES", "")))
+        configured = gpus_of(fields.get("CfgTRES", ""), fields.get("Gres", ""))
+        samples.append(("slurm_node_gpus", labels, float(configured)))
+        allocated = float(gpus_of(fields.get("AllocTRES", ""), fields.get("GresUsed", "")))
         samples.append(("slurm_node_gpus_alloc", labels, allocated))
     return samples
 

@@ -4,23 +4,17 @@ PutLogEvents' limits."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
 import pytest
 
 from slurmstack.contract import (
-    BOOTSTRAP_ENV_PATH,
     EVENTS_LOG_PATH,
     HEALTH_LOG_PATH,
-    NODE_CONFIG_PATH,
     SLURMCTLD_LOG_PATH,
     SLURMD_LOG_PATH,
-    BootstrapEnv,
     LogSource,
-    bootstrap_env_text,
-    dump_document,
     log_group_name,
 )
 from slurmstack.node.context import Context
@@ -38,23 +32,14 @@ from slurmstack.node.observe.log_shipper import (
 )
 from slurmstack.render.node import node_config
 from support.examples import example_plan
+from support.node import INSTANCE_ID as INSTANCE
+from support.node import shipping_node
 
 PLAN = example_plan("p5-training")
-INSTANCE = "i-0123456789abcdef0"
 
 
 def node(tmp_path: Path, aws, head: bool = False) -> Context:
-    ctx = Context(root=tmp_path, session=aws, imds={"instance-id": INSTANCE}.__getitem__)
-    config = node_config(PLAN, None if head else PLAN.pools[0])
-    ctx.path(NODE_CONFIG_PATH).parent.mkdir(parents=True, exist_ok=True)
-    ctx.path(NODE_CONFIG_PATH).write_text(dump_document(config))
-    env = BootstrapEnv(PLAN.name, PLAN.region, config.role, PLAN.parameter_prefix, "m", "p", "b")
-    ctx.path(BOOTSTRAP_ENV_PATH).write_text(bootstrap_env_text(env))
-    logs = aws.client("logs", region_name=PLAN.region)
-    for source in LogSource:
-        with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
-            logs.create_log_group(logGroupName=log_group_name(PLAN.name, source))
-    return ctx
+    return shipping_node(tmp_path, aws, PLAN, node_config(PLAN, None if head else PLAN.pools[0]))
 
 
 def append(ctx: Context, node_path: str, text: str) -> Path:

@@ -25,7 +25,7 @@ from slurmstack.node.context import Context
 from slurmstack.node.metrics_file import exposition
 from slurmstack.node.observe import gpu_jobs, relay, slurm_metrics, targets
 from slurmstack.node.observe.node_metrics import efa_samples
-from slurmstack.node.slurm import NodeRecord
+from slurmstack.node.slurm import NodeRecord, parse_job_line
 from slurmstack.plan.observability import observability_plan
 from slurmstack.render.node import node_config
 from support.examples import example_plan
@@ -90,6 +90,41 @@ def test_slurms_own_names_count_what_the_records_say() -> None:
     assert samples[("slurm_nodes_powered_down", ())] == 1
     assert samples[("slurm_node_gpus_alloc", (("node", "train-10-42-0-5"),))] == 8
     assert samples[("slurm_node_gpus", (("node", "train-10-42-0-6"),))] == 8
+
+
+def test_gpus_are_counted_from_the_gres_where_no_tres_counts_them() -> None:
+    """Without slurmdbd Slurm may not track gres/gpu as a TRES (slurmctld refuses
+    AccountingStorageTRES=gres/gpu then): CfgTRES and AllocTRES carry no GPUs, and the GRES
+    lists (scontrol --details) say what the node has and its jobs hold."""
+    nodes = [
+        record("dev-10-42-0-7", "10.42.0.7", "MIXED", CfgTRES="cpu=48,mem=373556M,billing=48",
+               AllocTRES="cpu=2,mem=15564M", Gres="gpu:l40s:4(S:0-1)",
+               GresUsed="gpu:l40s:2(IDX:0-1)"),
+        record("dev-10-42-0-8", "10.42.0.8", "IDLE", CfgTRES="cpu=48", Gres="gpu:4",
+               GresUsed="gpu:0(IDX:N/A)"),
+    ]  # fmt: skip
+    samples = {(s[0], s[1].get("node", "")): s[2] for s in slurm_metrics.native_node_samples(nodes)}
+    assert samples[("slurm_node_gpus", "dev-10-42-0-7")] == 4
+    assert samples[("slurm_node_gpus_alloc", "dev-10-42-0-7")] == 2
+    assert samples[("slurm_node_gpus", "dev-10-42-0-8")] == 4
+    assert samples[("slurm_node_gpus_alloc", "dev-10-42-0-8")] == 0
+    job = {"JobId": "7", "JobState": "RUNNING", "AllocTRES": "cpu=2,mem=15564M",
+           "JOB_GRES": "gpu:l40s:2"}  # fmt: skip
+    assert slurm_metrics.job_gpus(job) == 2
+    # As scontrol --details --oneliner prints a running job (Slurm 22.05, no accounting).
+    line = ("JobId=7 JobName=wrap UserId=ana(1001) GroupId=ana(1001) Account=(null) "
+            "JobState=RUNNING Reason=None Dependency=(null) Partition=gpu "
+            "AllocNode:Sid=ip-10-42-0-2:1402 ReqNodeList=(null) NodeList=dev-10-42-0-7 "
+            "TRES=cpu=2,mem=15564M,node=1,billing=2 WorkDir=/tmp Nodes=dev-10-42-0-7 CPU_IDs=0-1 "
+            "Mem=15564 GRES=gpu:l40s:2(IDX:0-1) JOB_GRES=gpu:l40s:2")  # fmt: skip
+    parsed = parse_job_line(line)
+    assert (parsed["Partition"], parsed["JOB_GRES"]) == ("gpu", "gpu:l40s:2")
+    assert ("slurm_partition_jobs_running", {"partition": "gpu"}, 1.0) in (
+        slurm_metrics.native_job_samples([parsed])
+    )
+    assert ("slurmstack_job_gpus", {"hpc_job": "7"}, 2.0) in slurm_metrics.job_samples([parsed])
+    # A TRES list that counts GPUs wins over the GRES list.
+    assert slurm_metrics.gpus_of("cpu=8,gres/gpu=8", "gpu:h100:4") == 8
 
 
 def test_a_running_job_has_its_account_user_and_gpus() -> None:

@@ -5,10 +5,10 @@ It reads the same unit files systemd would (/etc/systemd/system, then /lib/syste
 drop-ins from <unit>.d/*.conf) and runs what they say: ConditionPathExists, Requires and the
 units linked in <unit>.requires/ (started first; if one fails, the unit does not start),
 RequiresMountsFor (must be mounted), Environment/EnvironmentFile, User/Group,
-RuntimeDirectory, Limit*, ExecStartPre, then ExecStart as Type says (simple: left running;
-notify: left running once it says READY=1 on the socket NOTIFY_SOCKET names, a listener keeping
-that socket for MAINPID= as long as the service runs; forking: waited for, main pid from PIDFile;
-oneshot: run to the end). Enabling makes the
+RuntimeDirectory and StateDirectory (under /run and /var/lib), Limit*, ExecStartPre, then
+ExecStart as Type says (simple: left running; notify: left running once it says READY=1 on the
+socket NOTIFY_SOCKET names, a listener keeping that socket for MAINPID= as long as the service
+runs; forking: waited for, main pid from PIDFile; oneshot: run to the end). Enabling makes the
 [Install] WantedBy and RequiredBy links systemd makes (<target>.wants/, <unit>.requires/).
 Timers are enabled and started but never fire.
 
@@ -212,13 +212,14 @@ def start(name: str) -> None:
     for path in " ".join(unit.get("Unit.RequiresMountsFor", [])).split():
         if not mounted(path):
             raise UnitError(f"{name} requires {path} to be mounted")
-    for directory in " ".join(unit.get("Service.RuntimeDirectory", [])).split():
-        path = os.path.join("/run", directory)
-        os.makedirs(path, exist_ok=True)
-        os.chmod(path, int(first(unit, "Service.RuntimeDirectoryMode", "0755"), 8))
-        if first(unit, "Service.User"):
-            entry = pwd.getpwnam(first(unit, "Service.User"))
-            os.chown(path, entry.pw_uid, entry.pw_gid)
+    for key, base in (("RuntimeDirectory", "/run"), ("StateDirectory", "/var/lib")):
+        for directory in " ".join(unit.get(f"Service.{key}", [])).split():
+            path = os.path.join(base, directory)
+            os.makedirs(path, exist_ok=True)
+            os.chmod(path, int(first(unit, f"Service.{key}Mode", "0755"), 8))
+            if first(unit, "Service.User"):
+                entry = pwd.getpwnam(first(unit, "Service.User"))
+                os.chown(path, entry.pw_uid, entry.pw_gid)
     os.makedirs(LOGS, exist_ok=True)
     with open(os.path.join(LOGS, f"{name}.log"), "ab") as log:
         pid = run_service(name, unit, log)
