@@ -56,9 +56,11 @@ class SlurmPool:
         failing_check: dict[str, str] | None = None,  # node -> failed check detail
         operator: bool = True,
         completing: dict[str, int] | None = None,  # node -> sinfo reads it is still completing
+        planned: dict[str, int] | None = None,  # node -> sinfo reads it is still planned
     ) -> None:
         self.partitions = partitions
-        self.completing = dict(completing or {})
+        self.settling = {node: ("completing", reads) for node, reads in (completing or {}).items()}
+        self.settling |= {node: ("planned", reads) for node, reads in (planned or {}).items()}
         self.gpus = gpus
         self.slow = set(slow)
         self.failing_check = failing_check or {}
@@ -79,9 +81,10 @@ class SlurmPool:
         if cmd[0] == "sinfo":
             partition = cmd[cmd.index("-p") + 1]
             nodes = dict(self.partitions[partition])
-            for node in set(nodes) & {n for n, reads in self.completing.items() if reads > 0}:
-                nodes[node] = "completing"
-                self.completing[node] -= 1
+            for node in set(nodes) & {n for n, (_, reads) in self.settling.items() if reads > 0}:
+                state, reads = self.settling[node]
+                nodes[node] = state
+                self.settling[node] = (state, reads - 1)
             return "".join(f"{n} {s}\n" for n, s in nodes.items()), "", 0
         if cmd[:2] == ["scontrol", "update"]:
             if not self.operator:

@@ -19,9 +19,12 @@ JOB_NAME = "slurmstack-accept"
 # Node states (sinfo %T) a node can be given to acceptance in: free now.
 FREE_STATES = frozenset({"idle"})
 # A node whose job just ended stays "completing" while slurmd runs the Epilog and reports back
-# (seconds); the nodes a pending job waits for show "planned" meanwhile. Acceptance started right
-# after a job (or after another acceptance run) waits this long for them to settle.
-SETTLING_STATES = frozenset({"completing"})
+# (seconds). A node the backfill scheduler set aside for a pending job shows "planned" until its
+# next cycle clears the flag (every bf_interval, 30 s by default; Slurm's backfill.c clears every
+# planned node at the start of a cycle), even when that job has since run or gone. Acceptance
+# started right after a job (or after another acceptance run) waits this long for both to settle;
+# a node still planned then really is wanted by a pending job and is left out.
+SETTLING_STATES = frozenset({"completing", "planned"})
 SETTLE_SECONDS = 60
 SETTLE_POLL_SECONDS = 2
 

@@ -56,6 +56,28 @@ def test_nodes_still_completing_a_job_are_waited_for_then_tested(tmp_path: Path)
     assert len(slept) == 3 and len([c for c in slurm.calls if c[0] == "sinfo"]) == 4
 
 
+def test_nodes_planned_for_a_job_that_has_gone_are_waited_for_then_tested(tmp_path: Path) -> None:
+    # The backfill scheduler set three nodes aside for a job that has since run; the flag stays
+    # until its next cycle. Acceptance waits for it instead of skipping the pool.
+    slurm = p5_cluster(planned={"train-5": 2, "train-11": 2, "train-12": 2})
+    ctx = head_context(tmp_path, "p5-training", slurm)
+    slept: list[float] = []
+    ctx.sleep = slept.append
+    (train,) = accept.accept(ctx, accept.Options(pools=("train",)))
+    assert train.verdict == "pass" and train.nodes == TRAIN and train.unavailable == []
+    assert len(slept) == 2
+
+
+def test_a_node_planned_for_a_pending_job_is_left_out_after_the_bound(tmp_path: Path) -> None:
+    slurm = p5_cluster(planned={"train-7": 10**6})
+    ctx = head_context(tmp_path, "p5-training", slurm)
+    now = [0.0]
+    ctx.clock = lambda: now[0]
+    ctx.sleep = lambda seconds: now.__setitem__(0, now[0] + seconds)
+    (train,) = accept.accept(ctx, accept.Options(pools=("train",)))
+    assert train.unavailable == ["train-7 (planned)"] and now[0] == steps.SETTLE_SECONDS
+
+
 def test_a_node_completing_for_ever_is_left_out_after_the_bound(tmp_path: Path) -> None:
     slurm = p5_cluster(completing={"train-3": 10**6})
     ctx = head_context(tmp_path, "p5-training", slurm)
