@@ -262,6 +262,8 @@ MUTATIONS: list[Mutation] = [
         LIVE,
     ),
     Mutation("head_node.state_volume_gib", _set("head_node.state_volume_gib", 200), LIVE),
+    # The two recovery alarms go and EC2's own recovery is turned off, in place.
+    Mutation("head_node.auto_recovery", _set("head_node.auto_recovery", False), LIVE),
     Mutation(
         "head_node.instance_facts",
         _both(

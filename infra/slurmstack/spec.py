@@ -184,6 +184,16 @@ class HeadNodeSpec(Model):
         default=None,
         description="Facts for an instance type the catalog lacks (see the catalog record).",
     )
+    auto_recovery: bool = Field(
+        default=True,
+        description=(
+            "Recover the head node without a person (docs/head-failure.md): EC2 moves it to "
+            "healthy hardware when its host fails (system status check; same instance, address "
+            "and volumes) and reboots it when its operating system stops answering (instance "
+            "status check); both alarms tell the alert topic. false: no alarms, and EC2's "
+            "simplified automatic recovery is turned off too."
+        ),
+    )
 
 
 # A pool's nodes, always-on or at most (5,000 p5.48xlarge are 40,000 GPUs, far beyond any

@@ -66,6 +66,7 @@ UNTAGGABLE = {
     T_ASG,  # tagged through its `tags` list of {key, value, propagate_at_launch}
     T_HOOK,  # a lifecycle hook takes no tags
     "aws:ec2/tag:Tag",  # is one tag of another resource (an AMI's root snapshot)
+    "aws:kms/alias:Alias",  # a name of a key, which is tagged
 }
 
 
@@ -161,6 +162,11 @@ def expected_counts(plan: ClusterPlan, store_objects: int) -> Counter[str]:
     observe = spec.observability
     params += 1
     c["aws:sns/topic:Topic"] = 1
+    # The topic's own key and alias (CloudWatch alarms publish to it), and the head's two
+    # recovery alarms (host failed: recover; OS hung: reboot) unless auto_recovery is off.
+    c.update({"aws:kms/key:Key": 1, "aws:kms/alias:Alias": 1})
+    if spec.head_node.auto_recovery:
+        c["aws:cloudwatch/metricAlarm:MetricAlarm"] = 2
     if observe.alerts.email:
         c["aws:sns/topicSubscription:TopicSubscription"] = len(observe.alerts.email)
     c["aws:cloudwatch/logGroup:LogGroup"] += 5 if accounting.enabled else 4

@@ -41,7 +41,7 @@ def test_the_alert_topic_is_encrypted_subscribed_and_published_for_the_relay() -
     result = run_ok(observed(alerts={"email": emails}))
     topic = result.one(T_TOPIC)
     assert topic.inputs["name"] == "tiny-alerts"
-    assert topic.inputs["kmsMasterKeyId"] == "alias/aws/sns"
+    assert topic.inputs["kmsMasterKeyId"] == result.one("aws:kms/key:Key").outputs["arn"]
     assert topic.inputs["tags"]["slurmstack:role"] == "monitoring"
     subscriptions = result.of_type(T_SUBSCRIPTION)
     assert sorted(s.inputs["endpoint"] for s in subscriptions) == sorted(emails)

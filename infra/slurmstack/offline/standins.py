@@ -397,6 +397,23 @@ def _subscription(ctx: Context) -> tuple[str, dict[str, Any]]:
     return arn, {"arn": arn}
 
 
+def _kms_key(ctx: Context) -> tuple[str, dict[str, Any]]:
+    """KMS names a key by a UUID; its ARN is key/<that id>."""
+    uuid = _digest("kms", ctx.name)
+    kid = f"{uuid[:8]}-{uuid[8:12]}-{uuid[12:16]}-{uuid[16:20]}-{uuid[20:32]}"
+    return kid, {"arn": ctx.arn("kms", f"key/{kid}"), "keyId": kid}
+
+
+def _kms_alias(ctx: Context) -> tuple[str, dict[str, Any]]:
+    name = ctx.physical_name()
+    return name, {"arn": ctx.arn("kms", name)}
+
+
+def _metric_alarm(ctx: Context) -> tuple[str, dict[str, Any]]:
+    name = ctx.physical_name()
+    return name, {"arn": ctx.arn("cloudwatch", f"alarm:{name}")}
+
+
 def _log_group(ctx: Context) -> tuple[str, dict[str, Any]]:
     name = ctx.physical_name()
     return name, {"arn": ctx.arn("logs", f"log-group:{name}")}
@@ -429,6 +446,9 @@ STAND_INS: dict[str, StandIn] = {
     "aws:sns/topic:Topic": _topic,
     "aws:sns/topicSubscription:TopicSubscription": _subscription,
     "aws:cloudwatch/logGroup:LogGroup": _log_group,
+    "aws:cloudwatch/metricAlarm:MetricAlarm": _metric_alarm,
+    "aws:kms/key:Key": _kms_key,
+    "aws:kms/alias:Alias": _kms_alias,
     "aws:budgets/budget:Budget": _budget,
     "aws:ec2/vpc:Vpc": _vpc,
     "aws:ec2/subnet:Subnet": _simple("subnet", "subnet"),

@@ -1,4 +1,5 @@
-"""What the plan decides about the head node."""
+"""What the plan decides about the head node, and how it recovers by itself (the alarms
+slurmstack.stack.head_recovery makes, docs/head-failure.md)."""
 
 from __future__ import annotations
 
@@ -15,3 +16,40 @@ class HeadPlan:
     ami: str | None  # the definition's own AMI for this node (slurmstack.plan.images decides)
     root_volume: RootVolume
     state_volume_gib: int
+    auto_recovery: bool = True  # head_node.auto_recovery
+
+
+# Both metrics are 0 or 1 each minute (EC2 status checks, basic monitoring).
+STATUS_CHECK_PERIOD_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class RecoveryAlarm:
+    suffix: str  # of the alarm's name
+    metric: str  # AWS/EC2 metric
+    action: str  # EC2 action of CloudWatch (arn:...:automate:<region>:ec2:<action>)
+    failed_minutes: int  # consecutive failed minutes before it acts
+    why: str
+
+
+RECOVERY_ALARMS = (
+    # Two minutes: one failed check can be a blip of the check itself; EC2's simplified
+    # recovery acts on its own schedule, this one sooner and with a notification.
+    RecoveryAlarm(
+        "recover",
+        "StatusCheckFailed_System",
+        "recover",
+        2,
+        "the head's host failed: EC2 moves the head to healthy hardware (same instance, "
+        "address and volumes)",
+    ),
+    # Three minutes: a reboot loses the running slurmctld's memory (its state is saved on
+    # the state volume every few seconds), so it waits a little longer than the recovery.
+    RecoveryAlarm(
+        "reboot",
+        "StatusCheckFailed_Instance",
+        "reboot",
+        3,
+        "the head's operating system stopped answering: EC2 reboots it",
+    ),
+)

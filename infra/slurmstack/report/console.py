@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
+from slurmstack.report.head_failure_console import head_failure_grid
 from slurmstack.report.slurm_console import slurm_grid
 from slurmstack.report.tables import Grid, print_grid
 
@@ -241,6 +242,7 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
         ),
         (_images(doc), []),
         (slurm_grid(doc), []),
+        (head_failure_grid(doc), ["  (each step's basis: slurmstack plan --json)"]),
         (_people(doc), [f"  the way in: {doc['people']['way_in']}"]),
         (
             _cost(doc),

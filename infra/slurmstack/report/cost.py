@@ -285,6 +285,9 @@ def cost_report(plan: ClusterPlan) -> CostReport:
     from slurmstack.report.monitoring_cost import monitoring_lines, monitoring_usage
 
     lines.extend(monitoring_lines(plan))
+    from slurmstack.report.head_failure import head_failure_lines
+
+    lines.extend(head_failure_lines(plan))
     usage = [
         usage_price("S3 bucket storage", "s3_usd_per_gb_month", "GB-month"),
         usage_price("NAT gateway data processed", "nat_gateway_usd_per_gb", "GB"),

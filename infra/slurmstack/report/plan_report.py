@@ -19,6 +19,7 @@ from slurmstack.plan import ClusterPlan
 from slurmstack.report.capacity import ClusterCapacity, cluster_capacity
 from slurmstack.report.cost import CostReport, cost_report
 from slurmstack.report.data import mounts_section
+from slurmstack.report.head_failure import head_failure_section
 from slurmstack.report.images import images_section
 from slurmstack.report.monitoring_cost import budget_warning
 from slurmstack.report.people import people_section
@@ -255,6 +256,7 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
         "mounts": mounts_section(plan)["mounts"],
         "images": images_section(plan),
         "slurm": slurm_section(plan),
+        "head_failure": head_failure_section(plan),
         "people": people_section(plan),
         "cost": {
             "lines": [

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pulumi
 
-from slurmstack.contract import GRAFANA_PORT, DeployParameter
+from slurmstack.contract import DeployParameter
 from slurmstack.plan import ClusterPlan, accounting_plan
 from slurmstack.stack import parameters
 from slurmstack.stack.accounting import AccountingPassword, AccountingRds
@@ -28,6 +28,7 @@ from slurmstack.stack.config_store import ConfigStore
 from slurmstack.stack.efs import HomeFileSystem
 from slurmstack.stack.existing_storage import ExistingFileSystems
 from slurmstack.stack.head_node import HeadNode
+from slurmstack.stack.head_recovery import HeadRecovery
 from slurmstack.stack.identity import Identity
 from slurmstack.stack.image import NodeImages
 from slurmstack.stack.login_pool import LoginPool
@@ -57,6 +58,7 @@ class SlurmCluster(pulumi.ComponentResource):
     pools: dict[str, WorkerPool]
     login_pools: dict[str, LoginPool]
     monitoring: Monitoring
+    head_recovery: HeadRecovery | None
 
     def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("slurmstack:index:SlurmCluster", plan.name, None, opts)
@@ -202,88 +204,22 @@ class SlurmCluster(pulumi.ComponentResource):
         # The alert topic, the log groups and the budget: nothing waits for them (the roles
         # name them by their names; the relay reads the topic's parameter when it sends).
         self.monitoring = Monitoring(plan, head_role=self.identity.head_role, opts=child)
+        # The head recovers by itself from a failed host or a hung OS, and says so.
+        self.head_recovery = None
+        if plan.head.auto_recovery:
+            self.head_recovery = HeadRecovery(
+                plan,
+                instance_id=self.head.instance.id,
+                topic_arn=self.monitoring.topic.arn,
+                opts=child,
+            )
         self.config = ConfigStore(
             plan, bucket=self.bucket.bucket.id, head_instance_id=self.head.instance.id, opts=child
         )
         self.register_outputs(self.outputs())
 
     def outputs(self) -> dict[str, pulumi.Input[object]]:
-        """The stack outputs: nothing secret (the munge key is only in Secrets Manager)."""
-        plan = self.plan
-        instance = self.head.instance
-        out: dict[str, pulumi.Input[object]] = {
-            "cluster": plan.name,
-            "region": plan.region,
-            "head_node_id": instance.id,
-            # `pulumi up --replace <head_node_urn>`: a new head with a new bootstrap (user data
-            # changes are not applied to a running head node).
-            "head_node_urn": instance.urn,
-            "head_private_ip": self.head.interface.private_ip,
-            "ssm_session_command": pulumi.Output.concat(
-                "aws ssm start-session --region ", plan.region, " --target ", instance.id
-            ),
-            # The head's Grafana (loopback only) on this machine's localhost:3000.
-            "grafana_port_forward_command": pulumi.Output.concat(
-                "aws ssm start-session --region ",
-                plan.region,
-                " --target ",
-                instance.id,
-                " --document-name AWS-StartPortForwardingSession --parameters ",
-                f"portNumber={GRAFANA_PORT},localPortNumber={GRAFANA_PORT}",
-            ),
-            "bucket_name": self.bucket.bucket.id,
-            "munge_secret_name": plan.munge_secret_name,
-            # Where the accounting database's password is (its name, never its value).
-            "accounting_password_secret": (
-                acct.database.password_secret if (acct := accounting_plan(plan)) else None
-            ),
-            "parameter_prefix": plan.parameter_prefix,
-            "config_manifest_sha256": self.config.manifest_hash,
-            "images": {key: self.images.ami_of(key) for key in self.images.built},
-            # What each baked image is built on: a pinned AMI, the AMI a pinned parameter
-            # version named when the stack read it, or ssm:<parameter> (Image Builder's choice,
-            # recorded in the image's manifest, /etc/slurmstack/image.json).
-            "image_parents": dict(self.images.parents),
-            "pools": {
-                name: {
-                    "asg_name": pool.group.name,
-                    "count": plan.pool(name).count,
-                    "max_count": plan.pool(name).max_count,
-                    "instance_type": plan.pool(name).instance_type,
-                }
-                for name, pool in self.pools.items()
-            },
-        }
-        out["alert_topic_arn"] = self.monitoring.topic.arn
-        out["log_groups"] = {s.value: g.name for s, g in self.monitoring.log_groups.items()}
-        if self.monitoring.prometheus is not None:
-            out["prometheus_workspace_id"] = self.monitoring.prometheus.id
-        if self.monitoring.grafana is not None:
-            out["grafana_endpoint"] = self.monitoring.grafana.endpoint
-        if self.login_pools:
-            # What `slurmstack ssh-config` reads: each login pool's group (its instances are
-            # found by it), the host key alias users' known_hosts keep, and the NLB's name.
-            out["login_pools"] = {
-                name: {
-                    "asg_name": login.group.name,
-                    "count": plan.login_pool(name).count,
-                    "instance_type": plan.login_pool(name).instance_type,
-                    "host_key_alias": f"{plan.name}-{name}",
-                    "load_balancer_dns": (
-                        login.load_balancer.dns_name if login.load_balancer is not None else None
-                    ),
-                }
-                for name, login in self.login_pools.items()
-            }
-            out["users"] = [u.name for u in plan.spec.users]
-        if self.head.public_ip is not None:
-            out["head_public_ip"] = self.head.public_ip.public_ip
-        if self.lustre is not None:
-            out["lustre_dns_name"] = self.lustre.file_system.dns_name
-            out["lustre_mount_name"] = self.lustre.file_system.mount_name
-        if self.home is not None:
-            out["efs_id"] = self.home.file_system.id
-        if self.existing is not None:
-            # What the lookups found: file system id -> DNS name (passed the reachability check).
-            out["existing_file_systems"] = self.existing.dns_names
-        return out
+        """The stack outputs (slurmstack.stack.outputs)."""
+        from slurmstack.stack.outputs import stack_outputs
+
+        return stack_outputs(self)

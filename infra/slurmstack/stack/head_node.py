@@ -157,6 +157,9 @@ class HeadNode(pulumi.ComponentResource):
             # Subnet, security group and public address come with the interface.
             primary_network_interface={"network_interface_id": self.interface.id},
             iam_instance_profile=instance_profile,
+            # EC2's simplified automatic recovery (on by default where supported), explicit so
+            # head_node.auto_recovery: false turns it off too (slurmstack.stack.head_recovery).
+            maintenance_options={"auto_recovery": "default" if head.auto_recovery else "disabled"},
             metadata_options={
                 "http_endpoint": "enabled",
                 "http_tokens": "required",

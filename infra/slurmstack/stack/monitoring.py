@@ -29,12 +29,10 @@ from slurmstack.contract import (
 )
 from slurmstack.plan import ClusterPlan, accounting_plan
 from slurmstack.stack import parameters
+from slurmstack.stack.alert_key import alert_topic_key
 from slurmstack.stack.common import Role, tags
 from slurmstack.stack.monitoring_policy import remote_write_statement
 
-# SNS's AWS managed key: the topic is encrypted at rest like every store of the cluster; its
-# key policy lets the account's principals publish through SNS, so no key grant is needed.
-SNS_KEY = "alias/aws/sns"
 # The budget's alerts: actual spend past 80% of the amount, and the month's forecast past 100%.
 BUDGET_ALERTS = (("ACTUAL", 80.0), ("FORECASTED", 100.0))
 # What Amazon Managed Grafana's workspace role may do on the cluster's Prometheus workspace:
@@ -96,11 +94,13 @@ class Monitoring(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         observe = plan.spec.observability
         topic_name = alert_topic_name(plan.name)
+        # Its own key: CloudWatch alarms publish to it (slurmstack.stack.alert_key).
+        self.topic_key = alert_topic_key(plan, head_role, parent=self)
         self.topic = sns.Topic(
             topic_name,
             name=topic_name,
             display_name=f"slurmstack {plan.name} alerts"[:100],
-            kms_master_key_id=SNS_KEY,
+            kms_master_key_id=self.topic_key.arn,
             tags=tags(plan, Role.MONITORING, topic_name),
             opts=child,
         )
@@ -255,8 +255,8 @@ class Monitoring(pulumi.ComponentResource):
     def _budget(
         self, plan: ClusterPlan, amount: float, child: pulumi.ResourceOptions
     ) -> budgets.Budget:
-        """The monthly cost budget. Its notifications mail the alert addresses directly:
-        Budgets cannot publish to a topic encrypted with SNS's AWS managed key."""
+        """The monthly cost budget. Its notifications mail the alert addresses directly (a
+        budget's own subscribers: they need no confirmation through the topic)."""
         emails = [str(e) for e in plan.spec.observability.alerts.email]
         name = resource_name(plan.name, Role.MONITORING, "budget")
         return budgets.Budget(
