@@ -86,7 +86,14 @@ def wait_drained(cluster: VirtualCluster, name: str, reason: str) -> tuple[dict,
     began = time.monotonic()
     try:
         found = wait_until(
-            lambda: (r := record(cluster, name)).get("Reason", "").startswith(reason) and r,
+            # DRAIN in the state too: Slurm 23.02 to 25.11 keeps a resumed node's old reason
+            # when no accounting storage is configured (docs/slurm-versions.md), so a reason
+            # alone can be the last drain's.
+            lambda: (
+                (r := record(cluster, name)).get("Reason", "").startswith(reason)
+                and "DRAIN" in r.get("State", "")
+                and r
+            ),
             f"{name} drained with {reason!r}",
             timeout=DRAIN_SECONDS + 30,
         )
