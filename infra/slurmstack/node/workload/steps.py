@@ -19,13 +19,14 @@ JOB_NAME = "slurmstack-accept"
 # Node states (sinfo %T) a node can be given to acceptance in: free now.
 FREE_STATES = frozenset({"idle"})
 # A node whose job just ended stays "completing" while slurmd runs the Epilog and reports back
-# (seconds). A node the backfill scheduler set aside for a pending job shows "planned" until its
-# next cycle clears the flag (every bf_interval, 30 s by default; Slurm's backfill.c clears every
-# planned node at the start of a cycle), even when that job has since run or gone. Acceptance
-# started right after a job (or after another acceptance run) waits this long for both to settle;
-# a node still planned then really is wanted by a pending job and is left out.
+# (seconds). A node the backfill scheduler set aside for a pending job shows "planned" until a
+# later cycle clears the flag, even when that job has since run or gone: each cycle starts by
+# clearing every planned node, and cycles come every bf_interval (30 s by default) once a job or
+# node has changed and no job is completing (Slurm's backfill.c: _attempt_backfill,
+# _more_work). Acceptance started right after a job (or after another acceptance run) waits this
+# long for both to settle; a node still planned then is wanted by a pending job and is left out.
 SETTLING_STATES = frozenset({"completing", "planned"})
-SETTLE_SECONDS = 60
+SETTLE_SECONDS = 90
 SETTLE_POLL_SECONDS = 2
 
 
@@ -50,7 +51,7 @@ def partition_nodes(ctx: Context, partition: str) -> Nodes:
 
 
 def settled_partition_nodes(ctx: Context, partition: str) -> Nodes:
-    """``partition_nodes`` once no node is completing, or after SETTLE_SECONDS."""
+    """``partition_nodes`` once no node is completing or planned, or after SETTLE_SECONDS."""
     deadline = ctx.clock() + SETTLE_SECONDS
     for _ in range(SETTLE_SECONDS // SETTLE_POLL_SECONDS + 1):
         found = partition_nodes(ctx, partition)
