@@ -92,3 +92,50 @@ def test_the_topics_own_key_lets_cloudwatch_of_this_account_and_the_relay_publis
     assert relay["Principal"] == {"AWS": head_role.outputs["arn"]}
     assert relay["Condition"] == {"StringEquals": {"kms:ViaService": "sns.us-east-1.amazonaws.com"}}
     assert "kms:Encrypt" not in relay["Action"] and "kms:*" not in relay["Action"]
+
+
+def test_cloudwatch_and_kms_take_what_the_stack_sends() -> None:
+    """The alarms and the key as the program registers them, sent to moto's CloudWatch and KMS
+    (their API shapes and enumerations): CloudWatch keeps both actions on each alarm, KMS the
+    policy with its three statements."""
+    import boto3
+    from moto import mock_aws
+
+    result = run_ok(small_cluster())
+    head_id = result.one(T_INSTANCE).outputs["id"]
+    with mock_aws():
+        cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+        for alarm in result.of_type(T_ALARM):
+            i = alarm.inputs
+            cloudwatch.put_metric_alarm(
+                AlarmName=i["name"],
+                AlarmDescription=i["alarmDescription"],
+                Namespace=i["namespace"],
+                MetricName=i["metricName"],
+                Dimensions=[{"Name": k, "Value": v} for k, v in i["dimensions"].items()],
+                Statistic=i["statistic"],
+                Period=i["period"],
+                EvaluationPeriods=i["evaluationPeriods"],
+                DatapointsToAlarm=i["datapointsToAlarm"],
+                ComparisonOperator=i["comparisonOperator"],
+                Threshold=i["threshold"],
+                TreatMissingData=i["treatMissingData"],
+                AlarmActions=i["alarmActions"],
+                OKActions=i["okActions"],
+            )
+        stored = cloudwatch.describe_alarms()["MetricAlarms"]
+        assert {a["AlarmName"] for a in stored} == {
+            "tiny-head-recovery-recover",
+            "tiny-head-recovery-reboot",
+        }
+        for alarm in stored:
+            assert alarm["Dimensions"] == [{"Name": "InstanceId", "Value": head_id}]
+            assert len(alarm["AlarmActions"]) == 2 and alarm["AlarmActions"][0].startswith(
+                "arn:aws:automate:us-east-1:ec2:"
+            )
+        kms = boto3.client("kms", region_name="us-east-1")
+        key = result.one(T_KEY).inputs
+        made = kms.create_key(Description=key["description"], Policy=key["policy"])
+        key_id = made["KeyMetadata"]["KeyId"]
+        policy = json.loads(kms.get_key_policy(KeyId=key_id, PolicyName="default")["Policy"])
+        assert len(policy["Statement"]) == 3
