@@ -336,11 +336,12 @@ STAND_INS: tuple[StandIn, ...] = (
         "the bake rehearsal (tests/image) builds 24.11.5, the older pinned leg: this "
         "workplace's Debian mirror does not serve 26.05.5's source; and the nodes' root is this "
         "machine's (Debian 12, the rehearsal's own base), not the whole baked root",
-        "the harness sets slurm.version to 24.11.5; with SLURMSTACK_VCLUSTER_SLURM=image it lays "
-        "the rehearsal's Slurm build (what build.sh's Slurm step installed: daemons, clients, "
-        "plugins, units) over each node's /usr, so every node runs the image's own build of the "
-        "pinned source (tests/support/slurm_cache.py); otherwise the nodes run this machine's "
-        "22.05, which reads the file written for 24.11.5",
+        "the harness sets slurm.version to 24.11.5; with SLURMSTACK_VCLUSTER_SLURM=image (as CI "
+        "runs every scenario) it lays the rehearsal's Slurm build (what build.sh's Slurm step "
+        "installed: daemons, clients, plugins, units) over each node's /usr, so every node runs "
+        "the image's own build of the pinned source (tests/support/slurm_cache.py); without it "
+        "(a machine without the rehearsal's build) the nodes run this machine's 22.05, which "
+        "reads the file written for 24.11.5",
     ),
     StandIn(
         "sackd",
