@@ -13,10 +13,12 @@ here if missing.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -244,8 +246,32 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=5)
+        # slurmstepd outlives slurmd (a session of its own): a job still running when the test
+        # ends would stay behind, so every one working in this test's directory goes too.
+        for pid in stepds_under(self.root):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         for reservation in self.reservations:
             reservation.release()
+
+
+def stepds_under(root: Path) -> list[int]:
+    """The pids of slurmstepd processes whose working directory is inside ``root``. Matched by
+    the directory's own (random) name: a step in a Slurm root's chroot shows its directory
+    through that root's path."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if (proc / "comm").read_text().strip() != "slurmstepd":
+                continue
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if f"/{root.name}/" in f"{cwd}/":
+            found.append(int(proc.name))
+    return found
 
 
 def run(cmd: list[str], cluster: Cluster, check: bool = True, timeout: float = 30):
