@@ -264,6 +264,16 @@ MUTATIONS: list[Mutation] = [
     Mutation("head_node.state_volume_gib", _set("head_node.state_volume_gib", 200), LIVE),
     # The two recovery alarms go and EC2's own recovery is turned off, in place.
     Mutation("head_node.auto_recovery", _set("head_node.auto_recovery", False), LIVE),
+    # Slurm's state moves from the head's EBS volume to EFS, and nothing copies it: the volume
+    # leaves the stack (kept in AWS when storage.protect), and with it the queue's records.
+    Mutation(
+        "head_node.backup",
+        _set("head_node.backup", True),
+        DISRUPTIVE,
+        False,
+        setup=_rds_db,
+        why="the state volume leaves the stack: Slurm's state is not carried over to EFS",
+    ),
     Mutation(
         "head_node.instance_facts",
         _both(

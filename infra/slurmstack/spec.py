@@ -194,6 +194,17 @@ class HeadNodeSpec(Model):
             "simplified automatic recovery is turned off too."
         ),
     )
+    backup: bool = Field(
+        default=False,
+        description=(
+            "A second controller (docs/head-failure.md): an instance like the head in the "
+            "compute subnet runs a standby slurmctld (and slurmdbd) that takes over when the "
+            "head's slurmctld stops answering for SlurmctldTimeout, and hands control back when "
+            "it returns. Slurm's state moves from the head's EBS volume to an EFS file system "
+            "both controllers mount. Needs slurm.accounting.database.type rds or external when "
+            "accounting is on (the local database lives on the head)."
+        ),
+    )
 
 
 # A pool's nodes, always-on or at most (5,000 p5.48xlarge are 40,000 GPUs, far beyond any

@@ -14,6 +14,7 @@ FAMILIES = [
     "instances",
     "capacity",
     "elastic",
+    "head",
     "network",
     "storage",
     "data",

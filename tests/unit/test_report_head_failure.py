@@ -14,17 +14,30 @@ from typer.testing import CliRunner
 from slurmstack.cli import app
 from slurmstack.loader import load_object
 from slurmstack.plan import build_plan
-from slurmstack.plan.head import RECOVERY_ALARMS
-from slurmstack.report.cost import cost_report, service_prices
-from slurmstack.report.head_failure import HEAD_RESTART, HOST_MOVE, head_failure_section
+from slurmstack.plan.head import (
+    BACKUP_SLURMCTLD_TIMEOUT_SECONDS,
+    BACKUP_TAKEOVER_SECONDS_MAX,
+    RECOVERY_ALARMS,
+)
+from slurmstack.report.cost import cost_report, instance_price, service_prices
+from slurmstack.report.head_failure import (
+    HANDBACK,
+    HEAD_RESTART,
+    HOST_MOVE,
+    STATE_LOAD,
+    head_failure_section,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def _plan(auto_recovery: bool | None = None):  # type: ignore[no-untyped-def]
+def _plan(auto_recovery: bool | None = None, backup: bool = False):  # type: ignore[no-untyped-def]
     data: dict[str, Any] = yaml.safe_load((EXAMPLES / "p5-training.yaml").read_text())
     if auto_recovery is not None:
         data["head_node"]["auto_recovery"] = auto_recovery
+    if backup:
+        data["head_node"]["backup"] = True
+        data["slurm"]["accounting"]["database"] = {"type": "rds"}
     loaded = load_object(data)
     assert loaded.spec is not None, loaded.findings
     return build_plan(loaded.spec)
@@ -67,3 +80,28 @@ def test_plan_json_and_table_show_it() -> None:
     table = runner.invoke(app, ["plan", "examples/p5-training.yaml"]).stdout
     assert "When the head node fails: auto_recovery" in table
     assert "alarm ~2 min + move to a new host ~3 min + boot, slurmctld up ~2 min" in table
+
+
+def test_a_backup_controller_takes_over_within_its_timeout_and_costs_a_second_head() -> None:
+    plan, plain = _plan(backup=True), _plan()
+    section = head_failure_section(plan)
+    assert section["configuration"] == "backup_controller"
+    assert "until the backup has taken control" in section["while_down"]
+    backup = {c["name"]: c for c in section["configurations"]}["backup_controller"]
+    down, back, lost = backup["recovery"]
+    # SlurmctldTimeout plus one of the backup's pings (a third of it), then the state read.
+    assert BACKUP_TAKEOVER_SECONDS_MAX == BACKUP_SLURMCTLD_TIMEOUT_SECONDS * 4 // 3
+    assert down["seconds"] == BACKUP_TAKEOVER_SECONDS_MAX + STATE_LOAD.seconds
+    assert back["seconds"] == HANDBACK.seconds and lost["seconds"] is None
+    # It costs the head's instance again and its root volume, on top of the alarms and key.
+    price, _, _ = instance_price(plan.head.instance_type, plan, plan.head.facts.price)
+    assert price is not None
+    added = section["monthly_usd"] - head_failure_section(plain)["monthly_usd"]
+    assert added > price * 730 * 0.99
+    lines = {line.item: line for line in cost_report(plan).lines}
+    assert f"backup controller: {plan.head.instance_type}" in lines
+    assert "backup controller: root volume" in lines
+    # Slurm's state is on EFS: the head has no state volume to pay for.
+    assert "head node: root volume" in lines
+    assert "head node: root and Slurm state volumes" not in lines
+    assert "EFS Slurm state" in {u.item for u in cost_report(plan).usage_billed}

@@ -58,6 +58,7 @@ GROUP = "aws:autoscaling/group:Group"
 DRAIN_HOOK = "aws:autoscaling/lifecycleHook:LifecycleHook"
 INSTANCE = "aws:ec2/instance:Instance"
 VOLUME = "aws:ebs/volume:Volume"
+VOLUME_ATTACHMENT = "aws:ec2/volumeAttachment:VolumeAttachment"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
 DATA_REPOSITORY = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
@@ -92,8 +93,7 @@ REPLACE_RESTARTS_HEAD = {
     INSTANCE: "the head node is replaced",
     "aws:ec2/networkInterface:NetworkInterface": "the head's network interface is replaced: "
     "a new address, and the head is replaced with it",
-    "aws:ec2/volumeAttachment:VolumeAttachment": "the state volume is re-attached: the head "
-    "stops first",
+    VOLUME_ATTACHMENT: "the state volume is re-attached: the head stops first",
 }
 # Changes of these never touch a running process.
 NO_EFFECT_TYPES = {
@@ -326,8 +326,17 @@ def _delete(change: ResourceChange) -> Consequence:
             )
         guard = " (refused while storage.protect is on)" if state.protect else ""
         return Consequence(Effect.DISRUPTIVE, f"{state.name} deleted: {lost} lost{guard}")
+    if state.type == INSTANCE and state.name.endswith("-head-backup"):
+        return Consequence(Effect.LIVE, f"{state.name} deleted: the backup controller goes")
     if state.type == INSTANCE:
         return Consequence(Effect.DISRUPTIVE, f"{state.name} deleted: the cluster has no head")
+    if state.type == VOLUME_ATTACHMENT:
+        # head_node.backup turned on: Slurm's state moves to EFS, and nothing copies it there.
+        return Consequence(
+            Effect.DISRUPTIVE,
+            f"{state.name} deleted: the state volume leaves the running head (it stops first), "
+            "and slurmctld starts over without its saved state: the queue and job records",
+        )
     if state.type == PLACEMENT_GROUP:
         return Consequence(
             Effect.LIVE,

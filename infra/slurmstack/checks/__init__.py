@@ -2,7 +2,7 @@
 that yields findings with a path; all rules run and every finding is collected.
 
 Rules live in one module per resource family (names, region, instances, capacity, elastic,
-network, storage, data (existing file systems, associations), mountpoint, slurm, accounting,
+head (its failover), network, storage, data (existing file systems, associations), mountpoint, slurm, accounting,
 people, nccl, tags, images, health). The rule id is the function name with dashes for
 underscores; the comment above each rule says why it exists.
 """
@@ -49,6 +49,7 @@ from slurmstack.checks import (  # noqa: E402
     capacity,
     data,
     elastic,
+    head,
     health,
     images,
     instances,
@@ -71,6 +72,7 @@ __all__ = [
     "capacity",
     "data",
     "elastic",
+    "head",
     "health",
     "images",
     "instances",

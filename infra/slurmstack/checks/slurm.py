@@ -48,6 +48,8 @@ MANAGED_SLURM_KEYS = frozenset(
         "ControlAddr",
         "BackupController",
         "BackupAddr",
+        # head_node.backup's takeover time (slurmstack.plan.head.BACKUP_SLURMCTLD_TIMEOUT_SECONDS).
+        "SlurmctldTimeout",
         "SlurmUser",
         "SlurmdUser",
         "AuthType",

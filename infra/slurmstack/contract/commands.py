@@ -9,6 +9,7 @@ from .paths import AGENT_PATH, SLURMD_UNIT, STATE_SAVE_LOCATION, dropin_path
 
 __all__ = [
     "CONTROLLER_INTERVAL_SECONDS",
+    "HEARTBEAT_PATH",
     "LAUNCH_RETRY_MAX_SECONDS",
     "LAUNCH_RETRY_SECONDS",
     "ORPHAN_GRACE_SECONDS",
@@ -20,6 +21,7 @@ __all__ = [
     "REAPER_GRACE_SECONDS",
     "RESUME_FAIL_PROGRAM",
     "RESUME_PROGRAM",
+    "SLURMCTLD_TIMEOUT_WITH_BACKUP_SECONDS",
     "SLURMD_ELASTIC_DROPIN_PATH",
     "SLURMD_ELASTIC_DROPIN_SOURCE",
     "SUSPEND_PROGRAM",
@@ -127,3 +129,15 @@ LAUNCH_RETRY_MAX_SECONDS = 1800
 # An elastic instance no node runs on (its address is no node's) is terminated by the sweep
 # this long after its launch: a resume sets its nodes' addresses within seconds of the launch.
 ORPHAN_GRACE_SECONDS = 600
+
+# --- the backup controller (head_node.backup) --------------------------------------------
+
+# The backup takes control once the head's slurmctld has been silent this long (SlurmctldTimeout
+# in slurm.conf; Slurm's default is 120 s). Why 60: slurmstack.plan.head.
+SLURMCTLD_TIMEOUT_WITH_BACKUP_SECONDS = 60
+# The controller in control writes StateSaveLocation/heartbeat every min(SlurmctldTimeout / 4,
+# 30) s: its time and its index in the SlurmctldHost list (0 the head, 1 the backup), each a
+# big-endian 64-bit integer (src/slurmctld/heartbeat.c, 22.05 to 26.05). The head's loops that
+# must not run twice (the repair controller, the elastic sweep, the accounting apply) run on
+# the controller it names, and on neither while it is older than SlurmctldTimeout.
+HEARTBEAT_PATH = f"{STATE_SAVE_LOCATION}/heartbeat"

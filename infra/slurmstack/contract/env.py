@@ -73,6 +73,7 @@ class NodeEnv:
     instance_id: str = ""
     address: str = ""
     head_address: str = ""
+    backup_address: str = ""  # head_node.backup: the second controller's
     node_name: str = ""
     efs_id: str = ""
     lustre_dns: str = ""

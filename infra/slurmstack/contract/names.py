@@ -29,6 +29,7 @@ __all__ = [
     "TAG_PREFIX",
     "DeployParameter",
     "accounting_password_secret_name",
+    "backup_host",
     "elastic_index",
     "elastic_node_name",
     "elastic_node_names",
@@ -58,6 +59,12 @@ def head_host(cluster: str) -> str:
     """The head node's host name: SlurmctldHost in slurm.conf, its hostname, and the name
     every worker's /etc/hosts gives the head's address."""
     return f"{cluster}-head"
+
+
+def backup_host(cluster: str) -> str:
+    """The backup controller's host name (head_node.backup): the second SlurmctldHost, its
+    hostname, and its name in every node's /etc/hosts."""
+    return f"{cluster}-backup"
 
 
 # Dynamic node names are <pool>-<n>, n the low 16 bits of the node's private IPv4 address:
@@ -178,6 +185,11 @@ class DeployParameter(enum.StrEnum):
     carries only stable identifiers and no node waits on a slow resource just for its address."""
 
     HEAD_ADDRESS = "head/address"
+    # The backup controller's address (head_node.backup): its own network interface's, kept.
+    BACKUP_ADDRESS = "head/backup-address"
+    # The EFS file system holding Slurm's state when there is a backup controller (fs-...):
+    # both controllers mount it where the head's state volume is otherwise mounted.
+    STATE_EFS_ID = "head/state-efs-id"
     BUCKET = "bucket/name"
     LUSTRE_DNS = "lustre/dns-name"
     LUSTRE_MOUNT_NAME = "lustre/mount-name"

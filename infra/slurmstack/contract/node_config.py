@@ -69,6 +69,9 @@ class StateVolume:
     device_name: str
     mount: str
     state_dir: str
+    # head_node.backup: the mount is the state EFS file system both controllers share
+    # (DeployParameter.STATE_EFS_ID), not the head's EBS volume.
+    on_efs: bool = False
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,9 @@ class NodeConfig:
     munge_secret: str
     mounts: tuple[Mount, ...]  # shared file systems (local scratch is ``scratch``)
     s3_mounts: tuple[S3Mount, ...] = ()  # Mountpoint for Amazon S3, after the file systems
+    # head_node.backup: a second controller (DeployParameter.BACKUP_ADDRESS) that every node
+    # lists; on the head role, the instance at that address is the backup.
+    backup: bool = False
     # The head node.
     state_volume: StateVolume | None = None
     elastic_pools: tuple[ElasticPool, ...] = ()  # what the power programs launch

@@ -49,6 +49,7 @@ __all__ = [
     "PROMETHEUS_DATA_DIR",
     "PROMETHEUS_DIR",
     "PROMETHEUS_LIVE_CONFIG",
+    "PROMETHEUS_LOCAL_DATA_DIR",
     "PROMETHEUS_PORT",
     "PROMETHEUS_RENDERED_CONFIG",
     "PROMETHEUS_UNIT",
@@ -125,6 +126,10 @@ REMOTE_WRITE_URL_PLACEHOLDER = "https://remote-write.slurmstack.invalid/api/v1/r
 # The live configuration it writes (anew at every start; it holds an address, no secret).
 PROMETHEUS_LIVE_CONFIG = "/run/slurmstack/prometheus.yml"
 PROMETHEUS_DATA_DIR = f"{STATE_VOLUME_MOUNT}/prometheus"
+# With a backup controller (head_node.backup) the state mount is EFS, shared by both: each
+# controller's Prometheus keeps its samples on its own root volume instead (Prometheus' storage
+# needs a POSIX local file system, and holds a lock only one server gets).
+PROMETHEUS_LOCAL_DATA_DIR = "/var/lib/slurmstack/prometheus"
 # dcgm-exporter's --hpc-job-mapping-dir: one file per GPU index holding the ids of the jobs
 # that hold it; the prolog writes it, the epilog empties it, the exporter labels the GPU's
 # series hpc_job="<id>".

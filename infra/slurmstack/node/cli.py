@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from ..contract import EXIT_RETRYABLE, HEAD_ROLE, is_retryable
+from . import active
 from .commands import COMMANDS, reference
 from .context import AgentError, Context, log
 from .subcommand import Subcommand
@@ -43,6 +44,10 @@ def main(argv: list[str] | None = None, ctx: Context | None = None) -> int:
         log(f"{args.command}: {wrong_place}")
         return 2
     try:
+        standby = chosen.once_per_cluster and active.standby_reason(ctx)
+        if standby:
+            log(f"{args.command}: not run here: {standby}")
+            return 0
         return chosen.run(ctx, args)
     except AgentError as exc:
         log(f"{args.command}: {exc}")

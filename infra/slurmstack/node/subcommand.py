@@ -30,6 +30,8 @@ class Subcommand:
     run: Handler
     arguments: Arguments = no_arguments
     where: Where = "any"
+    # With a backup controller: run only on the controller in control (slurmstack.node.active).
+    once_per_cluster: bool = False
 
 
 def step(run: Callable[[Context], object]) -> Handler:

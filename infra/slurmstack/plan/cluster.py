@@ -205,6 +205,7 @@ def build_plan(spec: ClusterSpec, catalog: Catalog | None = None) -> ClusterPlan
         root_volume=spec.head_node.root_volume,
         state_volume_gib=spec.head_node.state_volume_gib,
         auto_recovery=spec.head_node.auto_recovery,
+        backup=spec.head_node.backup,
     )
     vpc, public, compute = carve(spec)
     return ClusterPlan(

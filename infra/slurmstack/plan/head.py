@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from slurmstack.catalog import InstanceFacts
+from slurmstack.contract import SLURMCTLD_TIMEOUT_WITH_BACKUP_SECONDS
 from slurmstack.spec import RootVolume
 
 
@@ -17,7 +18,18 @@ class HeadPlan:
     root_volume: RootVolume
     state_volume_gib: int
     auto_recovery: bool = True  # head_node.auto_recovery
+    backup: bool = False  # head_node.backup: a standby controller, Slurm state on EFS
 
+
+# head_node.backup: the backup takes control once the head's slurmctld has been silent this long
+# (slurm.conf(5), SlurmctldTimeout; Slurm's default is 120 s). The backup pings every third of
+# it and the head writes its heartbeat every quarter (backup.c, heartbeat.c), so takeover comes
+# 60 to 80 s after the head stops. Shorter would risk a takeover while a busy head pauses (a
+# large state save, a reconfigure); on real daemons here it took 10 to 13 s at a 10 s timeout
+# (tests/slurm/test_backup_controller.py, docs/head-failure.md).
+BACKUP_SLURMCTLD_TIMEOUT_SECONDS = SLURMCTLD_TIMEOUT_WITH_BACKUP_SECONDS
+# One ping interval of the backup (SlurmctldTimeout / 3) past the timeout: the worst case.
+BACKUP_TAKEOVER_SECONDS_MAX = BACKUP_SLURMCTLD_TIMEOUT_SECONDS * 4 // 3
 
 # Both metrics are 0 or 1 each minute (EC2 status checks, basic monitoring).
 STATUS_CHECK_PERIOD_SECONDS = 60

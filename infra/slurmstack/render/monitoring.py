@@ -28,6 +28,7 @@ from slurmstack.contract import (
     PROLOG_PROGRAM,
     PROMETHEUS_DATA_DIR,
     PROMETHEUS_LIVE_CONFIG,
+    PROMETHEUS_LOCAL_DATA_DIR,
     PROMETHEUS_PORT,
     PROMETHEUS_UNIT,
     STATE_VOLUME_MOUNT,
@@ -130,13 +131,14 @@ def head_monitoring_files(plan: ClusterPlan) -> dict[str, str]:
     observe = observability_plan(plan)
     # With a managed workspace Prometheus reads the live configuration its start writes.
     config = PROMETHEUS_LIVE_CONFIG if observe.managed_prometheus else PROMETHEUS_CONFIG
-    prometheus_pre = [
-        f"/usr/bin/install -d -o {MONITOR_USER} -g {MONITOR_USER} {PROMETHEUS_DATA_DIR}"
-    ]
+    # On the state volume; with a backup controller on each controller's own disk (the state
+    # mount is EFS then: see contract.PROMETHEUS_LOCAL_DATA_DIR).
+    data_dir = PROMETHEUS_LOCAL_DATA_DIR if plan.head.backup else PROMETHEUS_DATA_DIR
+    prometheus_pre = [f"/usr/bin/install -d -o {MONITOR_USER} -g {MONITOR_USER} {data_dir}"]
     if observe.managed_prometheus:
         prometheus_pre.append(agent_command(Command.PROMETHEUS_CONFIG, PROMETHEUS_CONFIG))
     prometheus = (
-        f"{PROMETHEUS} --config.file={config} --storage.tsdb.path={PROMETHEUS_DATA_DIR}"
+        f"{PROMETHEUS} --config.file={config} --storage.tsdb.path={data_dir}"
         f" --storage.tsdb.retention.time={observe.retention_days}d"
         f" --storage.tsdb.retention.size={observe.retention_gib}GB"
         f" --web.listen-address=127.0.0.1:{PROMETHEUS_PORT} --web.enable-lifecycle"
@@ -166,7 +168,7 @@ def head_monitoring_files(plan: ClusterPlan) -> dict[str, str]:
             "Prometheus",
             prometheus,
             user=MONITOR_USER,
-            requires_mounts_for=STATE_VOLUME_MOUNT,
+            requires_mounts_for="" if plan.head.backup else STATE_VOLUME_MOUNT,
             exec_start_pre=tuple(prometheus_pre),
         ),
         unit_path(ALERTMANAGER_UNIT): _unit(

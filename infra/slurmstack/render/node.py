@@ -54,11 +54,17 @@ def node_config(plan: ClusterPlan, pool: PoolPlan | None) -> NodeConfig:
         munge_secret=plan.munge_secret_name,
         mounts=file_system_mounts(pool.mounts if pool is not None else plan.mounts),
         s3_mounts=tuple(s3_mount(m, scratch_path) for m in plan.s3_mounts),
+        backup=plan.head.backup,
     )
     if pool is None:
         return replace(
             common,
-            state_volume=StateVolume(STATE_VOLUME_DEVICE, STATE_VOLUME_MOUNT, STATE_SAVE_LOCATION),
+            state_volume=StateVolume(
+                STATE_VOLUME_DEVICE,
+                STATE_VOLUME_MOUNT,
+                STATE_SAVE_LOCATION,
+                on_efs=plan.head.backup,
+            ),
             # The controller looks after these pools' nodes only.
             pools=tuple(pool_ref(plan, p) for p in plan.pools),
             elastic_pools=tuple(elastic_pool(plan, p) for p in plan.elastic_pools),

@@ -39,6 +39,7 @@ def login_node_config(plan: ClusterPlan, pool: LoginPoolPlan) -> NodeConfig:
         munge_secret=plan.munge_secret_name,
         mounts=file_system_mounts(plan.mounts),
         s3_mounts=tuple(s3_mount(m, None) for m in plan.s3_mounts),  # no scratch: no cache
+        backup=plan.head.backup,
         node_name_prefix=node_name_prefix(pool.name),
         health=plan.health.node_health(0, 0, 0),
     )

@@ -29,6 +29,7 @@ from slurmstack.contract import (
     STATE_SAVE_LOCATION,
     STATE_VOLUME_MOUNT,
     SUSPEND_PROGRAM,
+    backup_host,
     head_host,
     unit_path,
 )
@@ -39,6 +40,7 @@ from slurmstack.plan import (
     PoolPlan,
     accounting_plan,
 )
+from slurmstack.plan.head import BACKUP_SLURMCTLD_TIMEOUT_SECONDS
 from slurmstack.plan.health import REBOOT_TIMEOUT_SECONDS
 from slurmstack.plan.observability import slurm_native_metrics
 from slurmstack.plan.slurm import oldest_slurm_version
@@ -68,6 +70,8 @@ def slurm_conf(plan: ClusterPlan) -> str:
         "slurm/slurm.conf.j2",
         plan=plan,
         head_host=head_host(plan.name),
+        backup_host=backup_host(plan.name),
+        slurmctld_timeout=BACKUP_SLURMCTLD_TIMEOUT_SECONDS,
         ports=Ports(),
         state_save_location=STATE_SAVE_LOCATION,
         # slurm.conf has one ResumeTimeout for an elastic node's launch and a reboot's return.

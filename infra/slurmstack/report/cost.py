@@ -1,12 +1,11 @@
 """What a planned cluster costs at full size (every pool at max_count) and when idle (elastic
 nodes stopped), line by line, each price with its source.
 
-Instance prices come from the catalog (on-demand list price, with its region and date) or
-from the definition's ``cost.instance_hourly_usd``. Spot and Capacity Block pools are shown
-at the on-demand list price and say so: spot is usually far cheaper but varies by the hour;
-a Capacity Block's price is set when it is bought. Usage-billed services (S3 and EFS
-storage, NAT data, Lustre-S3 transfers) are listed with their unit price and left out of
-the totals, since the definition does not say how much data there will be.
+Instance prices come from the catalog (on-demand list price, with its region and date) or from
+the definition's ``cost.instance_hourly_usd``. Spot and Capacity Block pools are shown at the
+on-demand list price and say so (spot varies by the hour; a block's price is set when bought).
+Usage-billed services (S3 and EFS storage, NAT data, Lustre-S3 transfers) are listed with their
+unit price, out of the totals: the definition does not say how much data there will be.
 """
 
 from __future__ import annotations
@@ -243,13 +242,13 @@ def cost_report(plan: ClusterPlan) -> CostReport:
         )
     )
     _, ebs_source = unit_price("gp3_usd_per_gb_month")
+    sizes = [head.root_volume.size_gib] + ([] if head.backup else [head.state_volume_gib])
     lines.append(
         CostLine(
-            "head node: root and Slurm state volumes",
+            "head node: root volume" if head.backup else "head node: root and Slurm state volumes",
             "storage",
-            gp3_hourly(head.root_volume, head.root_volume.size_gib)
-            + gp3_hourly(None, head.state_volume_gib),
-            f"{head.root_volume.size_gib} + {head.state_volume_gib} GiB gp3",
+            gp3_hourly(head.root_volume, sizes[0]) + sum(gp3_hourly(None, g) for g in sizes[1:]),
+            " + ".join(map(str, sizes)) + " GiB gp3",
             ebs_source,
         )
     )
@@ -294,6 +293,8 @@ def cost_report(plan: ClusterPlan) -> CostReport:
     ]
     if plan.creates_home:
         usage.insert(0, usage_price("EFS /home storage", "efs_usd_per_gb_month", "GB-month"))
+    if plan.head.backup:  # Slurm's state on EFS, not on the head's volume (report.head_failure)
+        usage.append(usage_price("EFS Slurm state", "efs_usd_per_gb_month", "GB-month"))
     usage.extend(login_usage(plan))
     usage.extend(monitoring_usage(plan))
     return CostReport(tuple(lines), tuple(usage))

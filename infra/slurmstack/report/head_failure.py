@@ -13,8 +13,19 @@ from __future__ import annotations
 from typing import Any
 
 from slurmstack.plan import ClusterPlan
-from slurmstack.plan.head import RECOVERY_ALARMS, STATUS_CHECK_PERIOD_SECONDS
-from slurmstack.report.cost import CostLine, hours_per_month, unit_price
+from slurmstack.plan.head import (
+    BACKUP_SLURMCTLD_TIMEOUT_SECONDS,
+    BACKUP_TAKEOVER_SECONDS_MAX,
+    RECOVERY_ALARMS,
+    STATUS_CHECK_PERIOD_SECONDS,
+)
+from slurmstack.report.cost import (
+    CostLine,
+    gp3_hourly,
+    hours_per_month,
+    instance_price,
+    unit_price,
+)
 from slurmstack.report.timing import HEAD_BOOT, Duration
 
 # A recovered or rebooted head boots its own image again: no cloud-init run (user data runs on
@@ -35,6 +46,23 @@ MANUAL_REPLACE = Duration(
     "`pulumi up --replace` on the head: the old instance goes, a new one launches and boots "
     f"({HEAD_BOOT.basis}); the time until a person notices is not counted",
 )
+
+
+# The backup's takeover (head_node.backup): SlurmctldTimeout of silence, then at most one of the
+# backup's pings (every SlurmctldTimeout / 3 s), then it reads the state from EFS and serves.
+TAKEOVER = Duration(
+    BACKUP_TAKEOVER_SECONDS_MAX,
+    f"SlurmctldTimeout {BACKUP_SLURMCTLD_TIMEOUT_SECONDS} s plus one ping interval "
+    f"({BACKUP_SLURMCTLD_TIMEOUT_SECONDS // 3} s; backup.c); measured here on real slurmctld "
+    "at a 10 s timeout: 10-13 s, so the bound holds (docs/head-failure.md)",
+)
+STATE_LOAD = Duration(
+    10,
+    "the backup reads the saved state from EFS and starts serving; 1-3 s here from a local "
+    "directory, 10 s assumed for EFS and a large queue (not measured on AWS)",
+)
+# A returning head asks the backup for control and waits for it (CONTROL_TIMEOUT, slurmctld.h).
+HANDBACK = Duration(30, "the head waits up to CONTROL_TIMEOUT (30 s) for the backup; ~28 s here")
 
 
 def _alarm_minutes(suffix: str) -> int:
@@ -87,6 +115,22 @@ def configurations() -> list[dict[str, Any]]:
                 _by_hand("lost Availability Zone, terminated instance, broken image"),
             ],
         },
+        {
+            "name": "backup_controller",
+            "setting": "head_node.backup: true (with auto_recovery for the head itself)",
+            "recovery": [
+                _timed(
+                    "head down for any reason (host, OS, slurmctld, terminated)",
+                    _step("backup takes control", TAKEOVER),
+                    _step("state read, scheduling again", STATE_LOAD),
+                ),
+                _timed(
+                    "head back (recovered, rebooted or replaced)",
+                    _step("control handed back", HANDBACK),
+                ),
+                _by_hand("lost Availability Zone (both controllers are in the cluster's subnet)"),
+            ],
+        },
     ]
 
 
@@ -103,6 +147,29 @@ def head_failure_lines(plan: ClusterPlan) -> list[CostLine]:
             key_source,
         )
     ]
+    if plan.head.backup:
+        head = plan.head
+        price, source, note = instance_price(head.instance_type, plan, head.facts.price)
+        lines.append(
+            CostLine(
+                f"backup controller: {head.instance_type}",
+                "compute",
+                price,
+                "1 × on-demand, the head's type",
+                source,
+                note,
+            )
+        )
+        _, ebs_source = unit_price("gp3_usd_per_gb_month")
+        lines.append(
+            CostLine(
+                "backup controller: root volume",
+                "storage",
+                gp3_hourly(head.root_volume, head.root_volume.size_gib),
+                f"{head.root_volume.size_gib} GiB gp3",
+                ebs_source,
+            )
+        )
     if plan.head.auto_recovery:
         alarm, alarm_source = unit_price("cloudwatch_alarm_usd_per_month")
         lines.append(
@@ -117,8 +184,14 @@ def head_failure_lines(plan: ClusterPlan) -> list[CostLine]:
     return lines
 
 
+def chosen_configuration(plan: ClusterPlan) -> str:
+    if plan.head.backup:
+        return "backup_controller"
+    return "auto_recovery" if plan.head.auto_recovery else "none"
+
+
 def head_failure_section(plan: ClusterPlan) -> dict[str, Any]:
-    chosen = "auto_recovery" if plan.head.auto_recovery else "none"
+    chosen = chosen_configuration(plan)
     monthly = sum(line.monthly_usd or 0.0 for line in head_failure_lines(plan))
     return {
         "configuration": chosen,
@@ -131,8 +204,11 @@ def head_failure_section(plan: ClusterPlan) -> dict[str, Any]:
         "monthly_usd": round(monthly, 2),
         "while_down": (
             "running jobs keep running (slurmd holds them); nothing is scheduled, repaired or "
-            "resumed until it is back"
+            + (
+                "resumed until the backup has taken control"
+                if plan.head.backup
+                else "resumed until it is back"
+            )
         ),
         "configurations": configurations(),
-        "backup_controller": "not available yet: a second controller is open work (docs/head-failure.md)",
     }

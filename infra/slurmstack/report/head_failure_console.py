@@ -26,9 +26,8 @@ def head_failure_grid(doc: dict[str, Any]) -> Grid:
                 back = _minutes(case["seconds"])
                 how = " + ".join(f"{s['what']} {_minutes(s['seconds'])}" for s in case["steps"])
             grid.add(name if n == 0 else "", case["failure"], back, how)
-    grid.add("backup controller", "", "", h["backup_controller"])
     return grid
 
 
 def _minutes(seconds: int) -> str:
-    return f"~{round(seconds / 60)} min"
+    return f"~{seconds} s" if seconds < 120 else f"~{round(seconds / 60)} min"

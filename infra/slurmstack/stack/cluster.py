@@ -27,6 +27,7 @@ from slurmstack.stack.common import Role
 from slurmstack.stack.config_store import ConfigStore
 from slurmstack.stack.efs import HomeFileSystem
 from slurmstack.stack.existing_storage import ExistingFileSystems
+from slurmstack.stack.head_backup import BackupController, StateFileSystem
 from slurmstack.stack.head_node import HeadNode
 from slurmstack.stack.head_recovery import HeadRecovery
 from slurmstack.stack.identity import Identity
@@ -59,6 +60,8 @@ class SlurmCluster(pulumi.ComponentResource):
     login_pools: dict[str, LoginPool]
     monitoring: Monitoring
     head_recovery: HeadRecovery | None
+    state_file_system: StateFileSystem | None
+    backup: BackupController | None
 
     def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("slurmstack:index:SlurmCluster", plan.name, None, opts)
@@ -156,6 +159,27 @@ class SlurmCluster(pulumi.ComponentResource):
             security_ready=self.security.rules_of("head"),
             opts=child,
         )
+        # head_node.backup: a standby controller, and Slurm's state on EFS both mount.
+        self.state_file_system = None
+        self.backup = None
+        if plan.head.backup and storage_sg is not None:
+            self.state_file_system = StateFileSystem(
+                plan,
+                subnet_id=net.compute_subnet_id,
+                security_group_id=storage_sg.id,
+                security_ready=self.security.rules_of("storage"),
+                opts=child,
+            )
+            self.backup = BackupController(
+                plan,
+                subnet_id=net.compute_subnet_id,
+                security_group_id=self.security.head.id,
+                instance_profile=self.identity.head_profile.name,
+                ami=self.head.ami_parameter.insecure_value,
+                ready=[*net.ready, *self.security.rules_of("head")],
+                opts=child,
+            )
+        controllers = [self.head.instance, *([self.backup.instance] if self.backup else [])]
         self.pools = {
             pool.name: WorkerPool(
                 plan,
@@ -166,8 +190,8 @@ class SlurmCluster(pulumi.ComponentResource):
                 image_id=self.images.ami(pool.name),
                 network_ready=net.ready,
                 security_ready=self.security.rules_of("workers"),
-                # Slurm's upgrade order: the head (slurmdbd, slurmctld) before the nodes.
-                controller=[self.head.instance],
+                # Slurm's upgrade order: the controllers (slurmdbd, slurmctld) before the nodes.
+                controller=controllers,
                 opts=child,
             )
             for pool in plan.pools
@@ -185,7 +209,7 @@ class SlurmCluster(pulumi.ComponentResource):
                 image_id=self.images.ami(login.role),
                 network_ready=net.ready,
                 security_ready=self.security.rules_of("login"),
-                controller=[self.head.instance],
+                controller=controllers,
                 opts=child,
             )
             for login in plan.login_pools

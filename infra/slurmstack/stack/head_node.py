@@ -94,7 +94,7 @@ def head_in_public_subnet(plan: ClusterPlan, public_subnet_id: object | None) ->
 
 class HeadNode(pulumi.ComponentResource):
     instance: ec2.Instance
-    state_volume: ebs.Volume
+    state_volume: ebs.Volume | None
     interface: ec2.NetworkInterface
     public_ip: ec2.Eip | None
 
@@ -195,33 +195,8 @@ class HeadNode(pulumi.ComponentResource):
                 delete_before_replace=True,
             ),
         )
-        state_name = f"{name}-state"
-        self.state_volume = ebs.Volume(
-            state_name,
-            availability_zone=plan.availability_zone,
-            size=head.state_volume_gib,
-            type="gp3",
-            iops=STATE_VOLUME_IOPS,
-            throughput=STATE_VOLUME_THROUGHPUT,
-            encrypted=True,
-            tags=tags(plan, Role.HEAD, state_name),
-            opts=stateful_options(plan, self, retain=True),
-        )
-        ebs_attachment_opts = pulumi.ResourceOptions(
-            parent=self,
-            # The volume can be attached to one instance at a time: detach from the old head
-            # node before attaching to its replacement.
-            delete_before_replace=True,
-        )
-        ec2.VolumeAttachment(
-            state_name,
-            device_name=STATE_VOLUME_DEVICE,
-            volume_id=self.state_volume.id,
-            instance_id=self.instance.id,
-            # Stop slurmctld's instance before detaching so the file system is clean.
-            stop_instance_before_detaching=True,
-            opts=ebs_attachment_opts,
-        )
+        # With a backup controller, Slurm's state is on EFS (slurmstack.stack.head_backup).
+        self.state_volume = None if head.backup else self._state_volume(plan, name)
         parameters.publish(
             plan,
             DeployParameter.HEAD_ADDRESS,
@@ -229,9 +204,38 @@ class HeadNode(pulumi.ComponentResource):
             role=Role.HEAD,
             parent=self,
         )
+        self.register_outputs({"id": self.instance.id, "private_ip": self.interface.private_ip})
+
+    def _state_volume(self, plan: ClusterPlan, name: str) -> ebs.Volume:
+        state_name = f"{name}-state"
+        volume = ebs.Volume(
+            state_name,
+            availability_zone=plan.availability_zone,
+            size=plan.head.state_volume_gib,
+            type="gp3",
+            iops=STATE_VOLUME_IOPS,
+            throughput=STATE_VOLUME_THROUGHPUT,
+            encrypted=True,
+            tags=tags(plan, Role.HEAD, state_name),
+            opts=stateful_options(plan, self, retain=True),
+        )
+        ec2.VolumeAttachment(
+            state_name,
+            device_name=STATE_VOLUME_DEVICE,
+            volume_id=volume.id,
+            instance_id=self.instance.id,
+            # Stop slurmctld's instance before detaching so the file system is clean.
+            stop_instance_before_detaching=True,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # The volume can be attached to one instance at a time: detach from the old
+                # head node before attaching to its replacement.
+                delete_before_replace=True,
+            ),
+        )
         # The bootstrap finds the state volume by id (the NVMe serial is the id without its
         # dash), falling back to the device name the EBS controller reports.
         parameters.publish(
-            plan, DeployParameter.STATE_VOLUME_ID, self.state_volume.id, role=Role.HEAD, parent=self
+            plan, DeployParameter.STATE_VOLUME_ID, volume.id, role=Role.HEAD, parent=self
         )
-        self.register_outputs({"id": self.instance.id, "private_ip": self.interface.private_ip})
+        return volume

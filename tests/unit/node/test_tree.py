@@ -64,7 +64,7 @@ def test_the_agent_is_a_hallway_and_seven_rooms() -> None:
     node = PACKAGE_DIR / "node"
     hallway = {p.stem for p in node.glob("*.py")} - {"__init__"}
     assert hallway == {
-        "bootstrap", "cli", "commands", "context", "ec2", "events", "logs", "metrics_file",
+        "active", "bootstrap", "cli", "commands", "context", "ec2", "events", "logs", "metrics_file",
         "parameters", "slurm", "subcommand", "system",
     }  # fmt: skip
     rooms = {p.name for p in node.iterdir() if (p / "__init__.py").exists()}

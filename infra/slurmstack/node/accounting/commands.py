@@ -65,6 +65,7 @@ COMMANDS = (
         _accounting_apply,
         _apply_arguments,
         where="head",
+        once_per_cluster=True,
     ),
     Subcommand(
         Command.USAGE,

@@ -1,12 +1,16 @@
 """params: the deploy-time parameters this role needs (node.env), the node's name (an elastic
 instance's from its tag, slurmstack.node.elastic), /etc/hosts;
-head-address: the head node's address again, before every slurmd start."""
+head-address: the controllers' addresses again, before every slurmd start.
+
+With a backup controller (head_node.backup) both controllers boot the head's document: the
+instance at the BACKUP_ADDRESS parameter's address is the backup and takes its name, and every
+node's /etc/hosts names both."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ...contract import DeployParameter, NodeEnv, head_host, node_name
+from ...contract import DeployParameter, NodeConfig, NodeEnv, backup_host, head_host, node_name
 from ..context import AgentError, Context, log, write_atomic
 from . import elastic
 
@@ -27,7 +31,15 @@ def params(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> NodeEnv
     env = replace(ctx.node_env(), instance_id=ctx.imds("instance-id"), address=address)
     if config.is_head:
         name = head_host(config.cluster)
-        hosts = [f"{address} {name}"]
+        if config.backup:
+            env = replace(
+                env,
+                head_address=ctx.wait_parameter(DeployParameter.HEAD_ADDRESS, timeout, poll),
+                backup_address=ctx.wait_parameter(DeployParameter.BACKUP_ADDRESS, timeout, poll),
+            )
+            if address == env.backup_address:
+                name = backup_host(config.cluster)
+        hosts = controller_hosts(config, env) if config.backup else [f"{address} {name}"]
     else:
         # An elastic instance (launched by the head's power programs) takes the CLOUD node name
         # it was given; an always-on one is named by its address.
@@ -37,13 +49,36 @@ def params(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> NodeEnv
         name = given or node_name(config.node_name_prefix, address)
         head = ctx.wait_parameter(DeployParameter.HEAD_ADDRESS, timeout, poll)
         env = replace(env, head_address=head)
-        hosts = [f"{head} {head_host(config.cluster)}", f"{address} {name}"]
+        if config.backup:
+            backup = ctx.wait_parameter(DeployParameter.BACKUP_ADDRESS, timeout, poll)
+            env = replace(env, backup_address=backup)
+        hosts = [*controller_hosts(config, env), f"{address} {name}"]
     env = replace(env, node_name=name)
     ctx.write_node_env(env)
     write_hosts(ctx, hosts)
     # slurmctld only starts on the host SlurmctldHost names; nodes carry their Slurm name.
     ctx.sh("hostnamectl", "set-hostname", name, check=False)
     return env
+
+
+def controller_hosts(config: NodeConfig, env: NodeEnv) -> list[str]:
+    """/etc/hosts lines of the controllers: SlurmctldHost names them, and slurmd, sackd and the
+    clients resolve those names here."""
+    lines = [f"{env.head_address} {head_host(config.cluster)}"]
+    if config.backup and env.backup_address:
+        lines.append(f"{env.backup_address} {backup_host(config.cluster)}")
+    return lines
+
+
+def _read_address(ctx: Context, key: DeployParameter, attempts: int, delay: float) -> str | None:
+    for attempt in range(1, attempts + 1):
+        try:
+            return ctx.get_parameter(key, HEAD_ADDRESS_FRESH_SECONDS)
+        except Exception as exc:  # botocore's errors: SSM unreachable or throttled
+            log(f"head-address: cannot read {key.value} ({exc}), attempt {attempt}")
+            if attempt < attempts:
+                ctx.sleep(delay)
+    return None
 
 
 def head_address(ctx: Context, attempts: int = 3, delay: float = 5.0) -> str:
@@ -54,24 +89,23 @@ def head_address(ctx: Context, attempts: int = 3, delay: float = 5.0) -> str:
     config = ctx.config()
     env = ctx.node_env()
     known = env.head_address
-    current = None
-    for attempt in range(1, attempts + 1):
-        try:
-            current = ctx.get_parameter(DeployParameter.HEAD_ADDRESS, HEAD_ADDRESS_FRESH_SECONDS)
-            break
-        except Exception as exc:  # botocore's errors: SSM unreachable or throttled
-            log(f"head-address: cannot read the parameter ({exc}), attempt {attempt}")
-            if attempt < attempts:
-                ctx.sleep(delay)
+    current = _read_address(ctx, DeployParameter.HEAD_ADDRESS, attempts, delay)
     if not current:
         if not known:
             raise AgentError("the head node's address is neither known nor readable")
         log(f"head-address: keeping {known}")
         return known
-    if current != known:
-        log(f"head-address: the head node is at {current} (was {known or 'unknown'})")
-        ctx.write_node_env(replace(env, head_address=current))
-        hosts = [f"{current} {head_host(config.cluster)}"]
+    backup = env.backup_address
+    if config.backup:
+        backup = _read_address(ctx, DeployParameter.BACKUP_ADDRESS, attempts, delay) or backup
+    if (current, backup) != (known, env.backup_address):
+        if current != known:
+            log(f"head-address: the head node is at {current} (was {known or 'unknown'})")
+        if backup != env.backup_address:
+            log(f"head-address: the backup controller is at {backup}")
+        env = replace(env, head_address=current, backup_address=backup)
+        ctx.write_node_env(env)
+        hosts = controller_hosts(config, env)
         if env.node_name and env.address:
             hosts.append(f"{env.address} {env.node_name}")
         write_hosts(ctx, hosts)

@@ -1,13 +1,16 @@
-"""state-volume (head): the Slurm state EBS volume: found, formatted once, mounted."""
+"""state-volume (head): the Slurm state EBS volume: found, formatted once, mounted; with a
+backup controller (head_node.backup), the state EFS file system both controllers mount there
+instead."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from ...contract import DeployParameter
+from ...contract import DeployParameter, MountKind
 from .. import system
 from ..context import AgentError, Context
+from .mounts import EFS_OPTIONS, require_mount_helper
 
 EBS_MODEL = "Amazon Elastic Block Store"
 
@@ -44,6 +47,8 @@ def state_volume(ctx: Context, timeout: float = 900.0, poll: float = 5.0) -> str
     if spec is None:
         raise AgentError("node.json names no state volume: run state-volume on the head node")
     mount, state_dir = spec.mount, spec.state_dir
+    if spec.on_efs:
+        return state_efs(ctx, mount, state_dir, timeout, poll)
     waited = 0.0
     device = state_volume_device(ctx)
     while device is None:
@@ -64,3 +69,21 @@ def state_volume(ctx: Context, timeout: float = 900.0, poll: float = 5.0) -> str
     os.chown(ctx.path(state_dir), uid, gid)
     os.chmod(ctx.path(state_dir), 0o700)
     return device
+
+
+def state_efs(ctx: Context, mount: str, state_dir: str, timeout: float, poll: float) -> str:
+    """The state EFS file system at ``mount``: the same Slurm state on both controllers. Not
+    `nofail` and no retry loop of its own: slurmctld's unit requires the mount, and a controller
+    that started on an empty local directory would take control with no jobs and no nodes."""
+    require_mount_helper(ctx, MountKind.EFS)
+    file_system = ctx.wait_parameter(DeployParameter.STATE_EFS_ID, timeout, poll)
+    system.fstab(ctx, f"{file_system}:/", mount, "efs", f"{EFS_OPTIONS},_netdev")
+    if not system.mounted(ctx, mount):
+        system.mkdir(ctx, mount)
+        system.retry(ctx, ["mount", mount], 30, poll)
+    # The first controller up makes the directory; the second finds it.
+    system.mkdir(ctx, state_dir)
+    uid, gid = ctx.owner("slurm")
+    os.chown(ctx.path(state_dir), uid, gid)
+    os.chmod(ctx.path(state_dir), 0o700)
+    return f"{file_system}:/"

@@ -79,6 +79,7 @@ COMMANDS = (
         _control,
         _control_arguments,
         where="head",
+        once_per_cluster=True,
     ),
     Subcommand(
         Command.BREAKER,

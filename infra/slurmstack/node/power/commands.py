@@ -85,6 +85,7 @@ COMMANDS = (
         power_sweep,
         sweep_arguments,
         where="head",
+        once_per_cluster=True,
     ),
     Subcommand(
         Command.LAUNCH_CHECK,

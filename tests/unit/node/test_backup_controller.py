@@ -1,0 +1,216 @@
+"""The node side of a backup controller (head_node.backup): which controller an instance of the
+head's document is, both controllers in every node's /etc/hosts and slurmd's --conf-server,
+Slurm's state on the shared EFS, and the head's once-per-cluster loops run only where Slurm's
+heartbeat says control is."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from slurmstack import contract
+from slurmstack.contract import (
+    HEARTBEAT_PATH,
+    NODE_CONFIG_PATH,
+    SLURMCTLD_TIMEOUT_WITH_BACKUP_SECONDS,
+    DeployParameter,
+    dump_document,
+)
+from slurmstack.node import active, cli
+from slurmstack.node.boot import params, state_volume
+from slurmstack.node.context import AgentError, Context
+from slurmstack.render import SLURMD_UNIT_PATH, pool_files
+from slurmstack.render.node import node_config
+from support.node import PLAN as NO_BACKUP
+from support.node import Runner, make_node
+from support.stack import plan_of, small_cluster
+
+HEAD, BACKUP, WORKER = "10.42.0.10", "10.42.0.11", "10.42.7.19"
+NOW = 1_800_000_000.0
+
+
+def backup_plan() -> Any:
+    definition = small_cluster()
+    definition["name"] = NO_BACKUP.name
+    definition["head_node"]["backup"] = True
+    definition["slurm"] = {"accounting": {"database": {"type": "rds"}}}
+    return plan_of(definition)
+
+
+PLAN = backup_plan()
+
+
+def controller(
+    tmp_path: Path,
+    aws: Any,
+    address: str,
+    run: Runner | None = None,
+    clock: list[float] | None = None,
+) -> Context:
+    """An instance booting the head's document at ``address``, the parameters published;
+    ``clock``: its time, [NOW] unless given."""
+    now = clock or [NOW]
+    node = make_node(
+        tmp_path,
+        aws,
+        "head",
+        run=run or Runner(),
+        imds={"local-ipv4": address, "instance-id": "i-0123456789abcdef0"}.__getitem__,
+    )
+    config = tmp_path / NODE_CONFIG_PATH.lstrip("/")
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(dump_document(node_config(PLAN, None)))
+    ssm = aws.client("ssm")
+    for key, value in {
+        DeployParameter.HEAD_ADDRESS: HEAD,
+        DeployParameter.BACKUP_ADDRESS: BACKUP,
+        DeployParameter.STATE_EFS_ID: "fs-0fedcba9876543210",
+    }.items():
+        ssm.put_parameter(Name=PLAN.parameter(key), Value=value, Type="String", Overwrite=True)
+    return Context(
+        root=tmp_path,
+        session=aws,
+        imds=node.imds,
+        run=node.run,
+        sleep=lambda _s: None,
+        owner=node.owner,
+        clock=lambda: now[0],
+    )
+
+
+@pytest.mark.parametrize(
+    ("address", "name"),
+    [(HEAD, f"{PLAN.name}-head"), (BACKUP, f"{PLAN.name}-backup")],
+    ids=["head", "backup"],
+)
+def test_the_instance_at_the_backup_address_is_the_backup(
+    aws: Any, tmp_path: Path, address: str, name: str
+) -> None:
+    run = Runner()
+    env = params.params(controller(tmp_path, aws, address, run), poll=0)
+    assert env.node_name == name and ["hostnamectl", "set-hostname", name] in run.calls
+    assert (env.head_address, env.backup_address) == (HEAD, BACKUP)
+    hosts = (tmp_path / "etc/hosts").read_text()
+    assert f"{HEAD} {PLAN.name}-head" in hosts and f"{BACKUP} {PLAN.name}-backup" in hosts
+
+
+def test_a_worker_lists_both_controllers(aws: Any, tmp_path: Path) -> None:
+    clock = [NOW]
+    node = controller(tmp_path, aws, WORKER, clock=clock)
+    config = node_config(PLAN, PLAN.pools[0])
+    (tmp_path / NODE_CONFIG_PATH.lstrip("/")).write_text(dump_document(config))
+    env = params.params(node, poll=0)
+    assert (env.head_address, env.backup_address) == (HEAD, BACKUP)
+    written = contract.parse_env((tmp_path / "etc/slurmstack/node.env").read_text())
+    assert written["SLURMSTACK_BACKUP_ADDRESS"] == BACKUP
+    hosts = (tmp_path / "etc/hosts").read_text()
+    assert f"{BACKUP} {PLAN.name}-backup" in hosts and f"{WORKER} {env.node_name}" in hosts
+    # A replaced backup (its interface replaced too) is found before the next slurmd start.
+    aws.client("ssm").put_parameter(
+        Name=PLAN.parameter(DeployParameter.BACKUP_ADDRESS),
+        Value="10.42.0.12",
+        Type="String",
+        Overwrite=True,
+    )
+    clock[0] += params.HEAD_ADDRESS_FRESH_SECONDS + 1  # past the boot's reading
+    assert params.head_address(node) == HEAD
+    hosts = (tmp_path / "etc/hosts").read_text()
+    assert f"10.42.0.12 {PLAN.name}-backup" in hosts and BACKUP not in hosts
+    assert node.node_env().backup_address == "10.42.0.12"
+
+
+def test_slurmd_fetches_its_configuration_from_either_controller() -> None:
+    unit = pool_files(PLAN, PLAN.pools[0])[SLURMD_UNIT_PATH]
+    assert "--conf-server ${SLURMSTACK_HEAD_ADDRESS}:6817,${SLURMSTACK_BACKUP_ADDRESS}:6817" in unit
+    plain = pool_files(NO_BACKUP, NO_BACKUP.pools[0])[SLURMD_UNIT_PATH]
+    assert "--conf-server ${SLURMSTACK_HEAD_ADDRESS}:6817 " in plain and "BACKUP" not in plain
+
+
+def test_state_is_mounted_from_the_shared_efs(aws: Any, tmp_path: Path) -> None:
+    run = Runner()
+    node = controller(tmp_path, aws, BACKUP, run)
+    with pytest.raises(AgentError, match=r"mount\.efs is missing"):
+        state_volume.state_volume(node, timeout=0)
+    helper = tmp_path / "usr/sbin/mount.efs"
+    helper.parent.mkdir(parents=True, exist_ok=True)
+    helper.write_text("")
+    assert state_volume.state_volume(node, timeout=0) == "fs-0fedcba9876543210:/"
+    fstab = (tmp_path / "etc/fstab").read_text()
+    # Not nofail: slurmctld's unit requires the mount, never an empty local directory.
+    assert "fs-0fedcba9876543210:/ /var/spool/slurmctld efs tls,_netdev" in fstab
+    assert "nofail" not in fstab
+    assert ["mount", "/var/spool/slurmctld"] in run.calls
+    assert (tmp_path / "var/spool/slurmctld/state").is_dir()
+    assert not any(c[0] in {"mkfs.ext4", "blkid"} for c in run.calls)
+
+
+def beat(tmp_path: Path, age: float, index: int) -> None:
+    path = tmp_path / HEARTBEAT_PATH.lstrip("/")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(struct.pack(">QQ", int(NOW - age), index))
+
+
+@pytest.mark.parametrize(
+    ("heartbeat", "acts"),
+    [
+        (None, "head"),  # a first boot: as without a backup
+        ((5, 0), "head"),
+        ((5, 1), "backup"),  # the backup took control
+        ((SLURMCTLD_TIMEOUT_WITH_BACKUP_SECONDS + 5, 1), "head"),  # its heartbeat went stale
+    ],
+    ids=["none", "head-fresh", "backup-fresh", "backup-stale"],
+)
+def test_exactly_one_controller_runs_the_once_per_cluster_loops(
+    aws: Any, tmp_path: Path, heartbeat: tuple[float, int] | None, acts: str
+) -> None:
+    running = []
+    for name, address in (("head", HEAD), ("backup", BACKUP)):
+        root = tmp_path / name
+        node = controller(root, aws, address)
+        params.params(node, poll=0)
+        if heartbeat is not None:
+            beat(root, *heartbeat)
+        if active.standby_reason(node) is None:
+            running.append(name)
+    assert running == [acts]
+
+
+def test_the_controller_in_standby_skips_its_pass(aws: Any, tmp_path: Path, capsys: Any) -> None:
+    run = Runner()
+    node = controller(tmp_path, aws, BACKUP, run)
+    params.params(node, poll=0)
+    beat(tmp_path, 5, 0)
+    calls = len(run.calls)
+    assert cli.main(["--root", str(tmp_path), "control"], ctx=node) == 0
+    assert run.calls[calls:] == []  # no scontrol, no AWS
+    assert "control: not run here: the head acts" in capsys.readouterr().err
+
+
+def test_without_a_backup_nothing_is_gated(aws: Any, tmp_path: Path) -> None:
+    node = make_node(tmp_path, aws, "head")
+    config = tmp_path / NODE_CONFIG_PATH.lstrip("/")
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(dump_document(node_config(NO_BACKUP, None)))
+    beat(tmp_path, 5, 1)
+    assert active.standby_reason(node) is None
+
+
+def test_slurm_conf_names_both_controllers_and_both_slurmdbds() -> None:
+    from slurmstack.contract import SLURM_CONF_PATH, SLURMDBD_CONF_RENDERED_PATH
+    from slurmstack.render import head_files
+
+    files = head_files(PLAN)
+    conf = files[SLURM_CONF_PATH].splitlines()
+    name = PLAN.name
+    hosts = [line for line in conf if line.startswith("SlurmctldHost=")]
+    assert hosts == [f"SlurmctldHost={name}-head", f"SlurmctldHost={name}-backup"]
+    assert f"SlurmctldTimeout={SLURMCTLD_TIMEOUT_WITH_BACKUP_SECONDS}" in conf
+    assert f"AccountingStorageBackupHost={name}-backup" in conf
+    dbd = files[SLURMDBD_CONF_RENDERED_PATH].splitlines()
+    assert f"DbdHost={name}-head" in dbd and f"DbdBackupHost={name}-backup" in dbd
+    plain = head_files(NO_BACKUP)[SLURM_CONF_PATH]
+    assert plain.count("SlurmctldHost=") == 1 and "SlurmctldTimeout" not in plain
+    assert "BackupHost" not in plain
