@@ -1,18 +1,21 @@
-"""Slurm's own backup controller run with slurmstack's rendered slurm.conf: groundwork for
-issue 29 (the head node is no longer a single point of failure).
+"""Slurm's own backup controller run with slurmstack's rendered configuration of a cluster with
+head_node.backup (issue 29): the rendered slurm.conf's two SlurmctldHost lines (addressed here
+by their test hosts) and its SlurmctldTimeout (shortened here), and the pool's rendered slurmd
+ExecStart with both controllers in --conf-server.
 
-Two slurmctld, the primary ctl-a and the backup ctl-b (SlurmctldHost listed twice, the only
-line the test adds to the rendered keys besides a short SlurmctldTimeout), each on a host of
-its own (network and UTS namespaces, ha_namespaces.py), and one dynamic slurmd on a third
-host, started with the pool's rendered ExecStart and both controllers as its --conf-server.
-StateSaveLocation is one plain directory both controllers see on this machine's file system:
-it stands in for the shared file system (EFS on AWS) two head nodes would mount. Each
-controller keeps its pid file and log in a directory of its own, as two hosts would.
+Two slurmctld, the primary ctl-a and the backup ctl-b, each on a host of its own (network and
+UTS namespaces, ha_namespaces.py), and one dynamic slurmd on a third host. StateSaveLocation is
+one plain directory both controllers see on this machine's file system: it stands in for the
+EFS file system both controllers mount on AWS. Each controller keeps its pid file and log in a
+directory of its own, as two hosts would.
 
 Which controller is in control is asked of each alone: a client whose slurm.conf names only
 that controller gets an answer from it only while it is in control (a controller in standby
 answers ESLURM_IN_STANDBY_MODE, which a client with no other controller to try reports).
-`scontrol ping` cannot tell: a backup in standby answers pings (backup.c, on_backup_msg).
+`scontrol ping` cannot tell: a backup in standby answers pings (backup.c, on_backup_msg). The
+node agent's gate (slurmstack.node.active), which decides where the repair controller, the
+elastic sweep and the accounting apply run, reads the heartbeat file the controller in control
+writes: the test checks that it names the same controller at each step.
 """
 
 from __future__ import annotations
@@ -25,21 +28,46 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import pytest
 
-from slurm.conftest import Cluster, ensure_slurm_user, example_plan, localize, write_config
+from slurm.conftest import (
+    Cluster,
+    ensure_slurm_user,
+    localize,
+    pinned_version_under_test,
+    write_config,
+)
 from slurm.ha_namespaces import HostNetwork, host_command, make_network
 from slurm.slurm_root import version_under_test
-from slurmstack.contract import SLURMCTLD_PORT, TASK_PROLOG_PATH, node_name, node_name_prefix
+from slurmstack.contract import (
+    NODE_CONFIG_PATH,
+    NODE_ENV_PATH,
+    SLURMCTLD_PORT,
+    STATE_SAVE_LOCATION,
+    TASK_PROLOG_PATH,
+    NodeEnv,
+    backup_host,
+    dump_document,
+    head_host,
+    node_name,
+    node_name_prefix,
+)
+from slurmstack.node import active
+from slurmstack.node.context import Context
+from slurmstack.plan import ClusterPlan
 from slurmstack.render import SLURMD_UNIT_PATH, head_files, pool_files
+from slurmstack.render.node import node_config
+from support.stack import example, plan_of
 
 pytestmark = pytest.mark.slurm
 
 PRIMARY, BACKUP, NODE_HOST = "ctl-a", "ctl-b", "node"
 ADDRESSES = {PRIMARY: "10.251.0.1", BACKUP: "10.251.0.2", NODE_HOST: "10.251.0.3"}
-# Rendered: none (Slurm's 120 s default). Short here so the takeover happens within the test.
+# Rendered: 60 s (SLURMCTLD_TIMEOUT_WITH_BACKUP_SECONDS). Short here so the takeover happens
+# within the test.
 SLURMCTLD_TIMEOUT = 10
 # The backup pings the primary every SlurmctldTimeout/3 s and takes over at the first failed
 # ping more than SlurmctldTimeout s after the primary's last sign of life (ping answer or
@@ -142,40 +170,89 @@ def poll(ha: HaCluster, condition: Callable[[], bool], what: str, timeout: float
     raise AssertionError(f"not within {timeout} s: {what}\n{ha.logs()}")
 
 
+@cache
+def backup_plan() -> ClusterPlan:
+    """cpu-hpc with a backup controller (accounting off: these tests run no slurmdbd), its
+    slurm.version the pinned release of the Slurm under test."""
+    definition = example("cpu-hpc")
+    definition["head_node"]["backup"] = True
+    slurm = definition.setdefault("slurm", {})
+    slurm["accounting"] = {"enabled": False}
+    slurm["version"] = pinned_version_under_test()
+    return plan_of(definition)
+
+
 def write_ha_config(ha: HaCluster) -> None:
-    """The rendered head files adapted to loopback (conftest.write_config), the head's address
-    replaced by the primary's, then the backup as a second SlurmctldHost and the timeout."""
-    plan = example_plan("cpu-hpc")
+    """The rendered head files adapted to loopback (conftest.write_config), SlurmctldTimeout
+    shortened, and the two rendered SlurmctldHost lines, head then backup, addressed as the
+    primary's and the backup's test hosts."""
+    plan = backup_plan()
+    rendered = head_files(plan)
+    hosts = [x for x in rendered["/etc/slurm/slurm.conf"].splitlines() if "SlurmctldHost=" in x]
+    assert hosts == [
+        f"SlurmctldHost={head_host(plan.name)}",
+        f"SlurmctldHost={backup_host(plan.name)}",
+    ]
     files = pool_files(plan, plan.pool("batch"))
     ctld = ha.root / "ctld"
     overrides = {
-        "SlurmctldHost": f"{PRIMARY}({ADDRESSES[PRIMARY]})",
+        "SlurmctldTimeout": str(SLURMCTLD_TIMEOUT),
         "SlurmctldPidFile": str(ctld / "slurmctld.pid"),
         "SlurmctldLogFile": str(ctld / "slurmctld.log"),
     }
-    write_config(ha.cluster, head_files(plan), files[TASK_PROLOG_PATH], overrides)
-    backup_line = f"SlurmctldHost={BACKUP}({ADDRESSES[BACKUP]})"
-    text = ha.cluster.conf.read_text()
-    ha.cluster.conf.write_text(f"{text}{backup_line}\nSlurmctldTimeout={SLURMCTLD_TIMEOUT}\n")
+    write_config(ha.cluster, rendered, files[TASK_PROLOG_PATH], overrides)
+    controllers = iter((PRIMARY, BACKUP))
+    lines = [
+        f"SlurmctldHost={(c := next(controllers))}({ADDRESSES[c]})"
+        if x.startswith("SlurmctldHost=")
+        else x
+        for x in ha.cluster.conf.read_text().splitlines()
+    ]
+    ha.cluster.conf.write_text("\n".join(lines) + "\n")
     for controller in (PRIMARY, BACKUP):
-        lines = ha.cluster.conf.read_text().splitlines()
-        hosts = [x for x in lines if x.startswith("SlurmctldHost=")]
-        assert len(hosts) == 2
         only = [x for x in lines if not x.startswith("SlurmctldHost=") or f"={controller}(" in x]
         ha.conf_naming_only(controller).write_text("\n".join(only) + "\n")
+
+
+def gate(ha: HaCluster, controller: str) -> str | None:
+    """The node agent's answer on ``controller``'s host: why its once-per-cluster loops must
+    not run there now (None: they run). Its root holds the rendered node.json, the name
+    `params` gives that controller, and Slurm's state directory (the test's)."""
+    root = ha.root / f"agent-{controller}"
+    if not root.exists():
+        config = root / NODE_CONFIG_PATH.lstrip("/")
+        config.parent.mkdir(parents=True)
+        config.write_text(dump_document(node_config(backup_plan(), None)))
+        name = (
+            head_host(backup_plan().name)
+            if controller == PRIMARY
+            else backup_host(backup_plan().name)
+        )
+        (root / NODE_ENV_PATH.lstrip("/")).write_text(NodeEnv(node_name=name).text())
+        state = root / STATE_SAVE_LOCATION.lstrip("/")
+        state.parent.mkdir(parents=True)
+        state.symlink_to(ha.root / "state")
+    return active.standby_reason(Context(root=root))
+
+
+def acting(ha: HaCluster) -> list[str]:
+    """The controllers whose agent would run the repair controller's pass now."""
+    return [c for c in (PRIMARY, BACKUP) if gate(ha, c) is None]
 
 
 def start_node(ha: HaCluster) -> str:
     """The batch pool's slurmd as its rendered unit starts it, the node's address the
     node host's, and both controllers as configuration servers."""
-    plan = example_plan("cpu-hpc")
+    plan = backup_plan()
     unit = pool_files(plan, plan.pool("batch"))[SLURMD_UNIT_PATH]
     name = node_name(node_name_prefix("batch"), ADDRESSES[NODE_HOST])
     line = next(x for x in unit.splitlines() if x.startswith("ExecStart="))
+    # The rendered list, head then backup, at the test hosts' addresses and the test's port.
     port = ha.cluster.ctld_port
-    servers = ",".join(f"{ADDRESSES[c]}:{port}" for c in (PRIMARY, BACKUP))
+    servers = ",".join(f"${{SLURMSTACK_{k}_ADDRESS}}:{SLURMCTLD_PORT}" for k in ("HEAD", "BACKUP"))
+    assert f"--conf-server {servers} " in line, line
     line = line.removeprefix("ExecStart=").replace(
-        f"${{SLURMSTACK_HEAD_ADDRESS}}:{SLURMCTLD_PORT}", servers
+        servers, ",".join(f"{ADDRESSES[c]}:{port}" for c in (PRIMARY, BACKUP))
     )
     line = line.replace("${SLURMSTACK_NODE_NAME}", name)
     assert "$" not in line, line
@@ -257,6 +334,9 @@ def test_backup_takes_over_from_a_killed_primary_and_hands_control_back(
     poll(ha, lambda: both_up(ha), "scontrol ping: both UP", 60)
     standby = ha.in_control(BACKUP)
     assert standby.returncode != 0 and STANDBY in standby.stderr, standby
+    # The agents agree: the head's runs the once-per-cluster loops, the backup's does not.
+    assert acting(ha) == [PRIMARY], gate(ha, PRIMARY)
+    assert "the head acts" in (gate(ha, BACKUP) or "")
 
     # 2. The primary is killed while a job runs; the backup takes control.
     first = submit(ha, "first")
@@ -273,6 +353,9 @@ def test_backup_takes_over_from_a_killed_primary_and_hands_control_back(
     assert f"Slurmctld(primary) at {PRIMARY} is DOWN" in ping, ping
     assert f"Slurmctld(backup) at {BACKUP} is UP" in ping, ping
     assert job_state(ha, first) == "RUNNING", ha.logs()  # slurmd kept it; the backup knows it
+    # The backup in control writes the heartbeat now (within a quarter of the timeout): its
+    # agent takes over the loops, and the head's (were it still up) would stand by.
+    poll(ha, lambda: acting(ha) == [BACKUP], "the backup's agent acting", SLURMCTLD_TIMEOUT)
     second = submit(ha, "second")
     poll(ha, job_is(ha, second, "RUNNING"), f"job {second} running", 60)
     release(ha, "first")  # it ends under the backup, which records the completion
@@ -292,6 +375,7 @@ def test_backup_takes_over_from_a_killed_primary_and_hands_control_back(
     standby = ha.in_control(BACKUP)
     assert standby.returncode != 0 and STANDBY in standby.stderr, standby
     assert "Performing RPC: REQUEST_CONTROL" in ha.controller_log(BACKUP)
+    poll(ha, lambda: acting(ha) == [PRIMARY], "the head's agent acting again", SLURMCTLD_TIMEOUT)
     poll(ha, lambda: both_up(ha), "scontrol ping: both UP", 60)
     assert job_state(ha, first) == "COMPLETED"
     assert job_state(ha, second) == "RUNNING"
