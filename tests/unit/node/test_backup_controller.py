@@ -5,7 +5,9 @@ heartbeat says control is."""
 
 from __future__ import annotations
 
+import os
 import struct
+import time
 from pathlib import Path
 from typing import Any
 
@@ -214,3 +216,36 @@ def test_slurm_conf_names_both_controllers_and_both_slurmdbds() -> None:
     plain = head_files(NO_BACKUP)[SLURM_CONF_PATH]
     assert plain.count("SlurmctldHost=") == 1 and "SlurmctldTimeout" not in plain
     assert "BackupHost" not in plain
+
+
+def test_nodes_registered_after_the_last_node_save_are_saved_for_the_backup(
+    aws: Any, tmp_path: Path
+) -> None:
+    from slurmstack.node.controller.registrations import NODE_STATE_FILE, save_new_registrations
+    from slurmstack.node.slurm import NodeRecord
+
+    def node(name: str, started: str) -> NodeRecord:
+        return NodeRecord.of({"NodeName": name, "State": "IDLE", "Weight": "7",
+                              "SlurmdStartTime": started})  # fmt: skip
+
+    run = Runner()
+    ctx = controller(tmp_path, aws, HEAD, run)
+    table = tmp_path / NODE_STATE_FILE.lstrip("/")
+    table.parent.mkdir(parents=True, exist_ok=True)
+    table.write_bytes(b"")
+    saved = 1_800_000_000
+    os.utime(table, (saved, saved))
+    old = node("cpu-1", time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(saved - 60)))
+    new = node("cpu-2", time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(saved + 60)))
+    assert save_new_registrations(ctx, (old,)) == [] and run.calls == []
+    assert save_new_registrations(ctx, (old, new)) == ["cpu-2"]
+    # One update that changes nothing (its own weight): Slurm saves its node table after it.
+    (call,) = run.calls
+    assert call[-3:] == ["update", "nodename=cpu-2", "weight=7"]
+    # Without a backup nothing is asked: the head alone reads its own state.
+    plain = Runner()
+    ctx = make_node(tmp_path / "plain", aws, "head", run=plain)
+    config = tmp_path / "plain" / NODE_CONFIG_PATH.lstrip("/")
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(dump_document(node_config(NO_BACKUP, None)))
+    assert save_new_registrations(ctx, (new,)) == [] and plain.calls == []

@@ -110,6 +110,7 @@ class VirtualCluster:
         self.run_id = f"{RUN_ID}-{next(_CLUSTERS)}"
         self.directory = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{self.run_id}-"))
         self.head: Node | None = None
+        self.backup: Node | None = None  # head_node.backup's controller
         self.workers: dict[str, Node] = {}  # instance id -> node
         self.logins: dict[str, Node] = {}  # instance id -> node of a login pool
         self.gone: list[Node] = []  # killed nodes, kept for their logs
@@ -152,7 +153,11 @@ class VirtualCluster:
         self.timings["deploy"] = time.monotonic() - began
         self.head = self.boot([self.deployment.head_instance_id])[0]
         self.timings["head"] = time.monotonic() - began
-        self.boot(self.group_instances())
+        # The backup controller (head_node.backup) boots with the workers: their slurmd fetch
+        # the configuration from the head, the first server they list.
+        backup = [self.deployment.backup_instance_id] if self.deployment.backup_instance_id else []
+        booted = self.boot([*backup, *self.group_instances()])
+        self.backup = booted[0] if backup else None
         self.timings["workers"] = time.monotonic() - began
         self.wait_registered()
         self.timings["registered"] = time.monotonic() - began
@@ -419,7 +424,8 @@ class VirtualCluster:
         which the head address parameter (the interface's address in the program) takes."""
         assert self.head is not None and self._imds is not None
         old, self.head = self.head, None
-        old.run("systemctl", "stop", "slurmctld")
+        if old.alive:  # a head that died already (a scenario killed it) stops nothing
+            old.run("systemctl", "stop", "slurmctld")
         old.kill()
         self._imds.unregister(old.address)
         self.gone.append(old)
@@ -449,9 +455,26 @@ class VirtualCluster:
 
     # --- Slurm, seen from the head node --------------------------------------------------
 
+    def kill_head(self) -> Node:
+        """The head instance dies (its processes and its network at once); it stays
+        ``self.head`` until ``replace_head`` launches its successor. Returns it."""
+        assert self.head is not None and self._imds is not None
+        self.head.kill()
+        self._imds.unregister(self.head.address)
+        return self.head
+
+    @property
+    def client(self) -> Node:
+        """Where Slurm's commands run: the head, or while it is dead the backup controller
+        (its slurm.conf lists both controllers, as every client's does)."""
+        if self.head is not None and self.head.alive:
+            return self.head
+        assert self.backup is not None and self.backup.alive, "no controller is alive"
+        return self.backup
+
     def node_records(self) -> dict[str, dict[str, str]]:
         assert self.head is not None
-        out = self.head.run("scontrol", "--all", "--oneliner", "show", "node", check=False)
+        out = self.client.run("scontrol", "--all", "--oneliner", "show", "node", check=False)
         records = [parse_node_line(x) for x in out.stdout.splitlines() if x.startswith("NodeName=")]
         return {r["NodeName"]: r for r in records}
 

@@ -67,6 +67,9 @@ class Deployment:
     document: str  # the apply-config document's name
     manifest_key: str = ""
     parameters: dict[str, str] = field(default_factory=dict)  # name -> value as put
+    # head_node.backup: the backup controller's instance and interface (moto's ids).
+    backup_instance_id: str | None = None
+    backup_interface: str | None = None
 
     def parameter(self, suffix: str) -> str:
         """The name of the parameter ending in ``suffix``."""
@@ -183,11 +186,21 @@ def deploy(run: OfflineRun, aws: MotoServer, existing: ExistingNetwork | None = 
     compute_subnet = subnet_ids[interface.inputs["subnetId"]]
     head_id = launch_head(run, aws, head_interface_id)
     head_address = interface_address(aws, head_interface_id)
+    # head_node.backup: its instance on its own interface too, launched the same way.
+    backup = controller_instance(run, BACKUP)
+    backup_id = backup_interface_id = None
+    if backup is not None:
+        backup_interface = interface_of(run, backup)
+        backup_interface_id = create_interface(aws, backup_interface, subnet_ids, security_groups)
+        backup_id = launch_head(run, aws, backup_interface_id, which=BACKUP)
 
     manifest_key = publish_config(run, aws, bucket)
     # Values only AWS knows once it has made the resource: the head node's address (the
     # program publishes its interface's address, which the offline engine made up).
     live_values = {str(interface.outputs["privateIp"]): head_address}
+    if backup is not None and backup_interface_id is not None:
+        backup_address = interface_address(aws, backup_interface_id)
+        live_values[str(interface_of(run, backup).outputs["privateIp"])] = backup_address
     live_values.update(subnet_ids)  # the compute subnet's id (elastic pools' launches)
     # The alert topic, which the head's alert relay finds through its parameter.
     for topic in run.of_type(TOPIC):
@@ -232,14 +245,37 @@ def deploy(run: OfflineRun, aws: MotoServer, existing: ExistingNetwork | None = 
         document=document.inputs["name"],
         manifest_key=manifest_key,
         parameters=parameters,
+        backup_instance_id=backup_id,
+        backup_interface=backup_interface_id,
     )
+
+
+HEAD, BACKUP = "head", "backup"
+
+
+def controller_instance(run: OfflineRun, which: str = HEAD) -> RecordedResource | None:
+    """The head's instance, or the backup controller's (None without head_node.backup): EC2
+    instances the program makes, told apart by their names (<cluster>-head[-backup])."""
+    suffix = "-head" if which == HEAD else "-head-backup"
+    found = [i for i in run.of_type(INSTANCE) if i.name.endswith(suffix)]
+    return found[0] if found else None
+
+
+def _controller(run: OfflineRun, which: str) -> RecordedResource:
+    found = controller_instance(run, which)
+    if found is None:
+        raise LookupError(f"the program made no {which} instance")
+    return found
+
+
+def interface_of(run: OfflineRun, instance: RecordedResource) -> RecordedResource:
+    eni = instance.inputs["primaryNetworkInterface"]["networkInterfaceId"]
+    return next(i for i in run.of_type(NETWORK_INTERFACE) if str(i.id) == eni)
 
 
 def head_interface(run: OfflineRun) -> RecordedResource:
     """The network interface the program launches the head instance on (its address for good)."""
-    head = _one(run, INSTANCE)
-    eni = head.inputs["primaryNetworkInterface"]["networkInterfaceId"]
-    return next(i for i in run.of_type(NETWORK_INTERFACE) if str(i.id) == eni)
+    return interface_of(run, _controller(run, HEAD))
 
 
 def compute_cidr(run: OfflineRun, existing: ExistingNetwork | None = None) -> str:
@@ -305,11 +341,12 @@ def create_interface(
     return str(created["NetworkInterface"]["NetworkInterfaceId"])
 
 
-def launch_head(run: OfflineRun, aws: MotoServer, interface: str) -> str:
-    """The head instance as the program describes it (type, user data, tags, metadata
-    options), on the network interface ``interface`` (moto's id), as its
-    ``primaryNetworkInterface`` says: the instance has the interface's address."""
-    head = _one(run, INSTANCE)
+def launch_head(run: OfflineRun, aws: MotoServer, interface: str, which: str = HEAD) -> str:
+    """The head instance (or ``which`` BACKUP: the backup controller's) as the program
+    describes it (type, user data, tags, metadata options), on the network interface
+    ``interface`` (moto's id), as its ``primaryNetworkInterface`` says: the instance has the
+    interface's address."""
+    head = _controller(run, which)
     metadata = head.inputs.get("metadataOptions") or {}
     options = {"HttpTokens": "httpTokens", "HttpEndpoint": "httpEndpoint",
                "HttpPutResponseHopLimit": "httpPutResponseHopLimit"}  # fmt: skip

@@ -217,10 +217,19 @@ STAND_INS: tuple[StandIn, ...] = (
     ),
     StandIn(
         "state-volume",
-        "`slurmstack-node state-volume`: the head node's EBS state volume",
-        "no EBS disk to find or format",
+        "`slurmstack-node state-volume`: the head node's EBS state volume, or with a backup "
+        "controller the EFS file system both controllers mount there",
+        "no EBS disk to find or format, no EFS",
         "one directory per cluster bind-mounted at the state mount (it outlives a head node, as "
-        "the volume does); the state directory is made and owned as the agent does",
+        "the volume does; both controllers mount the same one, as they would the EFS); the "
+        "state directory is made and owned as the agent does",
+    ),
+    StandIn(
+        "controller-timeout",
+        "slurm.conf's SlurmctldTimeout of a cluster with a backup controller (60 s)",
+        "a takeover after 60 s of silence would make each scenario minutes longer",
+        "10 s (standins.BACKUP_SLURMCTLD_TIMEOUT); Slurm's own takeover, handback and heartbeat "
+        "run as rendered",
     ),
     StandIn(
         "cgroups",
@@ -579,8 +588,24 @@ def patch_sackd_unit(text: str) -> str:
     return text.replace(sackd, "ExecStart=/usr/local/sbin/vcluster-sackd ")
 
 
+# "controller-timeout": with a backup controller (head_node.backup) the rendered SlurmctldTimeout
+# (60 s) becomes 10 s, so a takeover takes seconds, not a minute (the takeover's own logic, and
+# the heartbeat the agents' gate reads, are Slurm's).
+BACKUP_SLURMCTLD_TIMEOUT = 10
+
+
+def patch_backup_slurm_conf(text: str) -> str:
+    lines = [
+        f"SlurmctldTimeout={BACKUP_SLURMCTLD_TIMEOUT}" if x.startswith("SlurmctldTimeout=") else x
+        for x in text.splitlines()
+    ]
+    return "\n".join(lines) + "\n"
+
+
 STORE_PATCHES = {
-    SLURM_CONF_PATH: lambda text: patch_elastic_slurm_conf(patch_slurm_conf(text)),
+    SLURM_CONF_PATH: lambda text: patch_backup_slurm_conf(
+        patch_elastic_slurm_conf(patch_slurm_conf(text))
+    ),
     "/etc/slurmstack/node.json": patch_node_config,
     SLURMD_ELASTIC_DROPIN: patch_slurmd_elastic,
 }

@@ -11,6 +11,7 @@ from . import state as memory
 from .act import act, record
 from .actions import SUSPENDED_PROCESS, iso
 from .decide import decide
+from .registrations import save_new_registrations
 
 
 def control(ctx: Context, dry_run: bool = False) -> dict[str, Any]:
@@ -33,7 +34,10 @@ def control(ctx: Context, dry_run: bool = False) -> dict[str, Any]:
         # The memory is saved first: a replacement counts for the breaker even if its call failed.
         memory.save(ctx, decision.state)
         done = act(ctx, decision.actions)
-    return {"actions": done, "notes": list(decision.notes), "aws": observed.aws}
+        # With a backup controller: nodes it would not know after a takeover, saved now.
+        saved = save_new_registrations(ctx, observed.nodes)
+    result = {"actions": done, "notes": list(decision.notes), "aws": observed.aws}
+    return {**result, "saved_registrations": saved} if saved else result
 
 
 def _fields(action: Any) -> dict[str, str]:
