@@ -205,7 +205,7 @@ def test_the_backup_takes_over_from_a_dead_head_instance_and_its_replacement_tak
     wait_job(ha, long, "COMPLETED")
     wait_job(ha, during, "COMPLETED")
     records = ha.wait_registered()  # every worker still answers the backup
-    assert set(records) == {ha.slurm_name(n) for n in ha.workers.values()}
+    assert {ha.slurm_name(n) for n in ha.workers.values()} <= set(records)
 
     new = ha.replace_head()
     assert new.address == old.address and new.instance_id != old.instance_id

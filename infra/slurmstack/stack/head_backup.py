@@ -25,13 +25,12 @@ import pulumi
 import pulumi_aws.ec2 as ec2
 import pulumi_aws.efs as efs
 
-from slurmstack.contract import HEAD_ROLE, DeployParameter, resource_name
+from slurmstack.contract import DeployParameter, resource_name
 from slurmstack.plan import ClusterPlan
 from slurmstack.stack import parameters
-from slurmstack.stack.bucket import stateful_options
-from slurmstack.stack.common import SLURM_VERSION_TAG, Role, tags
-from slurmstack.stack.head_node import USER_DATA_PROPERTY, USER_DATA_TAG
-from slurmstack.stack.user_data import encoded_user_data, user_data_sha256
+from slurmstack.stack.common import Role, tags
+from slurmstack.stack.efs import shared_file_system
+from slurmstack.stack.head_node import USER_DATA_PROPERTY, controller_instance_inputs
 
 BACKUP_SUFFIX = "backup"
 STATE_SUFFIX = "state"
@@ -55,30 +54,15 @@ class StateFileSystem(pulumi.ComponentResource):
         super().__init__("slurmstack:stack:StateFileSystem", name, None, opts)
         # Kept on delete (when storage.protect), like the head's EBS state volume: the queue,
         # the nodes and the job ids of a cluster that may be rebuilt.
-        self.file_system = efs.FileSystem(
-            name,
-            creation_token=name,
-            encrypted=True,
-            performance_mode="generalPurpose",  # the lower-latency mode (Slurm's small files)
-            throughput_mode="elastic",
-            tags=tags(plan, Role.HEAD, name),
-            opts=stateful_options(plan, self, retain=True),
-        )
-        mount_target = efs.MountTarget(
-            name,
-            file_system_id=self.file_system.id,
-            subnet_id=subnet_id,
-            security_groups=[security_group_id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(security_ready)),
-        )
-        # Published once the mount target exists: a controller that sees the id can mount it.
-        parameters.publish(
+        self.file_system = shared_file_system(
             plan,
+            name,
+            Role.HEAD,
             DeployParameter.STATE_EFS_ID,
-            self.file_system.id,
-            role=Role.HEAD,
+            subnet_id=subnet_id,
+            security_group_id=security_group_id,
+            security_ready=security_ready,
             parent=self,
-            depends_on=[mount_target],
         )
         self.register_outputs({"id": self.file_system.id})
 
@@ -104,7 +88,6 @@ class BackupController(pulumi.ComponentResource):
         ``ready``: the routes and the head group's rules its first boot needs."""
         name = resource_name(plan.name, Role.HEAD, BACKUP_SUFFIX)
         super().__init__("slurmstack:stack:BackupController", name, None, opts)
-        head = plan.head
         self.interface = ec2.NetworkInterface(
             name,
             subnet_id=subnet_id,
@@ -123,35 +106,10 @@ class BackupController(pulumi.ComponentResource):
         self.instance = ec2.Instance(
             name,
             ami=ami,
-            instance_type=head.instance_type,
             primary_network_interface={"network_interface_id": self.interface.id},
             iam_instance_profile=instance_profile,
-            maintenance_options={"auto_recovery": "default" if head.auto_recovery else "disabled"},
-            metadata_options={
-                "http_endpoint": "enabled",
-                "http_tokens": "required",
-                "http_put_response_hop_limit": 1,
-            },
-            root_block_device={
-                "volume_type": "gp3",
-                "volume_size": head.root_volume.size_gib,
-                "iops": head.root_volume.iops,
-                "throughput": head.root_volume.throughput_mibps,
-                "encrypted": True,
-                "delete_on_termination": True,
-                "tags": tags(plan, Role.HEAD, f"{name}-root"),
-            },
             # The head's own document: `params` finds which controller it is by its address.
-            user_data_base64=encoded_user_data(plan, HEAD_ROLE),
-            tags=tags(
-                plan,
-                Role.HEAD,
-                name,
-                **{
-                    USER_DATA_TAG: user_data_sha256(plan, HEAD_ROLE),
-                    SLURM_VERSION_TAG: plan.spec.slurm.version,
-                },
-            ),
+            **controller_instance_inputs(plan, name),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 # As the head's (slurmstack.stack.head_node): a new document is applied by

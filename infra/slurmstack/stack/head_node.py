@@ -27,6 +27,7 @@ output) builds a new head with the new one, at the same address with the same st
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pulumi
 import pulumi_aws.ebs as ebs
@@ -84,6 +85,44 @@ def head_ami(
         tags=tags(plan, Role.HEAD, name),
         opts=pulumi.ResourceOptions(parent=parent, ignore_changes=["insecureValue"]),
     )
+
+
+def controller_instance_inputs(plan: ClusterPlan, name: str) -> dict[str, Any]:
+    """What the head's instance and the backup controller's (slurmstack.stack.head_backup) have
+    alike: type, recovery, metadata options, root volume, the head's document and its tags."""
+    head = plan.head
+    return {
+        "instance_type": head.instance_type,
+        # EC2's simplified automatic recovery (on by default where supported), explicit so
+        # head_node.auto_recovery: false turns it off too (slurmstack.stack.head_recovery).
+        "maintenance_options": {"auto_recovery": "default" if head.auto_recovery else "disabled"},
+        "metadata_options": {
+            "http_endpoint": "enabled",
+            "http_tokens": "required",
+            # 1: the token must not travel past the host (no container reaches it); on the
+            # host only root does (slurmstack.imds_firewall).
+            "http_put_response_hop_limit": 1,
+        },
+        "root_block_device": {
+            "volume_type": "gp3",
+            "volume_size": head.root_volume.size_gib,
+            "iops": head.root_volume.iops,
+            "throughput": head.root_volume.throughput_mibps,
+            "encrypted": True,
+            "delete_on_termination": True,
+            "tags": tags(plan, Role.HEAD, f"{name}-root"),
+        },
+        "user_data_base64": encoded_user_data(plan, HEAD_ROLE),
+        "tags": tags(
+            plan,
+            Role.HEAD,
+            name,
+            **{
+                USER_DATA_TAG: user_data_sha256(plan, HEAD_ROLE),
+                SLURM_VERSION_TAG: plan.spec.slurm.version,
+            },
+        ),
+    }
 
 
 def head_in_public_subnet(plan: ClusterPlan, public_subnet_id: object | None) -> bool:
@@ -153,39 +192,10 @@ class HeadNode(pulumi.ComponentResource):
         self.instance = ec2.Instance(
             name,
             ami=self.ami_parameter.insecure_value,
-            instance_type=head.instance_type,
             # Subnet, security group and public address come with the interface.
             primary_network_interface={"network_interface_id": self.interface.id},
             iam_instance_profile=instance_profile,
-            # EC2's simplified automatic recovery (on by default where supported), explicit so
-            # head_node.auto_recovery: false turns it off too (slurmstack.stack.head_recovery).
-            maintenance_options={"auto_recovery": "default" if head.auto_recovery else "disabled"},
-            metadata_options={
-                "http_endpoint": "enabled",
-                "http_tokens": "required",
-                # 1: the token must not travel past the host (no container reaches it); on the
-                # host only root does (slurmstack.imds_firewall).
-                "http_put_response_hop_limit": 1,
-            },
-            root_block_device={
-                "volume_type": "gp3",
-                "volume_size": head.root_volume.size_gib,
-                "iops": head.root_volume.iops,
-                "throughput": head.root_volume.throughput_mibps,
-                "encrypted": True,
-                "delete_on_termination": True,
-                "tags": tags(plan, Role.HEAD, f"{name}-root"),
-            },
-            user_data_base64=encoded_user_data(plan, HEAD_ROLE),
-            tags=tags(
-                plan,
-                Role.HEAD,
-                name,
-                **{
-                    USER_DATA_TAG: user_data_sha256(plan, HEAD_ROLE),
-                    SLURM_VERSION_TAG: plan.spec.slurm.version,
-                },
-            ),
+            **controller_instance_inputs(plan, name),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 ignore_changes=[USER_DATA_PROPERTY],
