@@ -249,3 +249,20 @@ def test_nodes_registered_after_the_last_node_save_are_saved_for_the_backup(
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(dump_document(node_config(NO_BACKUP, None)))
     assert save_new_registrations(ctx, (new,)) == [] and plain.calls == []
+
+
+def test_sackd_fetches_from_either_controller_and_its_unit_keeps_its_lines() -> None:
+    from slurmstack.render.people import login_files
+
+    definition = small_cluster()
+    definition["login_pools"] = [{"name": "login", "instance_type": "m7i.large", "count": 1}]
+    for backup in (False, True):
+        definition["head_node"]["backup"] = backup
+        definition["slurm"] = {"accounting": {"enabled": False}}
+        plan = plan_of(definition)
+        unit = next(t for p, t in login_files(plan, plan.login_pools[0]).items() if "sackd" in p)
+        (start,) = [x for x in unit.splitlines() if x.startswith("ExecStart=")]
+        servers = "${SLURMSTACK_HEAD_ADDRESS}:6817"
+        servers += ",${SLURMSTACK_BACKUP_ADDRESS}:6817" if backup else ""
+        assert start.endswith(f"--conf-server {servers}"), start
+        assert "\nExecReload=" in unit
