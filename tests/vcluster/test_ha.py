@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from slurmstack.contract import HEARTBEAT_PATH
+from slurmstack.node import active
 from vcluster.conftest import require_host
 from vcluster.harness import VirtualCluster, wait_until
 from vcluster.harness.node import Node
@@ -59,7 +60,8 @@ def heartbeat(cluster: VirtualCluster) -> tuple[float, int] | None:
     """(age in seconds, index) of the heartbeat in the shared state: who is in control."""
     path = cluster.directory / "state-volume" / HEARTBEAT_PATH.removeprefix("/var/spool/slurmctld/")
     try:
-        written, index = struct.unpack(">QQ", path.read_bytes()[:16])
+        # The format the node agent's gate reads (slurmstack.node.active), not a second copy.
+        written, index = active.HEARTBEAT.unpack_from(path.read_bytes())
     except (OSError, struct.error):
         return None
     return time.time() - written, index
