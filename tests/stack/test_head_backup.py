@@ -27,6 +27,7 @@ from support.stack import (
 pytestmark = pytest.mark.stack
 
 T_ATTACHMENT = "aws:ec2/volumeAttachment:VolumeAttachment"
+T_ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
 
 
 def with_backup(**accounting: Any) -> dict[str, Any]:
@@ -106,3 +107,33 @@ def test_pools_roll_only_after_both_controllers_run_the_new_release() -> None:
     head = result.one(T_INSTANCE, "tiny-head")
     for template in result.of_type(T_LT):
         assert {head.urn, backup.urn} <= set(template.options.dependencies), template.name
+
+
+def test_the_backup_has_the_heads_recovery_alarms_on_its_own_instance() -> None:
+    result = run_ok(with_backup())
+    backup = result.one(T_INSTANCE, "tiny-head-backup")
+    head = result.one(T_INSTANCE, "tiny-head")
+    alarms = {a.inputs["name"]: a.inputs for a in result.of_type(T_ALARM)}
+    assert sorted(alarms) == [
+        "tiny-head-backup-recovery-reboot",
+        "tiny-head-backup-recovery-recover",
+        "tiny-head-recovery-reboot",
+        "tiny-head-recovery-recover",
+    ]
+    for action in ("recover", "reboot"):
+        on_backup = alarms[f"tiny-head-backup-recovery-{action}"]
+        on_head = alarms[f"tiny-head-recovery-{action}"]
+        assert on_backup["dimensions"] == {"InstanceId": backup.outputs["id"]}
+        assert on_head["dimensions"] == {"InstanceId": head.outputs["id"]}
+        # The same metric, minutes and actions: only the instance and the words differ.
+        for key in ("metricName", "evaluationPeriods", "alarmActions", "okActions"):
+            assert on_backup[key] == on_head[key], key
+        assert "backup controller's" in on_backup["alarmDescription"]
+        assert "head's" in on_head["alarmDescription"]
+    assert result.outputs["backup_recovery_alarms"] == {
+        "recover": "tiny-head-backup-recovery-recover",
+        "reboot": "tiny-head-backup-recovery-reboot",
+    }
+    definition = with_backup()
+    definition["head_node"]["auto_recovery"] = False
+    assert run_ok(definition).of_type(T_ALARM) == []

@@ -105,3 +105,12 @@ def test_a_backup_controller_takes_over_within_its_timeout_and_costs_a_second_he
     assert "head node: root volume" in lines
     assert "head node: root and Slurm state volumes" not in lines
     assert "EFS Slurm state" in {u.item for u in cost_report(plan).usage_billed}
+    # The backup's instance has the head's two recovery alarms too.
+    assert [(a["controller"], a["action"]) for a in section["alarms"]] == [
+        ("head", "recover"),
+        ("head", "reboot"),
+        ("backup", "recover"),
+        ("backup", "reboot"),
+    ]
+    alarms = lines["controller recovery alarms"]
+    assert alarms.basis == f"{2 * len(RECOVERY_ALARMS)} standard-resolution alarms"

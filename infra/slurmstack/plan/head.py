@@ -41,7 +41,10 @@ class RecoveryAlarm:
     metric: str  # AWS/EC2 metric
     action: str  # EC2 action of CloudWatch (arn:...:automate:<region>:ec2:<action>)
     failed_minutes: int  # consecutive failed minutes before it acts
-    why: str
+    why: str  # "{controller}": the head, or its backup controller (head_node.backup)
+
+    def describe(self, controller: str) -> str:
+        return self.why.format(controller=controller)
 
 
 RECOVERY_ALARMS = (
@@ -52,7 +55,7 @@ RECOVERY_ALARMS = (
         "StatusCheckFailed_System",
         "recover",
         2,
-        "the head's host failed: EC2 moves the head to healthy hardware (same instance, "
+        "the {controller}'s host failed: EC2 moves it to healthy hardware (same instance, "
         "address and volumes)",
     ),
     # Three minutes: a reboot loses the running slurmctld's memory (its state is saved on
@@ -62,6 +65,6 @@ RECOVERY_ALARMS = (
         "StatusCheckFailed_Instance",
         "reboot",
         3,
-        "the head's operating system stopped answering: EC2 reboots it",
+        "the {controller}'s operating system stopped answering: EC2 reboots it",
     ),
 )

@@ -172,12 +172,14 @@ def head_failure_lines(plan: ClusterPlan) -> list[CostLine]:
         )
     if plan.head.auto_recovery:
         alarm, alarm_source = unit_price("cloudwatch_alarm_usd_per_month")
+        # The same two on the backup controller's instance.
+        count = len(RECOVERY_ALARMS) * (2 if plan.head.backup else 1)
         lines.append(
             CostLine(
-                "head node recovery alarms",
+                "controller recovery alarms" if plan.head.backup else "head node recovery alarms",
                 "monitoring",
-                len(RECOVERY_ALARMS) * alarm / hours_per_month(),
-                f"{len(RECOVERY_ALARMS)} standard-resolution alarms",
+                count * alarm / hours_per_month(),
+                f"{count} standard-resolution alarms",
                 alarm_source,
             )
         )
@@ -196,7 +198,13 @@ def head_failure_section(plan: ClusterPlan) -> dict[str, Any]:
     return {
         "configuration": chosen,
         "alarms": [
-            {"action": a.action, "metric": a.metric, "failed_minutes": a.failed_minutes}
+            {
+                "controller": controller,
+                "action": a.action,
+                "metric": a.metric,
+                "failed_minutes": a.failed_minutes,
+            }
+            for controller in (["head", "backup"] if plan.head.backup else ["head"])
             for a in RECOVERY_ALARMS
         ]
         if plan.head.auto_recovery

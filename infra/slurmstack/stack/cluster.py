@@ -60,6 +60,7 @@ class SlurmCluster(pulumi.ComponentResource):
     login_pools: dict[str, LoginPool]
     monitoring: Monitoring
     head_recovery: HeadRecovery | None
+    backup_recovery: HeadRecovery | None
     state_file_system: StateFileSystem | None
     backup: BackupController | None
 
@@ -229,7 +230,7 @@ class SlurmCluster(pulumi.ComponentResource):
         # name them by their names; the relay reads the topic's parameter when it sends).
         self.monitoring = Monitoring(plan, head_role=self.identity.head_role, opts=child)
         # The head recovers by itself from a failed host or a hung OS, and says so.
-        self.head_recovery = None
+        self.head_recovery = self.backup_recovery = None
         if plan.head.auto_recovery:
             self.head_recovery = HeadRecovery(
                 plan,
@@ -237,6 +238,14 @@ class SlurmCluster(pulumi.ComponentResource):
                 topic_arn=self.monitoring.topic.arn,
                 opts=child,
             )
+            if self.backup is not None:
+                self.backup_recovery = HeadRecovery(
+                    plan,
+                    instance_id=self.backup.instance.id,
+                    topic_arn=self.monitoring.topic.arn,
+                    controller="backup",
+                    opts=child,
+                )
         self.config = ConfigStore(
             plan, bucket=self.bucket.bucket.id, head_instance_id=self.head.instance.id, opts=child
         )

@@ -12,6 +12,8 @@ when they clear:
 EC2's own simplified automatic recovery (on by default for supported types) stays on beside the
 alarm: the alarm acts after two failed minutes and notifies; without head_node.auto_recovery
 both are off, and the head is replaced by hand (`pulumi up --replace`, a stack output names it).
+With head_node.backup, the backup controller gets the same two alarms: a backup that died
+unnoticed is a head without a backup.
 """
 
 from __future__ import annotations
@@ -38,17 +40,21 @@ class HeadRecovery(pulumi.ComponentResource):
         *,
         instance_id: pulumi.Input[str],
         topic_arn: pulumi.Input[str],
+        controller: str = "head",
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        name = resource_name(plan.name, Role.HEAD, "recovery")
+        """``controller``: "head", or "backup" for the backup controller's instance."""
+        suffix = "recovery" if controller == "head" else f"{controller}-recovery"
+        name = resource_name(plan.name, Role.HEAD, suffix)
         super().__init__("slurmstack:stack:HeadRecovery", name, None, opts)
+        described = "head" if controller == "head" else f"{controller} controller"
         self.alarms = {}
         for alarm in RECOVERY_ALARMS:
             alarm_name = f"{name}-{alarm.suffix}"
             self.alarms[alarm.suffix] = cloudwatch.MetricAlarm(
                 alarm_name,
                 name=alarm_name,
-                alarm_description=f"slurmstack {plan.name}: {alarm.why}",
+                alarm_description=f"slurmstack {plan.name}: {alarm.describe(described)}",
                 namespace="AWS/EC2",
                 metric_name=alarm.metric,
                 dimensions={"InstanceId": instance_id},

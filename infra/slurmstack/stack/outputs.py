@@ -73,6 +73,10 @@ def stack_outputs(cluster: SlurmCluster) -> dict[str, pulumi.Input[object]]:
         out["head_recovery_alarms"] = {
             action: alarm.name for action, alarm in cluster.head_recovery.alarms.items()
         }
+    if cluster.backup_recovery is not None:
+        out["backup_recovery_alarms"] = {
+            action: alarm.name for action, alarm in cluster.backup_recovery.alarms.items()
+        }
     out["log_groups"] = {s.value: g.name for s, g in cluster.monitoring.log_groups.items()}
     if cluster.monitoring.prometheus is not None:
         out["prometheus_workspace_id"] = cluster.monitoring.prometheus.id
