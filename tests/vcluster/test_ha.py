@@ -10,7 +10,15 @@ when the head's slurmctld returns. The head's repair controller runs on both con
 their timers run it, and the node agent's gate (slurmstack.node.active, reading the heartbeat
 the controller in control writes) lets exactly one act.
 
-Each scenario starts and ends with the head in control and both nodes idle.
+Each scenario starts with the head in control and both nodes idle, and whatever way it ends,
+the next one does too (`head_in_control_after`): one failure does not fail the rest.
+
+What a user sees during a takeover (docs/head-failure.md, "During a takeover"): Slurm's client
+waits while the only controller answering is a backup in standby (up to 1.5 x SlurmctldTimeout,
+slurm_protocol_api.c), and a command that reaches the backup just as it switches can be
+refused ("Connection reset by peer": the backup closes its standby listener). sbatch does not
+retry that (sbatch.c retries only a full queue or busy nodes): the user runs it again. The
+scenarios' submissions during a takeover do the same, and print how many tries they took.
 """
 
 from __future__ import annotations
@@ -56,6 +64,22 @@ def ha() -> Iterator[VirtualCluster]:
     assert cluster.leftovers() == [], "the ha cluster's cleanup left these behind"
 
 
+@pytest.fixture(autouse=True)
+def head_in_control_after(ha: VirtualCluster) -> Iterator[None]:
+    """Whatever a scenario left (a dead slurmctld, a dead head, jobs), the next starts with the
+    head in control, no job, and every node registered."""
+    yield
+    head = ha.head
+    assert head is not None
+    if not head.alive:
+        ha.replace_head()
+    elif head.run("systemctl", "is-active", "slurmctld", check=False).returncode != 0:
+        head.run("systemctl", "start", "slurmctld")
+    wait_control(ha, 0, HANDBACK_SECONDS + TAKEOVER_SECONDS, "the head in control after a scenario")
+    ha.client.run("scancel", "--full", "--user=root", check=False)
+    ha.wait_registered()
+
+
 def heartbeat(cluster: VirtualCluster) -> tuple[float, int] | None:
     """(age in seconds, index) of the heartbeat in the shared state: who is in control."""
     path = cluster.directory / "state-volume" / HEARTBEAT_PATH.removeprefix("/var/spool/slurmctld/")
@@ -99,6 +123,31 @@ def submit(cluster: VirtualCluster, *args: str) -> str:
     out = cluster.client.run("sbatch", "--parsable", "--chdir=/tmp", "--output=/dev/null", *args,
                              timeout=180)  # fmt: skip
     return out.stdout.strip().split(";")[0]
+
+
+# What a submission sent during a takeover may be told, and the user answers by sending it
+# again; anything else fails the scenario.
+TAKEOVER_REFUSALS = (
+    "Connection reset by peer",
+    "standby mode",
+    "Unable to contact slurm controller",
+)
+
+
+def submit_during_takeover(cluster: VirtualCluster, *args: str) -> str:
+    """``submit`` while the controllers switch, sent again on a takeover's refusal, as a user
+    would (the module's docstring); bounded by the takeover's own time."""
+    deadline, tries = time.monotonic() + TAKEOVER_SECONDS, 0
+    while True:
+        tries += 1
+        sent = cluster.client.run("sbatch", "--parsable", "--chdir=/tmp", "--output=/dev/null",
+                                  *args, timeout=180, check=False)  # fmt: skip
+        if sent.returncode == 0:
+            print(f"\nha: a submission during the takeover took {tries} tries")
+            return sent.stdout.strip().split(";")[0]
+        refused = any(r in sent.stderr for r in TAKEOVER_REFUSALS)
+        assert refused and time.monotonic() < deadline, (tries, sent.stderr)
+        time.sleep(1)
 
 
 def job_state(cluster: VirtualCluster, job: str) -> str:
@@ -169,7 +218,7 @@ def test_the_backup_takes_over_from_a_dead_slurmctld_and_hands_control_back(
     kill_slurmctld(head)
     killed = time.monotonic()
     # Submitted while no controller answers: the client waits for the backup.
-    during = submit(ha, "-p", "cpu", "-N1", "-t", "5", "--wrap", "true")
+    during = submit_during_takeover(ha, "-p", "cpu", "-N1", "-t", "5", "--wrap", "true")
     wait_control(ha, 1, TAKEOVER_SECONDS, "the backup in control")
     took = time.monotonic() - killed
     assert job_state(ha, long) == "RUNNING"
@@ -200,7 +249,7 @@ def test_the_backup_takes_over_from_a_dead_head_instance_and_its_replacement_tak
     time.sleep(STATE_SAVE_SECONDS)
     ha.kill_head()
     killed = time.monotonic()
-    during = submit(ha, "-p", "cpu", "-N1", "-t", "5", "--wrap", "true")
+    during = submit_during_takeover(ha, "-p", "cpu", "-N1", "-t", "5", "--wrap", "true")
     wait_control(ha, 1, TAKEOVER_SECONDS, "the backup in control")
     took = time.monotonic() - killed
     assert acting(ha) == ["backup"]
