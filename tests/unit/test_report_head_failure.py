@@ -21,6 +21,7 @@ from slurmstack.plan.head import (
 )
 from slurmstack.report.cost import cost_report, instance_price, service_prices
 from slurmstack.report.head_failure import (
+    DBD_FAILOVER,
     HANDBACK,
     HEAD_RESTART,
     HOST_MOVE,
@@ -91,7 +92,10 @@ def test_a_backup_controller_takes_over_within_its_timeout_and_costs_a_second_he
     down, back, lost = backup["recovery"]
     # SlurmctldTimeout plus one of the backup's pings (a third of it), then the state read.
     assert BACKUP_TAKEOVER_SECONDS_MAX == BACKUP_SLURMCTLD_TIMEOUT_SECONDS * 4 // 3
-    assert down["seconds"] == BACKUP_TAKEOVER_SECONDS_MAX + STATE_LOAD.seconds
+    # With accounting, a dead head's slurmdbd is tried (and times out) before the backup serves.
+    assert (
+        down["seconds"] == BACKUP_TAKEOVER_SECONDS_MAX + DBD_FAILOVER.seconds + STATE_LOAD.seconds
+    )
     assert back["seconds"] == HANDBACK.seconds and lost["seconds"] is None
     # It costs the head's instance again and its root volume, on top of the alarms and key.
     price, _, _ = instance_price(plan.head.instance_type, plan, plan.head.facts.price)

@@ -32,10 +32,11 @@ from pathlib import Path
 
 import pytest
 
-from slurmstack.contract import HEARTBEAT_PATH
+from slurmstack.contract import HEARTBEAT_PATH, POWER_LOG_PATH, elastic_node_name
 from slurmstack.node import active
 from vcluster.conftest import require_host
 from vcluster.harness import VirtualCluster, wait_until
+from vcluster.harness.elastic import ElasticNodes, prepare_head
 from vcluster.harness.node import Node
 from vcluster.harness.standins import BACKUP_SLURMCTLD_TIMEOUT
 
@@ -52,6 +53,8 @@ HANDBACK_SECONDS = 30 + 60
 # before the head dies is not in the shared state. The scenarios wait one save.
 STATE_SAVE_SECONDS = 7
 JOB_SECONDS = 90
+# From the resume to the job's end on the new node (its boot here is seconds).
+ELASTIC_JOB_SECONDS = 180
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +166,21 @@ def wait_job(cluster: VirtualCluster, job: str, state: str, timeout: float = JOB
         raise AssertionError(f"{exc}\n{cluster.logs()[-20000:]}") from None
 
 
+def accounted(cluster: VirtualCluster, *jobs: str) -> None:
+    """sacct (from the controllers' slurmdbd, on the external database both use) has every
+    job of ``jobs`` COMPLETED; a job's record reaches slurmdbd a moment after it ends."""
+
+    def states() -> dict[str, str]:
+        out = cluster.client.run("sacct", "-n", "-X", "-P", "-o", "JobID,State",
+                                 "-j", ",".join(jobs), check=False).stdout  # fmt: skip
+        return dict(line.split("|", 1) for line in out.splitlines() if "|" in line)
+
+    try:
+        wait_until(lambda: states() == dict.fromkeys(jobs, "COMPLETED"), "sacct", JOB_SECONDS, 2)
+    except TimeoutError:
+        raise AssertionError(f"sacct: {states()} for {jobs}\n{cluster.logs()[-20000:]}") from None
+
+
 def kill_slurmctld(node: Node) -> None:
     pid = node.run("cat", SLURMCTLD_PID).stdout.strip()
     node.run("kill", "-9", pid)
@@ -233,6 +251,7 @@ def test_the_backup_takes_over_from_a_dead_slurmctld_and_hands_control_back(
     after = submit(ha, "-p", "cpu", "-N2", "-t", "5", "--wrap", "srun -N2 true")
     wait_job(ha, after, "COMPLETED")
     assert int(long) < int(during) < int(after)
+    accounted(ha, long, during, after)
     ha.wait_registered()
     print(f"\nha: takeover {took:.1f} s after the head's slurmctld died")
 
@@ -257,6 +276,8 @@ def test_the_backup_takes_over_from_a_dead_head_instance_and_its_replacement_tak
     wait_job(ha, during, "COMPLETED")
     records = ha.wait_registered()  # every worker still answers the backup
     assert {ha.slurm_name(n) for n in ha.workers.values()} <= set(records)
+    # The head's slurmdbd died with it: the backup's records the jobs, in the one database.
+    accounted(ha, long, during)
 
     new = ha.replace_head()
     assert new.address == old.address and new.instance_id != old.instance_id
@@ -265,6 +286,7 @@ def test_the_backup_takes_over_from_a_dead_head_instance_and_its_replacement_tak
     after = submit(ha, "-p", "cpu", "-N2", "-t", "5", "--wrap", "srun -N2 true")
     wait_job(ha, after, "COMPLETED")
     assert int(long) < int(during) < int(after)
+    accounted(ha, long, during, after)
     print(f"\nha: takeover {took:.1f} s after the head instance died")
 
 
@@ -334,3 +356,45 @@ def test_a_node_failing_while_the_backup_is_in_control_is_replaced_once(
     out = json.loads(head.run("slurmstack-node", "reap", "--grace", "0").stdout)
     assert name in out["deleted"], out
     assert new.role == "cpu" and ha.slurm_name(new) in ha.node_records()
+
+
+def test_an_elastic_resume_asked_during_a_takeover_is_served_once(ha: VirtualCluster) -> None:
+    """A job for the elastic pool is submitted while the backup takes over: the backup, once in
+    control, runs ResumeProgram (the head's power programs, on the backup: its role, its
+    launch templates); one instance is launched, its node fetches its configuration from the
+    backup (the head's slurmctld refuses) and runs the job. Back under the head: the head
+    knows the node at the instance's address, and its sweep finds no orphan to terminate."""
+    head, backup = ha.head, ha.backup
+    assert head is not None and backup is not None and in_control(ha, 0)
+    prepare_head(ha)  # a replaced head (scenario 3) has no power environment yet
+    nodes = ElasticNodes(ha)
+    assert nodes.instances() == {}
+    time.sleep(STATE_SAVE_SECONDS)
+    kill_slurmctld(head)
+    job = submit_during_takeover(ha, "-p", "burst", "-N1", "-t", "5", "--wrap", "hostname")
+    wait_control(ha, 1, TAKEOVER_SECONDS, "the backup in control")
+
+    def done() -> bool:
+        nodes.sync()
+        return job_state(ha, job) == "COMPLETED"
+
+    try:
+        wait_until(done, f"job {job} COMPLETED on an elastic node", ELASTIC_JOB_SECONDS)
+    except TimeoutError as exc:
+        power = backup.run("cat", POWER_LOG_PATH, check=False).stdout
+        raise AssertionError(f"{exc}\n{power}\n{ha.logs()[-20000:]}") from None
+    # Served once: one instance, launched by the backup's ResumeProgram, none by the head's.
+    (instance_id,) = nodes.instances()
+    assert "resume " in backup.run("cat", POWER_LOG_PATH, check=False).stdout
+    assert "resume " not in head.run("cat", POWER_LOG_PATH, check=False).stdout
+    name = elastic_node_name("burst", 1)
+    assert nodes.named(name) is nodes.nodes[instance_id]
+
+    head.run("systemctl", "start", "slurmctld")
+    wait_control(ha, 0, HANDBACK_SECONDS, "the head in control again")
+    record = ha.node_records()[name]
+    assert record["NodeAddr"] == nodes.nodes[instance_id].address, record
+    swept = json.loads(head.run("slurmstack-node", "power-sweep", "--dry-run").stdout)
+    assert swept["terminated"] == {}, swept
+    nodes.sync()
+    assert list(nodes.instances()) == [instance_id]

@@ -13,6 +13,7 @@ __all__ = [
     "DeployValues",
     "NodeEnv",
     "bootstrap_env_text",
+    "conf_servers",
     "deploy_values_of",
     "env_key",
     "env_ref",
@@ -94,6 +95,15 @@ def env_ref(name: str) -> str:
     if name not in {f.name for f in fields(NodeEnv)}:
         raise KeyError(f"NodeEnv has no field {name!r}")
     return "${" + env_key(name) + "}"
+
+
+def conf_servers(backup: bool, port: int) -> str:
+    """slurmd's and sackd's --conf-server list as a unit expands it: the head, then with a
+    backup controller (head_node.backup) the backup, so a node boots while either serves."""
+    servers = [f"{env_ref('head_address')}:{port}"]
+    if backup:
+        servers.append(f"{env_ref('backup_address')}:{port}")
+    return ",".join(servers)
 
 
 # --- the deploy-time parameters, as read at boot -------------------------------------------

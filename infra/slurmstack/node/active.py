@@ -30,6 +30,14 @@ def controller_index(ctx: Context) -> int:
     return 1 if ctx.node_env().node_name == backup_host(ctx.config().cluster) else 0
 
 
+def on_backup(ctx: Context) -> bool:
+    """Whether this node is the backup controller (False where node.json cannot be read)."""
+    try:
+        return ctx.config().backup and controller_index(ctx) == 1
+    except (AgentError, OSError):
+        return False
+
+
 def heartbeat(ctx: Context) -> tuple[float, int] | None:
     """(time, index) the controller in control last wrote, or None without a readable one."""
     try:

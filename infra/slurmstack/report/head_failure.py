@@ -62,6 +62,15 @@ STATE_LOAD = Duration(
     "directory, 10 s assumed for EFS and a large queue (not measured on AWS)",
 )
 # A returning head asks the backup for control and waits for it (CONTROL_TIMEOUT, slurmctld.h).
+# Taking control, the backup's slurmctld connects to slurmdbd before it serves (controller.c:
+# ctld_assoc_mgr_init before read_slurm_conf and heartbeat_start), trying the head's first:
+# from a dead head instance no answer comes, only the connection's timeout.
+DBD_FAILOVER = Duration(
+    30,
+    "with accounting, when the head's instance is gone: the head's slurmdbd is tried first, "
+    "assumed one MessageTimeout (30 s); 19-20 s measured on the virtual cluster "
+    "(tests/vcluster/test_ha.py), not measured on AWS",
+)
 HANDBACK = Duration(30, "the head waits up to CONTROL_TIMEOUT (30 s) for the backup; ~28 s here")
 
 
@@ -122,6 +131,7 @@ def configurations() -> list[dict[str, Any]]:
                 _timed(
                     "head down for any reason (host, OS, slurmctld, terminated)",
                     _step("backup takes control", TAKEOVER),
+                    _step("slurmdbd reached (the head's tried first)", DBD_FAILOVER),
                     _step("state read, scheduling again", STATE_LOAD),
                 ),
                 _timed(

@@ -15,17 +15,24 @@ import pytest
 
 from slurmstack import contract
 from slurmstack.contract import (
+    ACCOUNTING_CONFIG_PATH,
     HEARTBEAT_PATH,
     NODE_CONFIG_PATH,
     SLURMCTLD_TIMEOUT_WITH_BACKUP_SECONDS,
+    SLURMDBD_CONF_RENDERED_PATH,
+    AccountingConfig,
+    AccountingDatabase,
+    DatabaseType,
     DeployParameter,
     dump_document,
 )
 from slurmstack.node import active, cli
+from slurmstack.node.accounting.database import accounting_db
 from slurmstack.node.boot import params, state_volume
 from slurmstack.node.context import AgentError, Context
 from slurmstack.render import SLURMD_UNIT_PATH, pool_files
 from slurmstack.render.node import node_config
+from slurmstack.render.slurm import slurmd_elastic_dropin
 from support.node import PLAN as NO_BACKUP
 from support.node import Runner, make_node
 from support.stack import plan_of, small_cluster
@@ -129,6 +136,23 @@ def test_slurmd_fetches_its_configuration_from_either_controller() -> None:
     assert "--conf-server ${SLURMSTACK_HEAD_ADDRESS}:6817,${SLURMSTACK_BACKUP_ADDRESS}:6817" in unit
     plain = pool_files(NO_BACKUP, NO_BACKUP.pools[0])[SLURMD_UNIT_PATH]
     assert "--conf-server ${SLURMSTACK_HEAD_ADDRESS}:6817 " in plain and "BACKUP" not in plain
+
+
+def test_an_elastic_nodes_slurmd_fetches_from_either_controller() -> None:
+    """The elastic nodes' drop-in replaces slurmd's command line: it must list the backup too
+    (the virtual cluster found an elastic node resumed by the backup waiting on the head)."""
+    definition = small_cluster()
+    definition["pools"][0]["max_count"] = definition["pools"][0]["count"] + 2
+    definition["slurm"] = {"accounting": {"enabled": False}}
+    for backup in (False, True):
+        definition["head_node"]["backup"] = backup
+        plan = plan_of(definition)
+        dropin = slurmd_elastic_dropin(plan, plan.pools[0])
+        assert dropin is not None
+        (start,) = [x for x in dropin.splitlines() if x.startswith("ExecStart=/")]
+        servers = "${SLURMSTACK_HEAD_ADDRESS}:6817"
+        servers += ",${SLURMSTACK_BACKUP_ADDRESS}:6817" if backup else ""
+        assert f"--conf-server {servers} -N " in start, start
 
 
 def test_state_is_mounted_from_the_shared_efs(aws: Any, tmp_path: Path) -> None:
@@ -266,3 +290,55 @@ def test_sackd_fetches_from_either_controller_and_its_unit_keeps_its_lines() -> 
         servers += ",${SLURMSTACK_BACKUP_ADDRESS}:6817" if backup else ""
         assert start.endswith(f"--conf-server {servers}"), start
         assert "\nExecReload=" in unit
+
+
+class SlurmdbdUnit(Runner):
+    """systemctl answering is-active for slurmdbd as ``running`` says."""
+
+    def __init__(self, running: bool) -> None:
+        super().__init__()
+        self.running = running
+
+    def __call__(self, cmd: list[str], check: bool = True):  # type: ignore[no-untyped-def]
+        import subprocess
+
+        if cmd[:2] == ["systemctl", "is-active"]:
+            self.calls.append(cmd)
+            return subprocess.CompletedProcess(cmd, 0 if self.running else 3, "", "")
+        return super().__call__(cmd, check)
+
+
+@pytest.mark.parametrize("running", [True, False], ids=["running", "dead"])
+def test_the_backups_slurmdbd_stands_by_with_its_port_closed(
+    aws: Any, tmp_path: Path, running: bool
+) -> None:
+    """DbdBackupHost listens only once it takes over (slurmdbd.c, run_dbd_backup): on the
+    backup, accounting-db waits for its unit to run, not for its port (nothing listens on it
+    here: waiting for it would fail the boot)."""
+    run = SlurmdbdUnit(running)
+    node = controller(tmp_path, aws, BACKUP, run)
+    params.params(node, poll=0)
+    database = AccountingDatabase(
+        type=DatabaseType.EXTERNAL,
+        host="10.42.0.200",
+        port=3306,
+        name="slurm_acct_db",
+        user="slurm",
+        password_secret="db-password",
+    )
+    aws.client("secretsmanager").create_secret(Name="db-password", SecretString="pw")
+    config = AccountingConfig(cluster=PLAN.name, enabled=True, slurmdbd_port=1, database=database)
+    for path, text in (
+        (ACCOUNTING_CONFIG_PATH, dump_document(config)),
+        (SLURMDBD_CONF_RENDERED_PATH, "StorageType=accounting_storage/mysql\n"),
+    ):
+        target = tmp_path / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    if running:
+        out = accounting_db(node, timeout=0.0, poll=0.0)
+        assert out["standby"] is True
+    else:
+        with pytest.raises(AgentError, match=r"slurmdbd\.service is not running"):
+            accounting_db(node, timeout=0.0, poll=0.0)
+    assert ["systemctl", "is-active", "--quiet", "slurmdbd.service"] in run.calls

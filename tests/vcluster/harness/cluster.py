@@ -50,6 +50,8 @@ from slurmstack.validate import validate_object
 from . import associations, deploy, groups
 from .aws import MotoServer
 from .cloudinit import parse
+from .database import ExternalDatabase
+from .database import wanted as external_database_wanted
 from .imds import Instance, MetadataService
 from .netns import NAME_PREFIX, NETNS_DIR, Fabric, ip, stale_namespaces
 from .node import Hardware, Node
@@ -118,6 +120,7 @@ class VirtualCluster:
         self._fabric: Fabric | None = None
         self._aws: MotoServer | None = None
         self._imds: MetadataService | None = None
+        self.database: ExternalDatabase | None = None  # stand-in "external-database"
         self.timings: dict[str, float] = {}
         self.associations: list[associations.Association] = []
 
@@ -145,6 +148,9 @@ class VirtualCluster:
         self._imds = MetadataService()
         self._imds.serve(self._fabric)
         self.deployment = deploy.deploy(self.offline, self._aws, existing)
+        if external_database_wanted(self.plan, self._fabric):
+            self.database = ExternalDatabase(self.plan, self.directory / "external-database")
+            self.database.serve(self._fabric, self._aws)
         if self.before_boot is not None:
             self.before_boot(self)
         # Stand-in "fsx-associations": the program's associations, created as FSx would.
@@ -170,7 +176,7 @@ class VirtualCluster:
                 node.kill()
             except Exception as exc:  # keep cleaning up
                 print(f"vcluster: killing {node.label()}: {exc}")
-        for service in (self._imds, self._aws, self._fabric):
+        for service in (self.database, self._imds, self._aws, self._fabric):
             if service is not None:
                 try:
                     service.close()
@@ -182,6 +188,8 @@ class VirtualCluster:
     def leftovers(self) -> list[str]:
         """What is left of this run after ``close`` (nothing, unless cleanup failed)."""
         out = [f"process of {n.label()}" for n in self._all_nodes() if n.running()]
+        if self.database is not None and self.database.running():
+            out.append("the external database stand-in's server")
         prefix = f"{NAME_PREFIX}{self.run_id}-"
         namespaces = os.listdir(NETNS_DIR) if os.path.isdir(NETNS_DIR) else []
         out += [f"namespace {n}" for n in namespaces if n.startswith(prefix)]

@@ -60,9 +60,10 @@ class ElasticNodes:
 
 def prepare_head(cluster: VirtualCluster) -> None:
     """Stand-in "power-env": the AWS environment every command on a node gets, for the power
-    programs slurmctld runs without one."""
-    head = cluster.head
-    assert head is not None
+    programs slurmctld runs without one; on the backup controller too, when there is one (it
+    runs them while it is in control)."""
     keys = ("AWS_ENDPOINT_URL", "AWS_METADATA_SERVICE_TIMEOUT", "AWS_METADATA_SERVICE_NUM_ATTEMPTS")
-    text = "".join(f"{k}={head.env[k]}\n" for k in keys)
-    head.write_file(POWER_ENV_PATH, text, "0644", "root:root")
+    for node in (cluster.head, cluster.backup):
+        if node is not None:
+            text = "".join(f"{k}={node.env[k]}\n" for k in keys)
+            node.write_file(POWER_ENV_PATH, text, "0644", "root:root")

@@ -232,6 +232,15 @@ STAND_INS: tuple[StandIn, ...] = (
         "run as rendered",
     ),
     StandIn(
+        "external-database",
+        "the MySQL-compatible server of slurm.accounting.database.type external (RDS, Aurora "
+        "or one of your own), and the Secrets Manager secret of its password",
+        "no AWS here, and the owner runs that server, not the stack",
+        "Debian's MariaDB server in a namespace of its own on the fabric at the definition's "
+        "host address (harness/database.py), slurmdbd's user made in it and the password put "
+        "in moto's Secrets Manager under the definition's secret name; no TLS",
+    ),
+    StandIn(
         "cgroups",
         "ProctrackType=proctrack/cgroup, TaskPlugin=task/cgroup,task/affinity",
         "this machine gives no delegated cgroup tree",

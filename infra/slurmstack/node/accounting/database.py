@@ -5,8 +5,11 @@ finds it there), the server moved onto it, and slurmdbd's database user with the
 Secrets Manager. external and rds: the server is someone else's; only slurmdbd is set up.
 Then slurmdbd.conf: the rendered copy (no password) with StorageHost (rds: from its deploy
 parameter) and StoragePass appended, 0600 and owned by SlurmUser as slurmdbd demands; slurmdbd
-is restarted when the file changed, and waited for on its port. Idempotent: run at boot and by
-the apply-config document before every `scontrol reconfigure`.
+is restarted when the file changed, and waited for on its port. On the backup controller
+(head_node.backup) slurmdbd is DbdBackupHost: it runs "in background mode" and listens only once
+it takes over from the head's (slurmdbd.c, run_dbd_backup), so there the wait is for its unit to
+be running. Idempotent: run at boot and by the apply-config document before every `scontrol
+reconfigure`.
 
 The password is read by root only (the instance role, behind the metadata firewall), passed to
 the database client on its standard input, and never printed or put on a command line.
@@ -37,6 +40,7 @@ from ...contract import (
     load_document,
 )
 from .. import system
+from ..active import on_backup
 from ..context import AgentError, Context, log, write_atomic
 
 MYSQL_USER = "mysql"
@@ -204,7 +208,14 @@ def accounting_db(ctx: Context, timeout: float = 120.0, poll: float = 2.0) -> di
     ctx.sh("systemctl", "enable", SLURMDBD_UNIT, check=False)
     ctx.sh("systemctl", "restart" if changed else "start", SLURMDBD_UNIT)
     port = config.slurmdbd_port
-    wait_until(ctx, lambda: port_open(port), "slurmdbd's port", timeout, poll)
+    if on_backup(ctx):
+        # DbdBackupHost: standing by for the head's slurmdbd, its port closed until it serves.
+        result["standby"] = True
+        running = ctx.sh("systemctl", "is-active", "--quiet", SLURMDBD_UNIT, check=False)
+        if running.returncode != 0:
+            raise AgentError(f"{SLURMDBD_UNIT} is not running (see its log)")
+    else:
+        wait_until(ctx, lambda: port_open(port), "slurmdbd's port", timeout, poll)
     result["slurmdbd_conf_changed"] = changed
     return result
 
