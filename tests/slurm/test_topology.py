@@ -12,6 +12,8 @@ import re
 import pytest
 
 from slurm.conftest import Cluster, example_plan, write_config
+from slurm.slurm_root import version_under_test
+from slurmstack import slurm_releases
 from slurmstack.contract import TASK_PROLOG_PATH
 from slurmstack.node.controller.topology import ROOT_SWITCH, UNPLACED_SWITCH, tree_topology
 from slurmstack.node.power.hostlist import expand
@@ -88,3 +90,37 @@ def test_slurmctld_takes_the_tree_and_reaches_every_node(cluster: Cluster) -> No
     # join (issue 27's next part: per-node topology on 25.05 and later).
     lacking = re.findall(r"switches lack access to \d+ nodes: (.*)$", log, re.MULTILINE)
     assert all(not named.strip() for named in lacking), lacking
+
+
+def test_a_node_takes_its_place_in_the_tree_without_a_restart(cluster: Cluster) -> None:
+    """What the controller will use for nodes that join (issue 27's next part): Slurm 25.05 and
+    later take a node's switches by `scontrol update nodename=X topology=<name>:<top>:..:<leaf>`
+    (scontrol(1), "Topology"), making the switches it names; slurmctld keeps running (same pid).
+    The older leg (24.11) has no such update: there, joining nodes need a reconfigure."""
+    plan = example_plan("g6e-inference-spot")
+    write_config(cluster, head_files(plan), pool_files(plan, plan.pools[0])[TASK_PROLOG_PATH])
+    names = [n for pool in plan.elastic_pools for n in expand(pool.elastic_node_names)]
+    # At first EC2 placed nothing: every node under the unplaced leaf.
+    (cluster.root / "etc" / "topology.conf").write_text(
+        tree_topology(dict.fromkeys(names, ())).text()
+    )
+    with cluster.conf.open("a") as conf:
+        conf.write("TopologyPlugin=topology/tree\n")
+    cluster.start_munged()
+    cluster.start_slurmctld()
+    pid = (cluster.root / "run" / "slurmctld.pid").read_text().strip()
+    path = [ROOT_SWITCH, *PATHS["l40s-e1"]]
+    update = cluster.scontrol(
+        "update", "nodename=l40s-e1", f"topology=default:{':'.join(path)}", check=False
+    )
+    version = version_under_test()
+    assert version is not None
+    if tuple(map(int, slurm_releases.line_of(version).split("."))) < (25, 5):
+        assert update.returncode != 0, update
+        return
+    assert update.returncode == 0, update.stderr + cluster.logs()
+    switches = shown(cluster)
+    assert expand(switches["nn-leaf1"]["Nodes"]) == ["l40s-e1"], switches
+    assert "nn-spine1" in switches and "nn-top" in switches
+    assert "l40s-e1" not in expand(switches[UNPLACED_SWITCH]["Nodes"])
+    assert (cluster.root / "run" / "slurmctld.pid").read_text().strip() == pid
