@@ -152,6 +152,13 @@ CASES = [
         name="power-saving",
     ),
     Case(
+        "slurm-setting-unprovisioned",
+        settings(TopologyPlugin="topology/tree"),
+        "slurm.settings.TopologyPlugin",
+        "must name every node",
+        name="topology",
+    ),
+    Case(
         "slurm-setting-value",
         settings(SchedulerParameters="bf_continue\nNodeName=evil"),
         "slurm.settings.SchedulerParameters",

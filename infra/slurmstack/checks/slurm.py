@@ -204,6 +204,17 @@ POWER_SAVING_REASON = (
     "would power down the always-on nodes, which nothing brings back)"
 )
 
+# Network topology: Slurm's topology must place every node (a node no switch reaches is left
+# out of multi-node jobs, and a plugin with no topology file fails them: HyperPod's 2026
+# incident), which only the head can keep as nodes come and go, from EC2's instance topology
+# (slurmstack.node.controller.topology).
+TOPOLOGY_KEYS = frozenset(key.lower() for key in ("TopologyPlugin", "TopologyParam"))
+TOPOLOGY_REASON = (
+    "Slurm's network topology must name every node as nodes join and leave, which slurmstack's "
+    "head keeps from EC2's instance topology; a plugin set here without that fails or narrows "
+    "multi-node jobs"
+)
+
 # slurm.conf keys are words of letters and digits.
 SLURM_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 
@@ -325,13 +336,16 @@ def slurm_setting_dropped_later(spec: ClusterSpec, catalog: Catalog) -> Iterator
 
 
 # why: power saving is slurmstack's, through pools[].max_count: a key of the user's would fight
-# the elastic nodes' programs and timeouts, or power down always-on nodes (POWER_SAVING_REASON).
+# the elastic nodes' programs and timeouts, or power down always-on nodes (POWER_SAVING_REASON);
+# the network topology is the head's to keep (TOPOLOGY_REASON).
 @rule
 def slurm_setting_unprovisioned(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
     for key in spec.slurm.settings:
         folded = key.lower()
         if folded in POWER_SAVING_KEYS:
             yield error(f"slurm.settings.{key}", f"{key} is refused: {POWER_SAVING_REASON}")
+        elif folded in TOPOLOGY_KEYS:
+            yield error(f"slurm.settings.{key}", f"{key} is refused: {TOPOLOGY_REASON}")
 
 
 # why: a newline would inject extra slurm.conf lines; '#' starts a comment and cuts the value.
