@@ -318,6 +318,12 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation("pools.efa", _set("pools.0.efa", False), ROLLING),
     Mutation("pools.placement_group", _set("pools.0.placement_group", False), ROLLING),
+    Mutation(
+        "pools.topology",
+        _set("pools.0.topology", "off"),
+        NONE,
+        why="the plan's topology section only: the head does not apply a topology yet",
+    ),
     Mutation("pools.local_scratch", _set("pools.0.local_scratch", "/nvme"), ROLLING),
     Mutation("pools.ami", _set("pools.1.ami", "ami-0123456789abcdef0"), ROLLING),
     Mutation(

@@ -240,6 +240,15 @@ class CapacitySpec(Model):
     )
 
 
+class TopologyChoice(enum.StrEnum):
+    """pools[].topology (slurmstack.rules.topology)."""
+
+    AUTO = "auto"  # block for UltraServer types, tree for the others EC2 covers, else none
+    TREE = "tree"
+    BLOCK = "block"
+    OFF = "off"
+
+
 class PoolSpec(Model):
     """A worker pool: one instance type, one Slurm partition, one Auto Scaling group of
     always-on nodes (count) and, up to max_count, elastic nodes started for pending jobs."""
@@ -274,6 +283,14 @@ class PoolSpec(Model):
     efa: bool | Auto = Field(
         default="auto",
         description="EFA interfaces: auto (on wherever the type supports EFA), true, or false.",
+    )
+    topology: TopologyChoice = Field(
+        default=TopologyChoice.AUTO,
+        description=(
+            "Network topology Slurm schedules by, from EC2's instance topology: auto (block for "
+            "UltraServer types, tree for the other types EC2 reports a topology for, none "
+            "otherwise), tree, block (UltraServer types only), or off."
+        ),
     )
     placement_group: bool | Auto | PlacementGroupName = Field(
         default="auto",

@@ -27,6 +27,7 @@ FAMILIES = [
     "images",
     "health",
     "observability",
+    "topology",
 ]
 
 

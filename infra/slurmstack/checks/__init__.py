@@ -63,6 +63,7 @@ from slurmstack.checks import (  # noqa: E402
     slurm,
     storage,
     tags,
+    topology,
 )
 
 __all__ = [
@@ -89,4 +90,5 @@ __all__ = [
     "slurm",
     "storage",
     "tags",
+    "topology",
 ]

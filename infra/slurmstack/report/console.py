@@ -217,6 +217,13 @@ def _people(doc: dict[str, Any]) -> Grid:
     return grid
 
 
+def _topology(doc: dict[str, Any]) -> Grid:
+    grid = Grid("Network topology (from EC2's instance topology)", ["pool", "topology", "why"])
+    for pool in doc["topology"]["pools"]:
+        grid.add(pool["pool"], pool["topology"], pool["why"])
+    return grid
+
+
 def print_plan(doc: dict[str, Any], console: Console) -> None:
     s = doc["summary"]
     by_model = ", ".join(f"{n} {m}" for m, n in sorted(s["gpus_by_model"].items())) or "none"
@@ -243,6 +250,7 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
         (_images(doc), []),
         (slurm_grid(doc), []),
         (head_failure_grid(doc), ["  (each step's basis: slurmstack plan --json)"]),
+        (_topology(doc), ["  not applied yet: Slurm schedules without it (docs/topology.md)"]),
         (_people(doc), [f"  the way in: {doc['people']['way_in']}"]),
         (
             _cost(doc),

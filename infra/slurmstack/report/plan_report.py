@@ -26,6 +26,7 @@ from slurmstack.report.people import people_section
 from slurmstack.report.readiness import time_to_ready, time_to_ready_range, time_to_stack
 from slurmstack.report.slurm import slurm_section
 from slurmstack.report.timing import Timeline, TimelineRange
+from slurmstack.report.topology import topology_section
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,7 @@ class PlanReport:
 def build_report(plan: ClusterPlan, run: OfflineRun, findings: list[Finding]) -> PlanReport:
     ready = time_to_ready_range(run)
     cost = cost_report(plan)
-    budget = budget_warning(plan, cost)
-    warnings = [f for f in findings if f.level is Level.WARNING]
+    budget, warnings = budget_warning(plan, cost), [f for f in findings if f.level is Level.WARNING]
     return PlanReport(
         plan=plan,
         run=run,
@@ -257,6 +257,7 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
         "images": images_section(plan),
         "slurm": slurm_section(plan),
         "head_failure": head_failure_section(plan),
+        "topology": topology_section(plan),
         "people": people_section(plan),
         "cost": {
             "lines": [
@@ -265,9 +266,7 @@ def plan_document(report: PlanReport) -> dict[str, Any]:
                     "category": line.category,
                     "hourly_usd": None if line.hourly_usd is None else round(line.hourly_usd, 4),
                     "monthly_usd": None if line.monthly_usd is None else round(line.monthly_usd, 2),
-                    "idle_hourly_usd": None
-                    if line.idle_hourly_usd is None
-                    else round(line.idle_hourly_usd, 4),
+                    "idle_hourly_usd": line.idle_hourly_usd and round(line.idle_hourly_usd, 4),
                     "basis": line.basis,
                     "note": line.note,
                     "source": line.source,

@@ -1,0 +1,83 @@
+"""Which network topology a pool gets (pools[].topology): EC2's instance topology where EC2
+reports one for the type, Slurm's topology/tree for it, topology/block where the capacity is
+UltraServer-shaped, none where there is nothing to place.
+
+Shared by the checks (a topology asked of a type EC2 reports none for) and the plan (which pool
+gets which, and why). Pure: no Pulumi import.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from slurmstack.spec import TopologyChoice
+
+SOURCE = (
+    "EC2 User Guide, 'Prerequisites for Amazon EC2 topology', Instance types (3 or 4 network "
+    "nodes per instance); 'How Amazon EC2 topology works'"
+)
+
+# The types DescribeInstanceTopology answers for, by the network nodes it returns (SOURCE).
+_THREE_LAYERS = (
+    "g6e.xlarge g6e.2xlarge g6e.4xlarge g6e.8xlarge g6e.12xlarge g6e.16xlarge g6e.24xlarge "
+    "g6e.48xlarge g7e.2xlarge g7e.4xlarge g7e.8xlarge g7e.12xlarge g7e.24xlarge g7e.48xlarge "
+    "hpc6a.48xlarge hpc6id.32xlarge hpc7g.4xlarge hpc7g.8xlarge hpc7g.16xlarge hpc7a.12xlarge "
+    "hpc7a.24xlarge hpc7a.48xlarge hpc7a.96xlarge p3dn.24xlarge p4d.24xlarge p4de.24xlarge "
+    "p5.48xlarge p5e.48xlarge p5en.48xlarge p6e-gb200.36xlarge trn1.2xlarge trn1.32xlarge "
+    "trn1n.32xlarge trn2.48xlarge trn2u.48xlarge"
+)
+_FOUR_LAYERS = "p6-b200.48xlarge p6-b300.48xlarge"
+LAYERS: dict[str, int] = {
+    **dict.fromkeys(_THREE_LAYERS.split(), 3),
+    **dict.fromkeys(_FOUR_LAYERS.split(), 4),
+}
+# UltraServer types: their instances come in capacity blocks EC2 names (the answer's
+# CapacityBlockId), the unit Slurm's topology/block schedules (EC2 API Reference,
+# "InstanceTopology": capacityBlockId, "only supported for UltraServer instances").
+ULTRASERVER_TYPES = frozenset({"p6e-gb200.36xlarge", "trn2u.48xlarge"})
+
+
+class TopologyKind(enum.StrEnum):
+    TREE = "tree"  # Slurm's topology/tree
+    BLOCK = "block"  # Slurm's topology/block
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class PoolTopology:
+    kind: TopologyKind
+    why: str
+    layers: int | None  # network nodes EC2 returns for the type; None when it returns none
+
+
+def covered(instance_type: str) -> bool:
+    return instance_type in LAYERS
+
+
+def pool_topology(choice: TopologyChoice, instance_type: str, max_nodes: int) -> PoolTopology:
+    """What a pool of ``max_nodes`` at most of ``instance_type`` gets for ``choice`` (the checks
+    refuse a tree or block EC2 cannot give, so this only explains)."""
+    layers = LAYERS.get(instance_type)
+    if choice is TopologyChoice.OFF:
+        return PoolTopology(TopologyKind.NONE, "turned off in the definition", layers)
+    if layers is None:
+        return PoolTopology(
+            TopologyKind.NONE, f"EC2 reports no instance topology for {instance_type}", None
+        )
+    if max_nodes < 2:
+        return PoolTopology(TopologyKind.NONE, "one node: nothing to place", layers)
+    if choice is TopologyChoice.BLOCK or (
+        choice is TopologyChoice.AUTO and instance_type in ULTRASERVER_TYPES
+    ):
+        return PoolTopology(
+            TopologyKind.BLOCK,
+            f"{instance_type} comes in UltraServer capacity blocks EC2 names",
+            layers,
+        )
+    return PoolTopology(
+        TopologyKind.TREE,
+        f"EC2 reports {layers} network layers for {instance_type}: jobs are kept under the "
+        "fewest switches",
+        layers,
+    )

@@ -1,0 +1,68 @@
+"""Which pool gets which network topology (slurmstack.rules.topology) and how `plan` shows it
+(slurmstack.report.topology): EC2's covered types and their layers, UltraServer blocks, pools
+with nothing to place, and the setting that turns it off."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from slurmstack.cli import app
+from slurmstack.loader import load_object
+from slurmstack.plan import build_plan
+from slurmstack.report.topology import topology_section
+from slurmstack.rules.topology import LAYERS, TopologyKind, pool_topology
+from slurmstack.spec import TopologyChoice
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize(
+    ("choice", "instance_type", "nodes", "kind", "layers"),
+    [
+        (TopologyChoice.AUTO, "p5.48xlarge", 16, TopologyKind.TREE, 3),
+        (TopologyChoice.AUTO, "p6-b200.48xlarge", 16, TopologyKind.TREE, 4),
+        (TopologyChoice.AUTO, "p6e-gb200.36xlarge", 18, TopologyKind.BLOCK, 3),
+        (TopologyChoice.TREE, "p6e-gb200.36xlarge", 18, TopologyKind.TREE, 3),
+        (TopologyChoice.AUTO, "c7i.4xlarge", 16, TopologyKind.NONE, None),
+        (TopologyChoice.AUTO, "p5.48xlarge", 1, TopologyKind.NONE, 3),
+        (TopologyChoice.OFF, "p5.48xlarge", 16, TopologyKind.NONE, 3),
+    ],
+)
+def test_each_pool_gets_what_ec2_can_give(
+    choice: TopologyChoice, instance_type: str, nodes: int, kind: TopologyKind, layers: int | None
+) -> None:
+    chosen = pool_topology(choice, instance_type, nodes)
+    assert (chosen.kind, chosen.layers) == (kind, layers)
+    assert chosen.why
+
+
+def test_the_covered_types_are_the_documented_ones() -> None:
+    # Spot checks of the EC2 User Guide's list: GPU training types, Trainium, HPC; not CPU.
+    assert {LAYERS[t] for t in ("p4d.24xlarge", "p5en.48xlarge", "trn2.48xlarge")} == {3}
+    assert LAYERS["p6-b300.48xlarge"] == 4
+    assert "c7i.4xlarge" not in LAYERS and "m7i.large" not in LAYERS
+
+
+def test_plan_shows_each_pools_topology_and_its_source() -> None:
+    data = yaml.safe_load((EXAMPLES / "p5-training.yaml").read_text())
+    data["pools"][1]["topology"] = "off"
+    loaded = load_object(data)
+    assert loaded.spec is not None, loaded.findings
+    section = topology_section(build_plan(loaded.spec))
+    assert [(p["pool"], p["topology"], p["setting"]) for p in section["pools"]] == [
+        ("train", "tree", "auto"),
+        ("dev", "none", "off"),
+    ]
+    assert "Prerequisites for Amazon EC2 topology" in section["source"]
+    assert section["applied"] is False
+    runner = CliRunner()
+    out = runner.invoke(app, ["plan", "examples/p5-training.yaml", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["topology"]["pools"][0]["network_layers"] == 3
+    table = runner.invoke(app, ["plan", "examples/p5-training.yaml"]).stdout
+    assert "Network topology (from EC2's instance topology)" in table
