@@ -32,13 +32,21 @@ from pathlib import Path
 
 import pytest
 
-from slurmstack.contract import HEARTBEAT_PATH, POWER_LOG_PATH, elastic_node_name
+from slurmstack import imds_firewall
+from slurmstack.contract import (
+    HEARTBEAT_PATH,
+    NODE_ENV_PATH,
+    POWER_LOG_PATH,
+    backup_host,
+    elastic_node_name,
+)
 from slurmstack.node import active
 from vcluster.conftest import require_host
 from vcluster.harness import VirtualCluster, wait_until
 from vcluster.harness.elastic import ElasticNodes, prepare_head
 from vcluster.harness.node import Node
 from vcluster.harness.standins import BACKUP_SLURMCTLD_TIMEOUT
+from vcluster.test_metadata_firewall import rejected_packets, token_request
 
 pytestmark = [pytest.mark.vcluster, pytest.mark.ha]
 
@@ -198,6 +206,25 @@ def wait_control(cluster: VirtualCluster, index: int, timeout: float, what: str)
 def node_state_saved(cluster: VirtualCluster) -> float:
     """When slurmctld last wrote its node table in the shared state."""
     return (cluster.directory / "state-volume" / "state" / "node_state").stat().st_mtime
+
+
+def test_the_backup_boots_as_the_head_does(ha: VirtualCluster) -> None:
+    """The backup runs the head's document: the metadata firewall (root and SlurmUser reach
+    the metadata service, job users do not), munge with the cluster's key (a credential made on
+    the backup decodes on the head), and the agent, which knows it is the backup."""
+    head, backup = ha.head, ha.backup
+    assert head is not None and backup is not None
+    assert backup.run("systemctl", "is-active", imds_firewall.UNIT_NAME).stdout.strip() == "active"
+    refused_before = rejected_packets(backup)
+    for user in ("root", "slurm"):
+        assert token_request(backup, user) == (0, "200"), user
+    code, answer = token_request(backup, "nobody")
+    assert code == 1 and answer.startswith("refused:"), answer
+    assert rejected_packets(backup) == refused_before + 1
+    credential = backup.run("munge", "-n").stdout
+    assert head.run("unmunge", input=credential).returncode == 0
+    env = backup.run("cat", NODE_ENV_PATH).stdout
+    assert f"SLURMSTACK_NODE_NAME={backup_host(ha.plan.name)}" in env, env
 
 
 def test_nodes_that_just_registered_are_saved_for_the_backup(ha: VirtualCluster) -> None:
