@@ -15,7 +15,12 @@ from slurm.conftest import Cluster, example_plan, write_config
 from slurm.slurm_root import version_under_test
 from slurmstack import slurm_releases
 from slurmstack.contract import TASK_PROLOG_PATH
-from slurmstack.node.controller.topology import ROOT_SWITCH, UNPLACED_SWITCH, tree_topology
+from slurmstack.node.controller.topology import (
+    ROOT_SWITCH,
+    UNPLACED_SWITCH,
+    placement_updates,
+    tree_topology,
+)
 from slurmstack.node.power.hostlist import expand
 from slurmstack.render import head_files, pool_files
 
@@ -109,10 +114,9 @@ def test_a_node_takes_its_place_in_the_tree_without_a_restart(cluster: Cluster) 
     cluster.start_munged()
     cluster.start_slurmctld()
     pid = (cluster.root / "run" / "slurmctld.pid").read_text().strip()
-    path = [ROOT_SWITCH, *PATHS["l40s-e1"]]
-    update = cluster.scontrol(
-        "update", "nodename=l40s-e1", f"topology=default:{':'.join(path)}", check=False
-    )
+    # The value the controller's placement_updates gives for the node's answer.
+    (value,) = placement_updates({"l40s-e1": PATHS["l40s-e1"]}, {})
+    update = cluster.scontrol("update", "nodename=l40s-e1", f"topology={value}", check=False)
     version = version_under_test()
     assert version is not None
     if tuple(map(int, slurm_releases.line_of(version).split("."))) < (25, 5):

@@ -16,6 +16,8 @@ from slurmstack.node.controller.topology import (
     ROOT_SWITCH,
     UNPLACED_SWITCH,
     describe_topology,
+    placement_updates,
+    topology_value,
     tree_topology,
 )
 
@@ -164,3 +166,18 @@ def test_calls_grow_with_hundreds_of_instances_not_with_instances(count: int) ->
     found = describe_topology(client, [f"i-{n:017x}" for n in range(count)])
     assert len(found) == count
     assert len(client.calls) == -(-count // IDS_PER_CALL) and max(client.calls) <= IDS_PER_CALL
+
+
+def test_joining_nodes_under_one_leaf_take_one_update_and_placed_ones_none() -> None:
+    leaf = ["nn-top", "nn-spine1", "nn-leaf1"]
+    applied = {"gpu-1": topology_value(leaf), "gpu-2": topology_value([])}
+    wanted = {"gpu-1": leaf, "gpu-2": leaf, "gpu-3": leaf, "gpu-4": [], "gpu-5": ["a", "b", "c"]}
+    updates = placement_updates(wanted, applied)
+    assert updates == {
+        f"default:{ROOT_SWITCH}:nn-top:nn-spine1:nn-leaf1": ["gpu-2", "gpu-3"],
+        f"default:{ROOT_SWITCH}:{UNPLACED_SWITCH}": ["gpu-4"],
+        f"default:{ROOT_SWITCH}:a:b:c": ["gpu-5"],
+    }
+    # Once applied, nothing more to do.
+    done = {name: value for value, names in updates.items() for name in names}
+    assert placement_updates(wanted, {**applied, **done}) == {}

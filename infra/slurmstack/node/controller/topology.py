@@ -106,3 +106,26 @@ def tree_topology(nodes: Mapping[str, Sequence[str]]) -> Tree:
     if top:
         lines.append(f"SwitchName={ROOT_SWITCH} Switches={','.join(top)}")
     return Tree(tuple(lines), tuple(unplaced), tuple(sorted(conflicts)))
+
+
+def topology_value(path: Sequence[str]) -> str:
+    """scontrol's Topology= for a node under ``path`` (top layer first) in topology.conf's
+    tree: the tree's name ("default"), the root, then the path; an empty path puts the node
+    under the unplaced leaf (scontrol(1), "Topology": intermediate switches are made)."""
+    switches = [ROOT_SWITCH, *path] if path else [ROOT_SWITCH, UNPLACED_SWITCH]
+    return "default:" + ":".join(switches)
+
+
+def placement_updates(
+    wanted: Mapping[str, Sequence[str]], applied: Mapping[str, str]
+) -> dict[str, list[str]]:
+    """The per-node updates that bring Slurm from ``applied`` (node -> Topology= value last
+    set) to ``wanted`` (node -> network nodes): Topology= value -> the nodes to set to it, so
+    nodes that join under one leaf take one scontrol call together; nodes already placed
+    are left alone (a node is moved only when EC2's answer for it changed)."""
+    updates: dict[str, list[str]] = {}
+    for name, path in sorted(wanted.items()):
+        value = topology_value(path)
+        if applied.get(name) != value:
+            updates.setdefault(value, []).append(name)
+    return updates
