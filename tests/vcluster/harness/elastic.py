@@ -9,7 +9,7 @@ nodes are made on the thread that runs the scenario (see VirtualCluster.boot).
 
 from __future__ import annotations
 
-from slurmstack.contract import ELASTIC_TAG, LAUNCH_TAG, POWER_ENV_PATH
+from slurmstack.contract import CLUSTER_TAG, ELASTIC_TAG, LAUNCH_TAG, POWER_ENV_PATH
 
 from .cluster import VirtualCluster
 from .node import Node
@@ -23,10 +23,16 @@ class ElasticNodes:
         self.nodes: dict[str, Node] = {}  # instance id -> node
 
     def instances(self) -> dict[str, dict[str, str]]:
-        """Every instance moto launched with the elastic tag: id -> state and tags."""
+        """Every instance moto launched with the elastic tag for this cluster: id -> state and
+        tags. (Clusters of one Region share moto's backend within a test run: another
+        cluster's elastic instances, left running when it closed, are not this one's.)"""
         pages = self.cluster.aws.client("ec2").get_paginator("describe_instances")
         out = {}
-        for page in pages.paginate(Filters=[{"Name": "tag-key", "Values": [ELASTIC_TAG]}]):
+        filters = [
+            {"Name": "tag-key", "Values": [ELASTIC_TAG]},
+            {"Name": f"tag:{CLUSTER_TAG}", "Values": [self.cluster.plan.name]},
+        ]
+        for page in pages.paginate(Filters=filters):
             for reservation in page["Reservations"]:
                 for item in reservation["Instances"]:
                     tags = {t["Key"]: t["Value"] for t in item.get("Tags", [])}
