@@ -321,8 +321,9 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "pools.topology",
         _set("pools.0.topology", "off"),
-        NONE,
-        why="the plan's topology section only: the head does not apply a topology yet",
+        LIVE,
+        why="the only placed pool off: TopologyPlugin and topology.conf go, the nodes pull "
+        "their new slurmd --conf, Slurm reconfigures",
     ),
     Mutation("pools.local_scratch", _set("pools.0.local_scratch", "/nvme"), ROLLING),
     Mutation("pools.ami", _set("pools.1.ami", "ami-0123456789abcdef0"), ROLLING),

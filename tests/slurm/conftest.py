@@ -40,6 +40,7 @@ from slurm.slurm_root import (
 )
 from slurmstack import slurm_releases
 from slurmstack.checks.slurm import is_accounting_key
+from slurmstack.contract import TOPOLOGY_CONF_PATH
 from slurmstack.plan import ClusterPlan, build_plan
 from support.examples import example_plan as example_plan_of_record
 
@@ -467,3 +468,5 @@ def write_config(
     etc.joinpath("gres.conf").write_text(adapt_gres_conf(files["/etc/slurm/gres.conf"], cluster))
     etc.joinpath("cgroup.conf").write_text(files["/etc/slurm/cgroup.conf"])
     etc.joinpath("plugstack.conf").write_text(files["/etc/slurm/plugstack.conf"])
+    if TOPOLOGY_CONF_PATH in files:  # with TopologyPlugin=topology/tree (docs/topology.md)
+        etc.joinpath("topology.conf").write_text(files[TOPOLOGY_CONF_PATH])

@@ -706,7 +706,12 @@ def test_the_head_controller_acts_on_its_clusters_groups_only(iam: ClusterIam) -
         assert decide([head], action, foreign, context) == "implicit-deny", action
     for action in ("autoscaling:TerminateInstanceInAutoScalingGroup", "ec2:TerminateInstances"):
         assert decide([head], action, "*") == "implicit-deny"
-    for read in ("ec2:DescribeCapacityReservations", "autoscaling:DescribeAutoScalingGroups"):
+    reads = (
+        "ec2:DescribeCapacityReservations",
+        "ec2:DescribeInstanceTopology",
+        "autoscaling:DescribeAutoScalingGroups",
+    )
+    for read in reads:
         assert decide([head], read, "*") == "allow"
     for pool in iam.plan.pools:  # the pools' nodes have none of it but their own launch's
         policy = iam.role_policies[iam.pool_role(pool.name)]

@@ -149,10 +149,13 @@ def test_template_sets_only_managed_keys(example: str) -> None:
     missing = sorted(
         k
         for k in own
-        if k.lower() not in checks.MANAGED_SLURM_KEYS | checks.POWER_SAVING_KEYS
+        if k.lower()
+        not in checks.MANAGED_SLURM_KEYS | checks.POWER_SAVING_KEYS | checks.TOPOLOGY_KEYS
         and not checks.is_accounting_key(k)
     )
-    assert missing == [], f"add to MANAGED_SLURM_KEYS (or the accounting, power keys): {missing}"
+    assert missing == [], (
+        f"add to MANAGED_SLURM_KEYS (or the accounting, power, topology keys): {missing}"
+    )
 
 
 def test_templates_are_strict(monkeypatch) -> None:

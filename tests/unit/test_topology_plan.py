@@ -59,7 +59,16 @@ def test_plan_shows_each_pools_topology_and_its_source() -> None:
         ("dev", "none", "off"),
     ]
     assert "Prerequisites for Amazon EC2 topology" in section["source"]
-    assert section["applied"] is False
+    # Slurm 26.05 (the default) places nodes as they join: topology/tree, the train pool placed.
+    assert (section["applied"], section["plugin"]) == (True, "topology/tree")
+    assert [p["placed"] for p in section["pools"]] == [True, False]
+    data["slurm"] = {"version": "24.11.5"}  # cannot: no topology plugin, and the plan says why
+    older = load_object(data)
+    assert older.spec is not None, older.findings
+    section = topology_section(build_plan(older.spec))
+    assert (section["applied"], section["plugin"]) == (False, None)
+    assert "per-node topology needs 25.05" in section["slurm"]
+    assert not any(p["placed"] for p in section["pools"])
     runner = CliRunner()
     out = runner.invoke(app, ["plan", "examples/p5-training.yaml", "--json"])
     assert out.exit_code == 0, out.output

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from slurmstack import render
+from slurmstack.contract import UNPLACED_TOPOLOGY
 from slurmstack.loader import load_file
 from slurmstack.plan import build_plan
+from slurmstack.plan.topology import plan_topology
 from support.examples import EXAMPLE_IDS, example_plan
 from vcluster.conftest import DEFINITION
 from vcluster.harness import cloudinit, standins
@@ -115,9 +117,11 @@ def test_systemctl_reads_the_rendered_slurmd_unit_as_systemd_does(
     env = systemctl.environment(loaded)
     words, ignore = systemctl.command(systemctl.first(loaded, "Service.ExecStart"), env)
     assert not ignore
+    # With topology/tree (slurm.version 25.05 or later) the node joins under the unplaced leaf.
+    topology = f" Topology={UNPLACED_TOPOLOGY}" if plan_topology(plan).tree else ""
     assert words == [
         "/usr/sbin/slurmd", "-D", "-s", "-Z", "--conf-server", "10.99.0.4:6817",
-        "-N", "gpu-6", "--conf", pool.dynamic_node_conf,
+        "-N", "gpu-6", "--conf", pool.dynamic_node_conf + topology,
     ]  # fmt: skip
     assert loaded["Service.ExecStartPre"] == [
         "/usr/local/bin/slurmstack-node head-address",

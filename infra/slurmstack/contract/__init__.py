@@ -34,6 +34,8 @@ the one door: import every name from ``slurmstack.contract``, never from its mod
   files, the alert event's schema.
 - ``image``: What a node's image must hold, and where the image build finds its inputs.
 - ``people``: identities.json: the people every node knows, their ids, login pools' names.
+- ``topology``: Slurm's network topology: the switches slurmstack adds to EC2's, topology.conf,
+  a node's Topology= value.
 - ``acceptance``: acceptance.json: what acceptance expects of each pool's nodes, and how it
   tests them.
 """
@@ -55,6 +57,7 @@ from . import (
     reasons,
     repair,
     store,
+    topology,
 )
 from .acceptance import *
 from .accounting import *
@@ -71,6 +74,7 @@ from .people import *
 from .reasons import *
 from .repair import *
 from .store import *
+from .topology import *
 
 __all__ = sorted(
     [
@@ -89,5 +93,6 @@ __all__ = sorted(
         *reasons.__all__,
         *repair.__all__,
         *store.__all__,
+        *topology.__all__,
     ]
 )

@@ -85,6 +85,9 @@ class PoolRef:
     group: str = ""
     capacity_type: str = "on_demand"
     reservation_id: str = ""
+    # The controller places the pool's nodes under their network nodes in Slurm's topology
+    # (the cluster has topology/tree and EC2 reports the pool's type).
+    topology: bool = False
 
 
 @dataclass(frozen=True)

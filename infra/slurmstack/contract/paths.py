@@ -77,6 +77,7 @@ __all__ = [
     "STATE_VOLUME_MOUNT",
     "SYSTEMD_DIR",
     "TASK_PROLOG_PATH",
+    "TOPOLOGY_ASKED_PATH",
     "container_root",
     "dropin_path",
     "unit_path",
@@ -184,6 +185,9 @@ EVENTS_LOG_PATH = f"{LOG_DIR}/events.log"
 # The controller's memory (replacements per pool, the breakers, reboots it issued): on the
 # head's state volume, so a replaced head keeps it.
 CONTROLLER_STATE_PATH = f"{STATE_VOLUME_MOUNT}/slurmstack/controller.json"
+# When the controller last asked EC2 where each unplaced instance sits (instance id -> time):
+# one that got no answer yet is asked again only after a while (node.controller.place).
+TOPOLOGY_ASKED_PATH = f"{STATE_VOLUME_MOUNT}/slurmstack/topology-asked.json"
 CLOUD_INIT_OUTPUT_PATH = "/var/log/cloud-init-output.log"
 # node from the config store: one directory per pool, the programs they run in lib/, and
 # acceptance.json (the pools' expectations: GPUs, EFA devices, mounts, all-reduce threshold).

@@ -14,6 +14,7 @@ from slurmstack.contract import (
     SLURMCTLD_DROPIN_PATH,
     SLURMD_ELASTIC_DROPIN_SOURCE,
     TASK_PROLOG_PATH,
+    TOPOLOGY_CONF_PATH,
     is_login_role,
 )
 from slurmstack.plan import ClusterPlan, PoolPlan
@@ -47,7 +48,12 @@ def head_files(plan: ClusterPlan) -> dict[str, str]:
         **jobs.ecr_token_units(plan, "head node"),
         **identities_file(plan),
         **head_monitoring_files(plan),
+        **_present({TOPOLOGY_CONF_PATH: slurm.topology_conf(plan)}),
     }
+
+
+def _present(files: dict[str, str | None]) -> dict[str, str]:
+    return {path: text for path, text in files.items() if text is not None}
 
 
 def pool_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:

@@ -33,6 +33,7 @@ from slurmstack.contract import (
     resource_tags,
 )
 from slurmstack.plan import ClusterPlan, MountPlan, PoolPlan, S3MountPlan
+from slurmstack.plan.topology import placed_pools
 from slurmstack.render.templates import PACKAGE_DIR, render_template
 
 # The node agent's tree on a node: this package's __init__, the contract package and slurmstack/node
@@ -144,6 +145,7 @@ def pool_ref(plan: ClusterPlan, pool: PoolPlan) -> PoolRef:
         group=resource_name(plan.name, POOL_ROLE, pool.name),
         capacity_type=pool.capacity.type.value,
         reservation_id=pool.capacity.reservation_id or "",
+        topology=pool.name in placed_pools(plan),
     )
 
 

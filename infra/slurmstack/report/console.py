@@ -250,7 +250,7 @@ def print_plan(doc: dict[str, Any], console: Console) -> None:
         (_images(doc), []),
         (slurm_grid(doc), []),
         (head_failure_grid(doc), ["  (each step's basis: slurmstack plan --json)"]),
-        (_topology(doc), ["  not applied yet: Slurm schedules without it (docs/topology.md)"]),
+        (_topology(doc), [f"  Slurm: {doc['topology']['slurm']} (docs/topology.md)"]),
         (_people(doc), [f"  the way in: {doc['people']['way_in']}"]),
         (
             _cost(doc),

@@ -6,14 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 from slurmstack.plan import ClusterPlan
-from slurmstack.rules.topology import SOURCE, pool_topology
+from slurmstack.plan.topology import plan_topology, pool_topologies
+from slurmstack.rules.topology import SOURCE, TopologyKind
 
 
 def topology_section(plan: ClusterPlan) -> dict[str, Any]:
     pools = []
+    cluster = plan_topology(plan)
     for spec in plan.spec.pools:
         pool = plan.pool(spec.name)
-        chosen = pool_topology(spec.topology, pool.instance_type, pool.max_count)
+        chosen = pool_topologies(plan)[spec.name]
         pools.append(
             {
                 "pool": pool.name,
@@ -22,11 +24,15 @@ def topology_section(plan: ClusterPlan) -> dict[str, Any]:
                 "topology": chosen.kind.value,
                 "network_layers": chosen.layers,
                 "why": chosen.why,
+                # Its nodes are placed under their network nodes as they join (a block pool's
+                # too, until topology/block is configured: its network nodes place it).
+                "placed": cluster.tree and chosen.kind is not TopologyKind.NONE,
             }
         )
     return {
         "pools": pools,
         "source": SOURCE,
-        # Until the head applies it (issue 27's next part), Slurm schedules without topology.
-        "applied": False,
+        "applied": cluster.tree,
+        "plugin": "topology/tree" if cluster.tree else None,
+        "slurm": cluster.why,
     }

@@ -81,3 +81,43 @@ def pool_topology(choice: TopologyChoice, instance_type: str, max_nodes: int) ->
         "fewest switches",
         layers,
     )
+
+
+# Slurm places a node in the tree by itself from 25.05 on: `scontrol update ... Topology=` and
+# a dynamic node's `slurmd --conf "Topology=..."` (RELEASE_NOTES.md of 25.05: "Dynamic nodes
+# can be dynamically added to the network topologies"; topology.html, "Dynamic Topology"). Before it, a node joins the tree only through topology.conf and a
+# reconfigure, and a dynamic node (slurmd -Z) is under no switch at all: no multi-node job
+# would reach it. So older releases get no topology plugin (proven in tests/slurm/
+# test_topology.py: 24.11 refuses the update).
+PER_NODE_TOPOLOGY_SINCE = "25.05"
+
+
+@dataclass(frozen=True)
+class ClusterTopology:
+    """Whether Slurm's topology/tree is configured for the cluster, and why (not)."""
+
+    tree: bool
+    why: str
+
+
+def cluster_topology(pools: list[PoolTopology], oldest_slurm_line: str) -> ClusterTopology:
+    """topology/tree when some pool is placed (tree, or block until topology/block lands: its
+    network nodes place it as a tree does) and every daemon's release can place nodes as they
+    join (``oldest_slurm_line``: the oldest release line any daemon runs)."""
+    placed = [p for p in pools if p.kind is not TopologyKind.NONE]
+    if not placed:
+        return ClusterTopology(False, "no pool has a topology EC2 can give")
+    if _line_key(oldest_slurm_line) < _line_key(PER_NODE_TOPOLOGY_SINCE):
+        return ClusterTopology(
+            False,
+            f"Slurm {oldest_slurm_line} cannot place nodes as they join (per-node topology "
+            f"needs {PER_NODE_TOPOLOGY_SINCE} or later): scheduling without topology",
+        )
+    return ClusterTopology(
+        True,
+        "topology/tree: the head places each node under its network nodes as it joins",
+    )
+
+
+def _line_key(line: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in line.split("."))

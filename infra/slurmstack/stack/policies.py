@@ -493,11 +493,13 @@ def head_policy(
         },
         {
             # Read-only, and these Describe calls take no resource: the controller filters by
-            # the cluster tag and its groups' names itself.
+            # the cluster tag and its groups' names itself (DescribeInstanceTopology: where its
+            # nodes sit in EC2's network, for Slurm's topology; docs/topology.md).
             "Sid": "FindClusterInstances",
             "Effect": "Allow",
             "Action": [
                 "ec2:DescribeInstances",
+                "ec2:DescribeInstanceTopology",
                 "ec2:DescribeCapacityReservations",
                 "autoscaling:DescribeAutoScalingGroups",
             ],

@@ -11,13 +11,11 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from slurmstack.contract import ROOT_SWITCH, UNPLACED_SWITCH, topology_value
 from slurmstack.node.controller.topology import (
     IDS_PER_CALL,
-    ROOT_SWITCH,
-    UNPLACED_SWITCH,
     describe_topology,
     placement_updates,
-    topology_value,
     tree_topology,
 )
 

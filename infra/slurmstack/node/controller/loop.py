@@ -11,6 +11,7 @@ from . import state as memory
 from .act import act, record
 from .actions import SUSPENDED_PROCESS, iso
 from .decide import decide
+from .place import place
 from .registrations import save_new_registrations
 
 
@@ -36,8 +37,14 @@ def control(ctx: Context, dry_run: bool = False) -> dict[str, Any]:
         done = act(ctx, decision.actions)
         # With a backup controller: nodes it would not know after a takeover, saved now.
         saved = save_new_registrations(ctx, observed.nodes)
-    result = {"actions": done, "notes": list(decision.notes), "aws": observed.aws}
-    return {**result, "saved_registrations": saved} if saved else result
+        # Nodes that joined, placed under their network nodes in Slurm's topology.
+        topology = place(ctx, config, observed)
+    result: dict[str, Any] = {"actions": done, "notes": list(decision.notes), "aws": observed.aws}
+    if saved:
+        result["saved_registrations"] = saved
+    if topology is not None:
+        result["topology"] = topology
+    return result
 
 
 def _fields(action: Any) -> dict[str, str]:

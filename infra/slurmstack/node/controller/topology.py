@@ -21,11 +21,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...contract import ROOT_SWITCH, UNPLACED_SWITCH, topology_value
+
 # DescribeInstanceTopology takes at most 100 instance ids a call (EC2 API Reference,
 # "DescribeInstanceTopology": InstanceIds, "Maximum 100 explicitly specified instance IDs").
 IDS_PER_CALL = 100
-ROOT_SWITCH = "slurmstack-root"
-UNPLACED_SWITCH = "slurmstack-unplaced"
 
 
 @dataclass(frozen=True)
@@ -106,14 +106,6 @@ def tree_topology(nodes: Mapping[str, Sequence[str]]) -> Tree:
     if top:
         lines.append(f"SwitchName={ROOT_SWITCH} Switches={','.join(top)}")
     return Tree(tuple(lines), tuple(unplaced), tuple(sorted(conflicts)))
-
-
-def topology_value(path: Sequence[str]) -> str:
-    """scontrol's Topology= for a node under ``path`` (top layer first) in topology.conf's
-    tree: the tree's name ("default"), the root, then the path; an empty path puts the node
-    under the unplaced leaf (scontrol(1), "Topology": intermediate switches are made)."""
-    switches = [ROOT_SWITCH, *path] if path else [ROOT_SWITCH, UNPLACED_SWITCH]
-    return "default:" + ":".join(switches)
 
 
 def placement_updates(
