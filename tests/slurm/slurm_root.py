@@ -29,7 +29,7 @@ BIND_ENV = "SLURMSTACK_SLURM_BIND"
 
 # The commands the tests and the node agent start. Each must exist in the root.
 COMMANDS = ("munged", "slurmctld", "slurmd", "scontrol", "srun", "sinfo", "squeue", "sbatch",
-            "slurmdbd", "sacct", "sacctmgr")  # fmt: skip
+            "slurmdbd", "sacct", "sacctmgr", "scancel")  # fmt: skip
 # The accounting tests' database, wrapped too where the root has it (Debian 14's root: MariaDB
 # 11.8, whose defaults slurmdbd 26.05 checks at start, e.g. innodb_snapshot_isolation).
 DATABASE_COMMANDS = ("mariadbd", "mariadb-install-db", "mariadb")
