@@ -85,10 +85,11 @@ def pool_topology(choice: TopologyChoice, instance_type: str, max_nodes: int) ->
 
 # Slurm places a node in the tree by itself from 25.05 on: `scontrol update ... Topology=` and
 # a dynamic node's `slurmd --conf "Topology=..."` (RELEASE_NOTES.md of 25.05: "Dynamic nodes
-# can be dynamically added to the network topologies"; topology.html, "Dynamic Topology"). Before it, a node joins the tree only through topology.conf and a
-# reconfigure, and a dynamic node (slurmd -Z) is under no switch at all: no multi-node job
-# would reach it. So older releases get no topology plugin (proven in tests/slurm/
-# test_topology.py: 24.11 refuses the update).
+# can be dynamically added to the network topologies"; topology.html, "Dynamic Topology").
+# Before it, a node joins the tree only through topology.conf and a reconfigure, and a dynamic
+# node (slurmd -Z) is under no switch at all: no multi-node job would reach it. So older
+# releases get no topology plugin (proven in tests/slurm/test_topology.py: 24.11 refuses the
+# update).
 PER_NODE_TOPOLOGY_SINCE = "25.05"
 
 
