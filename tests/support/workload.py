@@ -57,7 +57,11 @@ class SlurmPool:
         operator: bool = True,
         completing: dict[str, int] | None = None,  # node -> sinfo reads it is still completing
         planned: dict[str, int] | None = None,  # node -> sinfo reads it is still planned
+        topology: dict[str, str] | None = None,  # node -> Topology= (the head placed it)
+        slow_between_leaves: bool = False,  # a run whose nodes span two leaves is slow
     ) -> None:
+        self.topology = topology or {}
+        self.slow_between_leaves = slow_between_leaves
         self.partitions = partitions
         self.settling = {node: ("completing", reads) for node, reads in (completing or {}).items()}
         self.settling |= {node: ("planned", reads) for node, reads in (planned or {}).items()}
@@ -86,6 +90,12 @@ class SlurmPool:
                 nodes[node] = state
                 self.settling[node] = (state, reads - 1)
             return "".join(f"{n} {s}\n" for n, s in nodes.items()), "", 0
+        if cmd[:4] == ["scontrol", "--oneliner", "show", "node"]:
+            lines = []
+            for node in cmd[4].split(","):
+                placed = f" Topology={self.topology[node]}" if node in self.topology else ""
+                lines.append(f"NodeName={node} State=IDLE{placed}\n")
+            return "".join(lines), "", 0
         if cmd[:2] == ["scontrol", "update"]:
             if not self.operator:
                 return "", "slurm_update error: Invalid user id\n", 1
@@ -96,7 +106,9 @@ class SlurmPool:
             nodes = (_option(cmd, "nodelist") or "").split(",")
             program = cmd[next(i for i, a in enumerate(cmd) if not a.startswith("-") and i > 0)]
             if program == f"{NCCL_TESTS_DIR}/all_reduce_perf":
-                busbw = 140.73 if set(nodes) & self.slow else 450.2
+                leaves = {self.topology.get(n, "").rsplit(":", 1)[-1] for n in nodes}
+                spans = self.slow_between_leaves and len(leaves) > 1
+                busbw = 140.73 if set(nodes) & self.slow or spans else 450.2
                 return nccl_output(nodes, self.gpus, busbw), "", 0
             if program.endswith("slurmstack-node"):
                 lines = []

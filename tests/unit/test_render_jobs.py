@@ -25,6 +25,7 @@ from slurmstack.contract import (
 from slurmstack.render import role_files
 from slurmstack.render.jobs import head_jobs_files, library
 from support.examples import EXAMPLE_IDS, example_plan
+from support.stack import example, plan_of
 
 pytestmark = pytest.mark.workload
 
@@ -61,6 +62,23 @@ def test_each_pool_gets_its_jobs_filled_in() -> None:
     assert check["nodes"] == "16" and check["ntasks-per-node"] == "1"
     readme = files[f"{JOBS_DIR}/README"]
     assert "pool train (p5.48xlarge, partition train):" in readme and "slurmstack-accept" in readme
+
+
+def test_jobs_of_placed_pools_ask_for_one_leaf_switch_first() -> None:
+    files = head_jobs_files(example_plan("p5-training"))
+    # train (p5: EC2 reports its network nodes) is placed; dev (g6e) too; both get --switches.
+    assert sbatch_options(files[f"{JOBS_DIR}/train/ddp.sbatch"])["switches"] == "1@05:00"
+    allreduce = files[f"{JOBS_DIR}/train/nccl-allreduce.sbatch"]
+    assert "switches" not in sbatch_options(allreduce)  # the whole pool: every leaf it has
+    assert f"sbatch --nodes=2 --switches=1 {JOBS_DIR}/train/nccl-allreduce.sbatch" in allreduce
+    # A pool EC2 reports nothing for (c7i), and any pool on a Slurm without per-node topology.
+    cpu = head_jobs_files(example_plan("cpu-hpc"))
+    assert "switches" not in sbatch_options(cpu[f"{JOBS_DIR}/batch/ddp.sbatch"])
+    assert sbatch_options(cpu[f"{JOBS_DIR}/mpi/ddp.sbatch"])["switches"] == "1@05:00"
+    definition = example("p5-training")
+    definition["slurm"] = {**definition.get("slurm", {}), "version": "24.11.5"}
+    older = head_jobs_files(plan_of(definition))
+    assert "switches" not in older[f"{JOBS_DIR}/train/ddp.sbatch"]
 
 
 def test_cpu_and_neuron_pools_get_what_runs_on_them() -> None:

@@ -26,12 +26,16 @@ from slurmstack.contract import (
     unit_path,
 )
 from slurmstack.plan import ClusterPlan, PoolPlan
+from slurmstack.plan.topology import placed_pools
 from slurmstack.plan.workload import acceptance, checkpoint_root, fabric_note
 from slurmstack.render.templates import render_template, template_files
 
 from ..contract import dump_document
 
 JOB_TEMPLATES = "jobs"
+# How long the examples wait for nodes under one leaf switch before taking what is free
+# (sbatch --switches=1@<wait>): a few minutes of queue for a faster all-reduce every step.
+SWITCH_WAIT = "05:00"
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,9 @@ def render_job(plan: ClusterPlan, pool: PoolPlan, accepted: PoolAcceptance, job:
         fabric=fabric_note(pool),
         checkpoint_root=checkpoint_root(plan),
         container_mounts=container_mounts,
+        # The head places the pool's nodes in Slurm's topology: the jobs show --switches.
+        placed=pool.name in placed_pools(plan),
+        switch_wait=SWITCH_WAIT,
     )
 
 

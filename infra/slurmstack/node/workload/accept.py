@@ -6,7 +6,9 @@ then the fabric: nccl-tests' all_reduce_perf across all of them, judged against 
 threshold (GPU pools), or the MPI example's all-reduce (CPU pools). With ``bisect``, a failed
 all-reduce is followed by two-node runs that find the slow node or pair (pairs.locate); those
 nodes are drained with the documented reason when the invoking user may drain (root or a Slurm
-operator), otherwise the report gives the command for one.
+operator), otherwise the report gives the command for one. Where the pool's nodes sit under
+two leaf switches or more of Slurm's topology, pairs inside and between leaves tell a slow
+spine from a slow node (leaves).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from ...contract import (
     reason,
 )
 from ..context import AgentError, Context
-from . import nccl_tests, pairs, steps
+from . import leaves, nccl_tests, pairs, steps
 
 
 @dataclass(frozen=True)
@@ -108,15 +110,32 @@ def mpi(ctx: Context, pool: PoolAcceptance, nodes: list[str]) -> tuple[bool, str
     return False, f"the MPI all-reduce did not report (exit {result.returncode}): {tail[0]}"
 
 
-def locate_slow(
-    ctx: Context, pool: PoolAcceptance, nodes: list[str], minimum: float | None
-) -> pairs.Findings:
+def pair_runner(ctx: Context, pool: PoolAcceptance, minimum: float | None) -> pairs.RunWave:
+    """Two-node all-reduces, a wave of disjoint pairs at a time."""
+
     def run_wave(wave: Sequence[pairs.Pair]) -> dict[pairs.Pair, pairs.PairResult]:
         with ThreadPoolExecutor(max_workers=max(len(wave), 1)) as workers:
             verdicts = list(workers.map(lambda p: allreduce(ctx, pool, p, minimum), wave))
         return {p: pairs.PairResult(v.ok, v.detail) for p, v in zip(wave, verdicts, strict=True)}
 
-    return pairs.locate(nodes, run_wave)
+    return run_wave
+
+
+def locate_slow(
+    ctx: Context, pool: PoolAcceptance, nodes: list[str], minimum: float | None
+) -> pairs.Findings:
+    return pairs.locate(nodes, pair_runner(ctx, pool, minimum))
+
+
+def leaf_bandwidth(
+    ctx: Context, pool: PoolAcceptance, nodes: list[str], minimum: float | None
+) -> leaves.LeafBandwidth | None:
+    """Pairs inside and between leaf switches, where the nodes sit under two leaves or more
+    of Slurm's topology (docs/topology.md); None otherwise."""
+    groups = leaves.by_leaf(steps.node_topologies(ctx, nodes))
+    if len(groups) < 2:
+        return None
+    return leaves.measure(groups, pair_runner(ctx, pool, minimum))
 
 
 def drain(ctx: Context, evidence: pairs.Evidence) -> dict[str, Any]:
@@ -163,9 +182,18 @@ def fabric(
         if options.min_busbw_gbps is not None
         else (pool.threshold.basis if pool.threshold else "no EFA: no threshold"),
     }
+    by_leaf = leaf_bandwidth(ctx, pool, nodes, minimum)
+    if by_leaf is not None:
+        report.fabric["leaves"] = by_leaf.as_dict()
+        if not all(r["ok"] for r in [*by_leaf.within, *by_leaf.across]):
+            report.fail(f"leaf switches: {by_leaf.diagnosis}")
     if verdict.ok:
         return
     report.fail(f"all-reduce across {len(nodes)} nodes: {verdict.detail}")
+    if by_leaf is not None and by_leaf.spine_suspected:
+        # Bisection would pair nodes across leaves and drain good nodes for the spine's fault.
+        report.notes.append("no bisection: the slow part is between leaf switches, not a node")
+        return
     if options.bisect:
         found = locate_slow(ctx, pool, nodes, minimum)
         drained = [drain(ctx, e) for e in found.to_drain()] if options.drain else []

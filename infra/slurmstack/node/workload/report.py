@@ -38,6 +38,14 @@ def as_text(cluster: str, reports: list[PoolReport]) -> str:
                 lines.append(
                     f"    threshold {r.fabric['min_busbw_gbps']} GB/s: {r.fabric['basis']}"
                 )
+        leaves = (r.fabric or {}).get("leaves")
+        if leaves:
+            lines.append(f"  leaf switches: {leaves['diagnosis']}")
+            for run in leaves["within"]:
+                lines.append(f"    inside {run['leaf']} ({'+'.join(run['pair'])}): {run['detail']}")
+            for run in leaves["across"]:
+                between = " and ".join(run["leaves"])
+                lines.append(f"    between {between} ({'+'.join(run['pair'])}): {run['detail']}")
         if r.bisect is not None:
             b = r.bisect
             lines.append(

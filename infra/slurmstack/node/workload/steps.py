@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ...contract import AGENT_PATH, JOBS_LIB_DIR, NCCL_TESTS_DIR, Command, PoolAcceptance
 from ..context import Context
+from ..slurm import parse_node_line
 
 IMMEDIATE_SECONDS = 120
 NODE_CHECK_MINUTES = 5
@@ -110,6 +111,14 @@ def mpi_argv(pool: PoolAcceptance, nodes: list[str]) -> list[str]:
     """The MPI example's all-reduce: one rank per node, wired up by PMIx."""
     program = ["/bin/sh", f"{JOBS_LIB_DIR}/mpi-allreduce.sh", pool.mpi_bin]
     return [*srun(pool, nodes, MPI_MINUTES, mpi=True), *program]
+
+
+def node_topologies(ctx: Context, nodes: list[str]) -> dict[str, str]:
+    """Node -> its Topology= as slurmctld keeps it (Slurm 25.05 and later print it for a node
+    placed in a topology; nodes without one are absent)."""
+    out = ctx.sh("scontrol", "--oneliner", "show", "node", ",".join(nodes), check=False)
+    found = (parse_node_line(line) for line in out.stdout.splitlines())
+    return {f["NodeName"]: f["Topology"] for f in found if "NodeName" in f and "Topology" in f}
 
 
 def output(result: subprocess.CompletedProcess[str]) -> str:

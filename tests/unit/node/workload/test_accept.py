@@ -170,3 +170,71 @@ def test_the_command_prints_json_and_exits_non_zero_on_a_failure(tmp_path: Path,
     assert pool["pool"] == "train" and pool["verdict"] == "fail" and pool["bisect"] is None
     assert main(["accept", "--pool", "nope"], ctx=ctx) == 1
     assert "no pool ['nope'] in this cluster: one of ['train', 'dev']" in capsys.readouterr().err
+
+
+def placed(nodes: list[str], per_leaf: int) -> dict[str, str]:
+    """Topology= values putting ``per_leaf`` nodes under each leaf, in order."""
+    return {
+        n: f"default:slurmstack-root:nn-top:nn-spine:nn-leaf{i // per_leaf}"
+        for i, n in enumerate(nodes)
+    }
+
+
+def test_bandwidth_inside_and_between_leaves_is_reported(tmp_path: Path) -> None:
+    slurm = p5_cluster(topology=placed(TRAIN, 4))
+    (train,) = accept.accept(
+        head_context(tmp_path, "p5-training", slurm), accept.Options(pools=("train",))
+    )
+    assert train.verdict == "pass", train.notes
+    leaves = train.fabric["leaves"]
+    assert [r["leaf"] for r in leaves["within"]] == [f"nn-leaf{i}" for i in range(4)]
+    assert [r["pair"] for r in leaves["within"]] == [
+        ["train-1", "train-2"], ["train-5", "train-6"], ["train-9", "train-10"],
+        ["train-13", "train-14"],
+    ]  # fmt: skip
+    assert [r["leaves"] for r in leaves["across"]] == [
+        ["nn-leaf0", "nn-leaf1"], ["nn-leaf1", "nn-leaf2"], ["nn-leaf2", "nn-leaf3"],
+    ]  # fmt: skip
+    assert all(r["ok"] for r in leaves["within"] + leaves["across"])
+    assert leaves["diagnosis"] == "inside and between leaf switches alike"
+    # Four pairs inside leaves in one wave, three between them in one (disjoint) wave.
+    pair_runs = [c for c in slurm.sruns(NCCL_TESTS_DIR) if "--nodes=2" in c]
+    assert len(pair_runs) == 4 + 3
+    text = report.as_text("llm-train", [train])
+    assert "leaf switches: inside and between leaf switches alike" in text
+    assert "between nn-leaf0 and nn-leaf1 (train-4+train-5): 450 GB/s busbw" in text
+
+
+def test_a_slow_spine_is_told_from_a_slow_node_and_no_node_is_drained(tmp_path: Path) -> None:
+    slurm = p5_cluster(topology=placed(TRAIN, 4), slow_between_leaves=True)
+    options = accept.Options(pools=("train",), bisect=True)
+    (train,) = accept.accept(head_context(tmp_path, "p5-training", slurm), options)
+    assert train.verdict == "fail"
+    leaves = train.fabric["leaves"]
+    assert all(r["ok"] for r in leaves["within"]) and not any(r["ok"] for r in leaves["across"])
+    assert leaves["diagnosis"].startswith("slow between leaf switches (nn-leaf0-nn-leaf1,")
+    assert "not a node" in leaves["diagnosis"]
+    assert train.bisect is None and not slurm.drained
+    assert "no bisection: the slow part is between leaf switches, not a node" in train.notes
+
+
+def test_a_slow_node_under_a_leaf_is_still_bisected_and_drained(tmp_path: Path) -> None:
+    slurm = p5_cluster(topology=placed(TRAIN, 4), slow={"train-2"})
+    options = accept.Options(pools=("train",), bisect=True)
+    (train,) = accept.accept(head_context(tmp_path, "p5-training", slurm), options)
+    assert train.verdict == "fail"
+    assert train.fabric["leaves"]["diagnosis"] == (
+        "slow inside leaf switch nn-leaf0: a node there (or that switch)"
+    )
+    assert train.bisect is not None and train.bisect["slow"] == ["train-2"]
+    assert list(slurm.drained) == ["train-2"]
+
+
+def test_unplaced_nodes_or_one_leaf_run_no_leaf_pairs(tmp_path: Path) -> None:
+    unplaced = {n: "default:slurmstack-root:slurmstack-unplaced" for n in TRAIN}
+    for topology in (unplaced, placed(TRAIN, 16)):
+        slurm = p5_cluster(topology=topology)
+        ctx = head_context(tmp_path / str(len(slurm.calls) + id(topology)), "p5-training", slurm)
+        (train,) = accept.accept(ctx, accept.Options(pools=("train",)))
+        assert train.verdict == "pass" and "leaves" not in train.fabric
+        assert not [c for c in slurm.sruns(NCCL_TESTS_DIR) if "--nodes=2" in c]
