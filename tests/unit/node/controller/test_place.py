@@ -162,3 +162,50 @@ def test_a_refused_update_is_retried_later_and_the_other_leaves_are_placed(tmp_p
     assert result["placed"] == {topology_value(LEAF_A): ["gpu-1", "gpu-2"]}
     asked = json.loads((tmp_path / TOPOLOGY_ASKED_PATH.lstrip("/")).read_text())
     assert set(asked) == {"i-3", "i-5"}
+
+
+class CountingEC2:
+    """DescribeInstanceTopology answered from a table: every instance under its leaf."""
+
+    def __init__(self, leaves: dict[str, str]) -> None:
+        self.leaves = leaves
+        self.calls = 0
+
+    def describe_instance_topology(self, InstanceIds: list[str]) -> dict[str, Any]:
+        assert len(InstanceIds) <= 100, "EC2 takes at most 100 instance ids a call"
+        self.calls += 1
+        return {
+            "Instances": [answer(i, ["nn-top", "nn-spine", self.leaves[i]]) for i in InstanceIds]
+        }
+
+
+def test_ten_thousand_joining_nodes_cost_a_hundred_calls_and_one_update_per_leaf(
+    tmp_path: Path,
+) -> None:
+    count, per_leaf = 10_000, 50
+    names = [f"gpu-{n}" for n in range(count)]
+    leaves = {f"i-{n}": f"nn-leaf{n // per_leaf}" for n in range(count)}
+    nodes = tuple(
+        node(name, f"10.{n // 65536}.{n // 256 % 256}.{n % 256}", "gpu", UNPLACED_TOPOLOGY)
+        for n, name in enumerate(names)
+    )
+    instances = tuple(
+        Instance(f"i-{n}", f"10.{n // 65536}.{n // 256 % 256}.{n % 256}", "gpu", "running")
+        for n in range(count)
+    )
+    client = CountingEC2(leaves)
+    head = Head(tmp_path, client)
+    seen = Observed(1000.0, nodes, frozenset(), aws=True, instances=instances)
+    result = placing.place(head, CONFIG, seen)  # type: ignore[arg-type]
+    assert result is not None and result["unanswered"] == []
+    assert client.calls == count // 100
+    assert len(head.calls) == count // per_leaf  # one scontrol update per leaf
+    assert sum(len(v) for v in result["placed"].values()) == count
+    # The next pass: every node placed (as Slurm now prints them), nothing asked, nothing run.
+    placed = tuple(
+        node(r.name, r.address, "gpu", topology_value(["nn-top", "nn-spine", leaves[f"i-{n}"]]))
+        for n, r in enumerate(nodes)
+    )
+    again = Observed(1060.0, placed, frozenset(), aws=True, instances=instances)
+    assert placing.place(head, CONFIG, again) is None  # type: ignore[arg-type]
+    assert client.calls == count // 100 and len(head.calls) == count // per_leaf
