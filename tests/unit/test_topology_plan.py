@@ -12,11 +12,15 @@ import yaml
 from typer.testing import CliRunner
 
 from slurmstack.cli import app
+from slurmstack.contract import SLURM_CONF_PATH, TOPOLOGY_CONF_PATH, UNPLACED_TOPOLOGY
 from slurmstack.loader import load_object
 from slurmstack.plan import build_plan
+from slurmstack.plan.topology import plan_topology
+from slurmstack.render import SLURMD_UNIT_PATH, head_files, pool_files
 from slurmstack.report.topology import topology_section
 from slurmstack.rules.topology import LAYERS, TopologyKind, pool_topology
 from slurmstack.spec import TopologyChoice
+from support.examples import EXAMPLE_IDS
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -75,3 +79,27 @@ def test_plan_shows_each_pools_topology_and_its_source() -> None:
     assert json.loads(out.stdout)["topology"]["pools"][0]["network_layers"] == 3
     table = runner.invoke(app, ["plan", "examples/p5-training.yaml"]).stdout
     assert "Network topology (from EC2's instance topology)" in table
+
+
+@pytest.mark.parametrize("stem", EXAMPLE_IDS)
+@pytest.mark.parametrize("version", ["24.11.5", "26.05.5"])
+def test_the_plugin_never_comes_without_its_topology(stem: str, version: str) -> None:
+    """The HyperPod failure issue 27 names: a topology plugin without a topology file. slurm.conf
+    has TopologyPlugin exactly when the head's files hold topology.conf, and then every dynamic
+    node registers under a switch; with every pool's topology off, neither."""
+    for off in (False, True):
+        data = yaml.safe_load((EXAMPLES / f"{stem}.yaml").read_text())
+        data["slurm"] = {**data.get("slurm", {}), "version": version}
+        if off:
+            for pool in data["pools"]:
+                pool["topology"] = "off"
+        loaded = load_object(data)
+        assert loaded.spec is not None, loaded.findings
+        plan = build_plan(loaded.spec)
+        head = head_files(plan)
+        plugin = "TopologyPlugin=topology/tree" in head[SLURM_CONF_PATH]
+        assert plugin == (TOPOLOGY_CONF_PATH in head) == plan_topology(plan).tree
+        assert plugin == (version == "26.05.5" and not off)
+        for pool in plan.pools:
+            unit = pool_files(plan, pool)[SLURMD_UNIT_PATH]
+            assert (f"Topology={UNPLACED_TOPOLOGY}" in unit) == plugin
