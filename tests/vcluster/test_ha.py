@@ -55,8 +55,9 @@ SLURMCTLD_PID = "/run/vcluster-units/slurmctld.service.pid"  # the systemctl sta
 # The backup takes control SlurmctldTimeout after the head's last sign of life, at its next
 # ping (every third of it); the slack is a busy 2-core machine's.
 TAKEOVER_SECONDS = BACKUP_SLURMCTLD_TIMEOUT * 4 / 3 + 30
-# A returning head waits up to CONTROL_TIMEOUT (30 s, slurmctld.h) for the backup to let go.
-HANDBACK_SECONDS = 30 + 60
+# A returning head has the backup save Slurm's state and stop first (the rendered slurmctld
+# drop-in's ExecStartPre, slurmstack.node.boot.handback): seconds; the slack is the machine's.
+HANDBACK_SECONDS = 60
 # slurmctld saves its state at most every 5 s (state_save.c): what changed later than that
 # before the head dies is not in the shared state. The scenarios wait one save.
 STATE_SAVE_SECONDS = 7
@@ -87,6 +88,7 @@ def head_in_control_after(ha: VirtualCluster) -> Iterator[None]:
     elif head.run("systemctl", "is-active", "slurmctld", check=False).returncode != 0:
         head.run("systemctl", "start", "slurmctld")
     wait_control(ha, 0, HANDBACK_SECONDS + TAKEOVER_SECONDS, "the head in control after a scenario")
+    backup_started_again(ha)
     ha.client.run("scancel", "--full", "--user=root", check=False)
     ha.wait_registered()
 
@@ -105,6 +107,16 @@ def heartbeat(cluster: VirtualCluster) -> tuple[float, int] | None:
 def in_control(cluster: VirtualCluster, index: int) -> bool:
     beat = heartbeat(cluster)
     return beat is not None and beat[1] == index and beat[0] <= BACKUP_SLURMCTLD_TIMEOUT
+
+
+def backup_started_again(cluster: VirtualCluster) -> None:
+    """The backup's slurmctld started again once the head is in control, as systemd does it
+    (the rendered drop-in's Restart=always, RestartSec; the stand-in systemctl has no Restart=):
+    the head's handback stopped it. It stands by."""
+    backup = cluster.backup
+    assert backup is not None
+    if backup.alive and backup.run("systemctl", "is-active", "slurmctld", check=False).returncode:
+        backup.run("systemctl", "start", "slurmctld")
 
 
 def controllers(cluster: VirtualCluster) -> dict[str, Node]:
@@ -245,6 +257,7 @@ def test_nodes_that_just_registered_are_saved_for_the_backup(ha: VirtualCluster)
     assert names <= set(records)
     head.run("systemctl", "start", "slurmctld")
     wait_control(ha, 0, HANDBACK_SECONDS, "the head in control again")
+    backup_started_again(ha)
     ha.wait_registered()
 
 
@@ -271,16 +284,26 @@ def test_the_backup_takes_over_from_a_dead_slurmctld_and_hands_control_back(
     assert acting(ha) == ["backup"]
     wait_job(ha, long, "COMPLETED")
     wait_job(ha, during, "COMPLETED")
-    # The head's slurmctld returns and takes control back.
+    # The head's slurmctld returns and takes control back, a moment after the backup started a
+    # job (no wait for a state save): the handback (the unit's ExecStartPre) has the backup
+    # save its state and stop, and the head reads all of it.
+    running = submit(ha, "-p", "cpu", "-N1", "-t", "5", "--wrap", "sleep 20")
+    wait_job(ha, running, "RUNNING")
+    returned = time.monotonic()
     head.run("systemctl", "start", "slurmctld")
+    assert backup.run("systemctl", "is-active", "slurmctld", check=False).returncode != 0
     wait_control(ha, 0, HANDBACK_SECONDS, "the head in control again")
+    handed = time.monotonic() - returned
+    assert job_state(ha, running) == "RUNNING"
+    backup_started_again(ha)
     assert acting(ha) == ["head"]
     after = submit(ha, "-p", "cpu", "-N2", "-t", "5", "--wrap", "srun -N2 true")
     wait_job(ha, after, "COMPLETED")
-    assert int(long) < int(during) < int(after)
-    accounted(ha, long, during, after)
+    wait_job(ha, running, "COMPLETED")
+    assert int(long) < int(during) < int(running) < int(after)
+    accounted(ha, long, during, running, after)
     ha.wait_registered()
-    print(f"\nha: takeover {took:.1f} s after the head's slurmctld died")
+    print(f"\nha: takeover {took:.1f} s after the head's slurmctld died, handback {handed:.1f} s")
 
 
 def test_the_backup_takes_over_from_a_dead_head_instance_and_its_replacement_takes_it_back(
@@ -309,6 +332,7 @@ def test_the_backup_takes_over_from_a_dead_head_instance_and_its_replacement_tak
     new = ha.replace_head()
     assert new.address == old.address and new.instance_id != old.instance_id
     wait_control(ha, 0, HANDBACK_SECONDS, "the new head in control")
+    backup_started_again(ha)
     assert acting(ha) == ["head"]
     after = submit(ha, "-p", "cpu", "-N2", "-t", "5", "--wrap", "srun -N2 true")
     wait_job(ha, after, "COMPLETED")
@@ -358,6 +382,7 @@ def test_a_node_failing_while_the_backup_is_in_control_is_replaced_once(
     # The head returns; its agent, alone again, completes the replacement.
     head.run("systemctl", "start", "slurmctld")
     wait_control(ha, 0, HANDBACK_SECONDS, "the head in control again")
+    backup_started_again(ha)
     ha.settle_groups()
     completed = []
     deadline = time.monotonic() + JOB_SECONDS
@@ -419,6 +444,7 @@ def test_an_elastic_resume_asked_during_a_takeover_is_served_once(ha: VirtualClu
 
     head.run("systemctl", "start", "slurmctld")
     wait_control(ha, 0, HANDBACK_SECONDS, "the head in control again")
+    backup_started_again(ha)
     record = ha.node_records()[name]
     assert record["NodeAddr"] == nodes.nodes[instance_id].address, record
     swept = json.loads(head.run("slurmstack-node", "power-sweep", "--dry-run").stdout)

@@ -45,6 +45,7 @@ class Command(enum.StrEnum):
     S3_MOUNTS = "s3-mounts"
     LNET_EFA = "lnet-efa"
     STATE_VOLUME = "state-volume"
+    HANDBACK = "handback"
     REAP = "reap"
     POWER_RESUME = "power-resume"
     POWER_SUSPEND = "power-suspend"

@@ -61,6 +61,12 @@ POWER_SERVICE_PATH = unit_path(POWER_SERVICE)
 POWER_TIMER_PATH = unit_path(POWER_TIMER)
 
 
+# With a backup controller, systemd starts a stopped slurmctld again after this long: long
+# enough for the head's slurmctld to be up after a handback (the backup then stands by), far
+# under SlurmctldTimeout.
+SLURMCTLD_RESTART_SECONDS = 15
+
+
 @dataclass(frozen=True)
 class Ports:
     slurmctld: int = SLURMCTLD_PORT
@@ -140,7 +146,10 @@ def plugstack_conf(plan: ClusterPlan) -> str:
 
 def slurmctld_dropin(plan: ClusterPlan) -> str:
     return render_template(
-        "systemd/slurmctld-dropin.conf.j2", plan=plan, state_volume_mount=STATE_VOLUME_MOUNT
+        "systemd/slurmctld-dropin.conf.j2",
+        plan=plan,
+        state_volume_mount=STATE_VOLUME_MOUNT,
+        restart_seconds=SLURMCTLD_RESTART_SECONDS,
     )
 
 

@@ -28,11 +28,11 @@ from slurmstack.contract import (
 )
 from slurmstack.node import active, cli
 from slurmstack.node.accounting.database import accounting_db
-from slurmstack.node.boot import params, state_volume
+from slurmstack.node.boot import handback, params, state_volume
 from slurmstack.node.context import AgentError, Context
 from slurmstack.render import SLURMD_UNIT_PATH, pool_files
 from slurmstack.render.node import node_config
-from slurmstack.render.slurm import slurmd_elastic_dropin
+from slurmstack.render.slurm import slurmctld_dropin, slurmd_elastic_dropin
 from support.node import PLAN as NO_BACKUP
 from support.node import Runner, make_node
 from support.stack import plan_of, small_cluster
@@ -342,3 +342,80 @@ def test_the_backups_slurmdbd_stands_by_with_its_port_closed(
         with pytest.raises(AgentError, match=r"slurmdbd\.service is not running"):
             accounting_db(node, timeout=0.0, poll=0.0)
     assert ["systemctl", "is-active", "--quiet", "slurmdbd.service"] in run.calls
+
+
+class Backup(Runner):
+    """scontrol as the head sees it with its own slurmctld not started: the backup answers
+    pings for ``stops_after`` more pings after the shutdown (None: never stops)."""
+
+    def __init__(self, stops_after: int | None = 2) -> None:
+        super().__init__()
+        self.stops_after = stops_after
+        self.shut = False
+
+    def __call__(self, cmd: list[str], check: bool = True):
+        import subprocess
+
+        self.calls.append(cmd)
+        words = cmd[4:] if cmd[:2] == ["timeout", "-k"] else cmd
+        if words[-2:] == ["shutdown", "slurmctld"]:
+            self.shut = True  # slurm_shutdown reports the primary's answer: not started
+            err = "slurm_shutdown error: Unable to contact slurm controller (connect failure)\n"
+            return subprocess.CompletedProcess(cmd, 1, "", err)
+        if words[-1:] == ["ping"]:
+            up = not self.shut or self.stops_after is None or self.stops_after > 0
+            if self.shut and self.stops_after:
+                self.stops_after -= 1
+            backup = "UP" if up else "DOWN"
+            out = f"Slurmctld(primary) at h is DOWN\nSlurmctld(backup) at b is {backup}\n"
+            return subprocess.CompletedProcess(cmd, 1, out, "")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+
+@pytest.mark.parametrize(
+    ("address", "heartbeat", "stops"),
+    [
+        (HEAD, (5, 1), True),  # the backup in control: asked to stop, waited for
+        (HEAD, (5, 0), False),  # the head's own heartbeat: nothing to hand back
+        (HEAD, (SLURMCTLD_TIMEOUT_WITH_BACKUP_SECONDS + 5, 1), False),  # the backup is gone
+        (BACKUP, (5, 1), False),  # the backup's own slurmctld start: never
+    ],
+    ids=["backup-in-control", "head-in-control", "stale", "on-the-backup"],
+)
+def test_a_returning_head_has_the_backup_save_its_state_and_stop_first(
+    aws: Any, tmp_path: Path, address: str, heartbeat: tuple[float, int], stops: bool
+) -> None:
+    run = Backup()
+    node = controller(tmp_path, aws, address, run)
+    params.params(node, poll=0)
+    beat(tmp_path, *heartbeat)
+    calls = len(run.calls)
+    done = handback.handback(node)
+    scontrol = [c[4:] for c in run.calls[calls:] if "scontrol" in c]
+    if not stops:
+        assert scontrol == [] and not done.startswith("the backup stopped"), done
+        return
+    assert scontrol[0][-2:] == ["shutdown", "slurmctld"]
+    assert [c[-1] for c in scontrol[1:]] == ["ping"] * 3  # up, up, down
+    assert done == "the backup stopped after 2 s"
+
+
+def test_a_backup_that_does_not_stop_leaves_the_start_to_slurms_own_handback(
+    aws: Any, tmp_path: Path
+) -> None:
+    run = Backup(stops_after=None)
+    node = controller(tmp_path, aws, HEAD, run)
+    params.params(node, poll=0)
+    beat(tmp_path, 5, 1)
+    done = handback.handback(node)
+    assert done == f"the backup did not stop within {handback.STOP_WAIT_SECONDS} s"
+    pings = [c for c in run.calls if c[-1:] == ["ping"]]
+    assert len(pings) == handback.STOP_WAIT_SECONDS + 1  # bounded: one a second
+
+
+def test_the_slurmctld_unit_hands_back_and_restarts_only_with_a_backup() -> None:
+    with_backup = slurmctld_dropin(PLAN)
+    assert "ExecStartPre=/usr/local/bin/slurmstack-node handback" in with_backup
+    assert "Restart=always" in with_backup and "RestartSec=15" in with_backup
+    without = slurmctld_dropin(NO_BACKUP)
+    assert "handback" not in without and "Restart=" not in without

@@ -9,11 +9,27 @@ import json
 from ...contract import Command
 from ..context import Context
 from ..subcommand import Subcommand, step
-from . import config_sync, join_hook, lnet, mounts, munge, params, s3_mounts, scratch, state_volume
+from . import (
+    config_sync,
+    handback,
+    join_hook,
+    lnet,
+    mounts,
+    munge,
+    params,
+    s3_mounts,
+    scratch,
+    state_volume,
+)
 
 
 def _sync_config(ctx: Context, _args: argparse.Namespace) -> int:
     print(json.dumps({"changed": config_sync.sync_config(ctx)}))
+    return 0
+
+
+def _handback(ctx: Context, _args: argparse.Namespace) -> int:
+    print(json.dumps({"handback": handback.handback(ctx)}))
     return 0
 
 
@@ -75,6 +91,13 @@ COMMANDS = (
         Command.STATE_VOLUME,
         "the Slurm state EBS volume: find, format once, mount",
         step(state_volume.state_volume),
+        where="head",
+    ),
+    Subcommand(
+        Command.HANDBACK,
+        "(before the head's slurmctld starts, head_node.backup) a backup controller in "
+        "control saves Slurm's state and stops, so the head reads all of it",
+        _handback,
         where="head",
     ),
     join_hook.COMMAND,
