@@ -58,10 +58,11 @@ def place(ctx: Context, config: NodeConfig, observed: Observed) -> dict[str, Any
     if not observed.aws:
         return None
     waiting = unplaced(observed, config)
+    live = set(waiting.values())  # looked up per remembered instance: a set, not a scan
     asked = _load(ctx)
     ask = due(waiting, asked, observed.now)
     if not ask:
-        kept = {i: t for i, t in asked.items() if i in waiting.values()}
+        kept = {i: t for i, t in asked.items() if i in live}
         if kept != asked:
             _save(ctx, kept)
         return None
@@ -85,7 +86,7 @@ def place(ctx: Context, config: NodeConfig, observed: Observed) -> dict[str, Any
             continue
         placed[value] = names
     done = {ask[name] for names in placed.values() for name in names}
-    memory = {i: t for i, t in asked.items() if i in waiting.values() and i not in done}
+    memory = {i: t for i, t in asked.items() if i in live and i not in done}
     memory.update({i: observed.now for i in ask.values() if i not in done})
     _save(ctx, memory)
     return {"placed": placed, "unanswered": sorted(n for n in ask if n not in wanted)}
