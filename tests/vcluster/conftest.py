@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 
 from vcluster.harness import VirtualCluster
-from vcluster.harness.image import image_slurm_layer
-from vcluster.harness.standins import SLURM_VERSION_WRITTEN_FOR, runs_image_slurm
+from vcluster.harness.node_slurm import NodeSlurm, from_env
 
 DEFINITION = Path(__file__).resolve().parent / "definitions" / "two-pools.yaml"
 BINARIES = ("ip", "nsenter", "unshare", "mount", "nft", "munged", "slurmctld", "slurmd", "srun",
@@ -32,7 +31,7 @@ DEBIAN_PACKAGES = (
 )
 
 
-def missing_requirements() -> list[str]:
+def missing_requirements(slurm: NodeSlurm) -> list[str]:
     problems = []
     if os.geteuid() != 0:
         problems.append("root (network namespaces and mounts)")
@@ -43,17 +42,15 @@ def missing_requirements() -> list[str]:
         ["/usr/bin/python3", "-c", "import mpi4py"], capture_output=True
     ).returncode:
         problems.append("python3-mpi4py for /usr/bin/python3")
-    if runs_image_slurm() and image_slurm_layer() is None:
-        # The nodes run the image's Slurm, which the bake rehearsal builds (and caches).
-        problems.append(
-            f"the image's build of Slurm {SLURM_VERSION_WRITTEN_FOR} (made by "
-            "`pytest -m image tests/image`, cached under /var/cache/slurmstack)"
-        )
+    if (problem := slurm.problem()) is not None:
+        problems.append(problem)
     return problems
 
 
-def require_host() -> None:
-    problems = missing_requirements()
+def require_host(slurm: NodeSlurm | None = None) -> None:
+    """Skips (fails with CI=true) when this machine cannot run a cluster whose nodes run
+    ``slurm`` (the shared cluster's, from SLURMSTACK_VCLUSTER_SLURM, by default)."""
+    problems = missing_requirements(slurm or from_env())
     if not problems:
         return
     message = f"the virtual cluster needs {', '.join(problems)} (apt: {DEBIAN_PACKAGES})"

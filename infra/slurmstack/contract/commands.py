@@ -46,6 +46,7 @@ class Command(enum.StrEnum):
     LNET_EFA = "lnet-efa"
     STATE_VOLUME = "state-volume"
     HANDBACK = "handback"
+    FULL_SAVE = "full-save"
     REAP = "reap"
     POWER_RESUME = "power-resume"
     POWER_SUSPEND = "power-suspend"

@@ -35,6 +35,7 @@ __all__ = [
     "ENROOT_SUBDIRS",
     "EVENTS_LOG_PATH",
     "FABRIC_PROFILE_PATH",
+    "FULL_SAVE_ASKED_PATH",
     "HEALTH_CHECK_PROGRAM",
     "HEALTH_DIR",
     "HEALTH_LOG_PATH",
@@ -188,6 +189,8 @@ CONTROLLER_STATE_PATH = f"{STATE_VOLUME_MOUNT}/slurmstack/controller.json"
 # When the controller last asked EC2 where each unplaced instance sits (instance id -> time):
 # one that got no answer yet is asked again only after a while (node.controller.place).
 TOPOLOGY_ASKED_PATH = f"{STATE_VOLUME_MOUNT}/slurmstack/topology-asked.json"
+# When the controller last asked slurmctld for a full state save (node.controller.full_save).
+FULL_SAVE_ASKED_PATH = f"{STATE_VOLUME_MOUNT}/slurmstack/full-save-asked"
 CLOUD_INIT_OUTPUT_PATH = "/var/log/cloud-init-output.log"
 # node from the config store: one directory per pool, the programs they run in lib/, and
 # acceptance.json (the pools' expectations: GPUs, EFA devices, mounts, all-reduce threshold).

@@ -18,6 +18,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from .fleet_faults import Ec2Faults
 from .groups import ACTIONS
+from .instance_topology import InstanceTopology
 from .netns import Fabric, run_in_namespace
 
 # Any port works inside the fabric namespace; this one reads as "the moto port".
@@ -37,7 +38,9 @@ class MotoServer:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # not one line per request
         # Stand-in "fleet-faults": EC2's capacity refusals on demand, in front of moto.
         self.faults = Ec2Faults(DomainDispatcherApplication(create_backend_app))
-        app = self.faults
+        # Stand-in "instance-topology": EC2's DescribeInstanceTopology, which moto lacks.
+        self.topology = InstanceTopology(self.faults, region)
+        app = self.topology
         self._local = make_server("127.0.0.1", 0, app, threaded=True)
         self._bridge: BaseWSGIServer = run_in_namespace(
             fabric.namespace, lambda: make_server(fabric.router, NODE_PORT, app, threaded=True)

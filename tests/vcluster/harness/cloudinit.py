@@ -16,7 +16,7 @@ import yaml
 
 from slurmstack.contract import BOOTSTRAP_PATH
 
-from .standins import CONTRACT_STEP, REPLACED_STEPS, STEP, absent_from_this_machine
+from .standins import ABSENT_FROM_THIS_MACHINE, CONTRACT_STEP, REPLACED_STEPS, STEP
 
 SCRIPT_PATH = "/var/lib/cloud/instance/scripts/runcmd"
 # cloud-init's record of the instance it runs on (the bootstrap reads it to mark a failed
@@ -47,9 +47,10 @@ class UserData:
     files: tuple[FileToWrite, ...]
     runcmd: tuple[str | tuple[str, ...], ...]
 
-    def script(self, step_dirs: dict[str, str]) -> str:
+    def script(self, step_dirs: dict[str, str], absent: frozenset[str] = frozenset()) -> str:
         """The runcmd script this node runs: the runner of each replaced step runs its
-        stand-in, with the directory ``step_dirs`` gives for it."""
+        stand-in, with the directory ``step_dirs`` gives for it; the contract check leaves out
+        what this machine lacks and ``absent`` (what the nodes' Slurm lacks)."""
         lines = ["#!/bin/sh"]
         for entry in self.runcmd:
             if isinstance(entry, str):
@@ -59,7 +60,7 @@ class UserData:
             if step:
                 entry = (*RUNNER_RUN, "/usr/bin/python3", STEP, step, step_dirs[step])
             elif entry[:2] == CONTRACT_STEP:
-                entry = tuple(w for w in entry if w not in absent_from_this_machine())
+                entry = tuple(w for w in entry if w not in ABSENT_FROM_THIS_MACHINE | absent)
             lines.append(" ".join(shlex.quote(w) for w in entry))
         return "\n".join(lines) + "\n"
 

@@ -55,7 +55,8 @@ from .database import wanted as external_database_wanted
 from .imds import Instance, MetadataService
 from .netns import NAME_PREFIX, NETNS_DIR, Fabric, ip, stale_namespaces
 from .node import Hardware, Node
-from .standins import SLURM_VERSION_WRITTEN_FOR, existing_source_directory
+from .node_slurm import NodeSlurm, from_env
+from .standins import existing_source_directory
 
 T = TypeVar("T")
 HEAD = HEAD_ROLE
@@ -97,6 +98,7 @@ class VirtualCluster:
         definition: Path,
         keep: bool = False,
         before_boot: Callable[[VirtualCluster], None] | None = None,
+        slurm: NodeSlurm | None = None,
     ) -> None:
         """``before_boot`` runs once the fabric and AWS are up and the stack is deployed, before
         any node boots: what a cluster's operator has in place before `pulumi up` (a
@@ -104,7 +106,8 @@ class VirtualCluster:
         self.before_boot = before_boot
         self.definition: dict[str, Any] = yaml.safe_load(definition.read_text())
         # Stand-in "slurm-version": written for the Slurm the nodes run.
-        self.definition.setdefault("slurm", {})["version"] = SLURM_VERSION_WRITTEN_FOR
+        self.slurm = slurm or from_env()
+        self.definition.setdefault("slurm", {})["version"] = self.slurm.version
         result = validate_object(self.definition, source=str(definition))
         assert result.ok and result.spec is not None, [f.line() for f in result.findings]
         self.plan: ClusterPlan = build_plan(result.spec)
@@ -147,7 +150,7 @@ class VirtualCluster:
         self._aws = MotoServer(self._fabric, self.plan.region)
         self._imds = MetadataService()
         self._imds.serve(self._fabric)
-        self.deployment = deploy.deploy(self.offline, self._aws, existing)
+        self.deployment = deploy.deploy(self.offline, self._aws, self.slurm, existing)
         if external_database_wanted(self.plan, self._fabric):
             self.database = ExternalDatabase(self.plan, self.directory / "external-database")
             self.database.serve(self._fabric, self._aws)
@@ -294,6 +297,7 @@ class VirtualCluster:
                 self.aws.node_endpoint,
                 label=label,
                 run_directory=self.directory,
+                layers=self.slurm.layers(),
             )
             self._created.append(node)
             if is_login_role(role):
@@ -332,7 +336,7 @@ class VirtualCluster:
             "mounts": str(self.shared_directory),
             "state-volume": str(self.directory / "state-volume"),
         }
-        node.boot(parse(node.instance.user_data), step_dirs)
+        node.boot(parse(node.instance.user_data), step_dirs, self.slurm.absent)
 
     def slurm_name(self, node: Node) -> str:
         return node_name(node_name_prefix(node.role), node.address)
@@ -514,7 +518,7 @@ class VirtualCluster:
         Returns the head's command's output."""
         assert self.head is not None
         run = self.program(definition)
-        manifest_key = deploy.publish_config(run, self.aws, self.deployment.bucket)
+        manifest_key = deploy.publish_config(run, self.aws, self.deployment.bucket, self.slurm)
         ssm = self.aws.client("ssm")
         manifest_parameter = self.deployment.parameter(deploy.MANIFEST_SUFFIX)
         ssm.put_parameter(Name=manifest_parameter, Value=manifest_key, Overwrite=True)

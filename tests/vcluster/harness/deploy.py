@@ -29,6 +29,7 @@ from slurmstack.contract import Manifest, bundle_text, manifest_json, read_bundl
 from slurmstack.offline import OfflineRun, RecordedResource
 
 from .aws import MotoServer
+from .node_slurm import NodeSlurm
 from .standins import PLACEHOLDER_AMI, store_patches
 
 VPC = "aws:ec2/vpc:Vpc"
@@ -92,7 +93,7 @@ def store_key(body: bytes) -> str:
     return contract.store_key(body)
 
 
-def publish_config(run: OfflineRun, aws: MotoServer, bucket: str) -> str:
+def publish_config(run: OfflineRun, aws: MotoServer, bucket: str, slurm: NodeSlurm) -> str:
     """Upload the store objects the program registered (STORE_PATCHES applied to the files in
     its bundles) and a manifest that names them; returns the manifest's key. Objects are
     immutable (keyed by content), so publishing a changed configuration only adds objects."""
@@ -110,7 +111,7 @@ def publish_config(run: OfflineRun, aws: MotoServer, bucket: str) -> str:
     patched: dict[str, str] = {}  # bundle key as registered -> as published
     for bundle_key, text in contents.items():
         files = {path: body.decode() for path, body in read_bundle(text.encode()).items()}
-        patches = store_patches()
+        patches = store_patches(slurm)
         for path in set(files) & set(patches):
             # A path several roles receive with their own content (node.json): only the roles
             # listing this bundle's version of it get the patched one.
@@ -137,7 +138,12 @@ class ExistingNetwork:
     subnets: Mapping[str, str]
 
 
-def deploy(run: OfflineRun, aws: MotoServer, existing: ExistingNetwork | None = None) -> Deployment:
+def deploy(
+    run: OfflineRun,
+    aws: MotoServer,
+    slurm: NodeSlurm,
+    existing: ExistingNetwork | None = None,
+) -> Deployment:
     """``existing``: the subnets of your VPC, when the program makes no VPC: they exist before
     the stack, so the harness makes them in moto (in one VPC spanning them), as the operator
     has them."""
@@ -194,7 +200,7 @@ def deploy(run: OfflineRun, aws: MotoServer, existing: ExistingNetwork | None = 
         backup_interface_id = create_interface(aws, backup_interface, subnet_ids, security_groups)
         backup_id = launch_head(run, aws, backup_interface_id, which=BACKUP)
 
-    manifest_key = publish_config(run, aws, bucket)
+    manifest_key = publish_config(run, aws, bucket, slurm)
     # Values only AWS knows once it has made the resource: the head node's address (the
     # program publishes its interface's address, which the offline engine made up).
     live_values = {str(interface.outputs["privateIp"]): head_address}

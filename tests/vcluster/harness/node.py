@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cloudinit import INSTANCE_ID_PATH, SCRIPT_PATH, UserData
-from .image import image_layers
 from .imds import Instance
 from .netns import NETNS_DIR, Fabric
 from .standins import (
@@ -37,7 +36,7 @@ from .standins import (
 NODE_INIT = NODE_SIDE / "node_init.py"
 CHECKOUT = Path(__file__).resolve().parents[3]
 # Directories a node writes to: each is an overlay on the host's, with the node's own upper layer
-# (/usr's over the image's Slurm too: standins.image_layers). One overlay for all of /usr: the
+# (/usr's over the Slurm the cluster's nodes run too: node_slurm.py). One overlay for all of /usr: the
 # host's root may itself be an overlay, and the kernel stacks overlays two deep at most.
 OVERLAYS = ("/etc", "/var", "/usr", "/dev", "/sys/class")
 TMPFS = (("/run", "mode=0755"), ("/dev/shm", "mode=1777"))
@@ -127,6 +126,7 @@ class Node:
         aws_endpoint: str,
         label: str,
         run_directory: Path,
+        layers: dict[str, tuple[Path, ...]],
     ) -> None:
         self.instance = instance
         self.role = role
@@ -137,7 +137,7 @@ class Node:
         self.alive = False
         directory.mkdir(parents=True)
         self.namespace = fabric.add_node(label, instance.address, instance.mac)
-        self._init = self._start_init(hardware)
+        self._init = self._start_init(hardware, layers)
         self.alive = True
 
     @property
@@ -151,7 +151,9 @@ class Node:
     def _layer(self, target: str) -> Path:
         return self.directory / "layers" / target.strip("/").replace("/", "-")
 
-    def _start_init(self, hardware: Hardware) -> subprocess.Popen[bytes]:
+    def _start_init(
+        self, hardware: Hardware, layers: dict[str, tuple[Path, ...]]
+    ) -> subprocess.Popen[bytes]:
         overlays = []
         for target in OVERLAYS:
             (self._layer(target) / "upper").mkdir(parents=True)
@@ -161,7 +163,7 @@ class Node:
                     "target": target,
                     "upper": str(self._layer(target) / "upper"),
                     "work": str(self._layer(target) / "work"),
-                    "image_layers": [str(layer) for layer in image_layers().get(target, ())],
+                    "image_layers": [str(layer) for layer in layers.get(target, ())],
                 }
             )
         python_path = _node_python_path()
@@ -246,13 +248,13 @@ class Node:
         script = 'mkdir -p "$(dirname "$1")" && cat > "$1" && chmod "$2" "$1" && chown "$3" "$1"'
         self.run("/bin/sh", "-c", script, "write", path, permissions, owner, input=content)
 
-    def boot(self, user_data: UserData, step_dirs: dict[str, str]) -> None:
+    def boot(self, user_data: UserData, step_dirs: dict[str, str], absent: frozenset[str]) -> None:
         """Run the user data as cloud-init would (cloudinit.py); the output is kept as
         cloud-init keeps it, in the node's /var/log/cloud-init-output.log."""
         self.write_file(INSTANCE_ID_PATH, self.instance_id + "\n", "0644", "root:root")
         for file in user_data.files:
             self.write_file(file.path, file.content, file.permissions, file.owner)
-        self.write_file(SCRIPT_PATH, user_data.script(step_dirs), "0700", "root:root")
+        self.write_file(SCRIPT_PATH, user_data.script(step_dirs, absent), "0700", "root:root")
         shell = f"{SCRIPT_PATH} >> /var/log/cloud-init-output.log 2>&1"
         result = self.run("/bin/sh", "-c", shell, timeout=BOOT_SECONDS, check=False)
         if result.returncode != 0:

@@ -12,14 +12,17 @@ the harness code uses, each next to the entry that explains it.
 from __future__ import annotations
 
 import json
-import os
 import re
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from slurmstack.contract import NCCL_TESTS_DIR
+
+if TYPE_CHECKING:  # tools/docs.py loads this file on its own, outside the package
+    from .node_slurm import NodeSlurm
 
 NODE_SIDE = Path(__file__).resolve().parent / "node_side"
 STEP = str(NODE_SIDE / "steps.py")
@@ -307,6 +310,16 @@ STAND_INS: tuple[StandIn, ...] = (
         "not (harness/fleet_faults.py)",
     ),
     StandIn(
+        "instance-topology",
+        "EC2's DescribeInstanceTopology (each instance's network nodes)",
+        "moto does not implement it",
+        "a switch in front of moto answers it in EC2's shape, paged, for the running instances "
+        "of the types EC2 covers: each gets the first leaf of the scenario's layout with room, "
+        "and keeps it while it lives; on demand it throttles every call "
+        "(RequestLimitExceeded) and it keeps each call's instance ids "
+        "(harness/instance_topology.py)",
+    ),
+    StandIn(
         "power-env",
         "the EC2 endpoint the head's power programs reach (the Region's own)",
         "slurmctld runs ResumeProgram and SuspendProgram with no environment, so the "
@@ -354,11 +367,13 @@ STAND_INS: tuple[StandIn, ...] = (
         "the bake rehearsal (tests/image) builds 24.11.5, the older pinned leg: this "
         "workplace's Debian mirror does not serve 26.05.5's source; and the nodes' root is this "
         "machine's (Debian 12, the rehearsal's own base), not the whole baked root",
-        "the harness sets slurm.version to 24.11.5; with SLURMSTACK_VCLUSTER_SLURM=image (as CI "
-        "runs every scenario) it lays the rehearsal's Slurm build (what build.sh's Slurm step "
-        "installed: daemons, clients, plugins, units) over each node's /usr, so every node runs "
-        "the image's own build of the pinned source (tests/support/slurm_cache.py); without it "
-        "(a machine without the rehearsal's build) the nodes run this machine's 22.05, which "
+        "each cluster picks its nodes' Slurm (node_slurm.py) and writes slurm.version for it: "
+        "the image's build of 24.11.5 (the rehearsal's Slurm step: daemons, clients, plugins, "
+        "units) laid over each node's /usr, as CI runs the shared cluster's scenarios "
+        "(SLURMSTACK_VCLUSTER_SLURM=image); or Debian's build of 26.05.5, the version of record, "
+        "from the root .ci/slurm-chroot forky makes, its /usr laid over each node's "
+        "(SLURMSTACK_VCLUSTER_SLURM=record, and the topology scenarios' own cluster, which needs "
+        "25.05 or later); without either (a machine with neither) this machine's 22.05, which "
         "reads the file written for 24.11.5",
     ),
     StandIn(
@@ -419,24 +434,17 @@ SLURM_CONF_ADDITIONS = (
     "AuthInfo=cred_expire=10",  # "requeue-delay"
 )
 
-# "slurm-version": what the harness writes the cluster's Slurm files for, and whether the nodes
-# run the image's build of it (SLURMSTACK_VCLUSTER_SLURM=image) or this machine's Slurm.
-SLURM_VERSION_WRITTEN_FOR = "24.11.5"
-SLURM_MODE_ENV = "SLURMSTACK_VCLUSTER_SLURM"
 
-
-def runs_image_slurm() -> bool:
-    return os.environ.get(SLURM_MODE_ENV, "") == "image"
-
-
-def store_patches() -> dict[str, Callable[[str], str]]:
-    return STORE_PATCHES if runs_image_slurm() else {**STORE_PATCHES, **HOST_SLURM_STORE_PATCHES}
-
-
-def absent_from_this_machine() -> frozenset[str]:
-    if runs_image_slurm():
-        return ABSENT_FROM_THIS_MACHINE
-    return ABSENT_FROM_THIS_MACHINE | ABSENT_FROM_THIS_MACHINES_SLURM
+def store_patches(slurm: NodeSlurm) -> dict[str, Callable[[str], str]]:
+    """What the config store's copy of each file gets on a cluster whose nodes run ``slurm``."""
+    patches = dict(STORE_PATCHES)
+    if slurm.slurm_conf:
+        patches[SLURM_CONF_PATH] = lambda text: slurm.patch_slurm_conf(
+            STORE_PATCHES[SLURM_CONF_PATH](text)
+        )
+    if slurm.mode == "host":
+        patches.update(HOST_SLURM_STORE_PATCHES)
+    return patches
 
 
 # "vpc-dns": where glibc is told how to resolve host names, and every node's answer.
@@ -496,8 +504,6 @@ ABSENT_FROM_THIS_MACHINE = frozenset(
         "cmd:lctl",
     }
 )
-# "sackd": absent too when the nodes run this machine's Slurm (not the image's).
-ABSENT_FROM_THIS_MACHINES_SLURM = frozenset({"cmd:sackd"})
 
 # "nvme-raid", "shared-storage", "state-volume": commands the bootstrap runner runs
 # (`slurmstack-bootstrap run slurmstack-node <step>`) replaced by steps.py; the runner is real.

@@ -10,6 +10,7 @@ from ...contract import REAPER_GRACE_SECONDS, Command
 from ..context import Context
 from ..subcommand import Subcommand
 from . import images_prune, reap
+from .full_save import ask_for_full_save
 from .loop import breakers, control, reset_breaker
 
 
@@ -58,6 +59,12 @@ def _reap(ctx: Context, args: argparse.Namespace) -> int:
     return 1 if result["failed"] else 0
 
 
+def _full_save(ctx: Context, _args: argparse.Namespace) -> int:
+    missing = ask_for_full_save(ctx, float(ctx.clock()))
+    print(json.dumps({"asked": missing is not None, "missing": missing or []}, sort_keys=True))
+    return 0
+
+
 COMMANDS = (
     Subcommand(
         Command.REAP,
@@ -88,6 +95,16 @@ COMMANDS = (
         _breaker,
         _breaker_arguments,
         where="head",
+    ),
+    Subcommand(
+        Command.FULL_SAVE,
+        "(at boot, after slurmctld, and every controller pass) ask slurmctld for a full state "
+        "save (scontrol reconfigure) while a core state file is missing: from Slurm 25.05 a "
+        "controller that died before its first full save, 5 minutes after a new cluster's "
+        "start, could not start again",
+        _full_save,
+        where="head",
+        once_per_cluster=True,
     ),
     images_prune.COMMAND,
 )

@@ -11,6 +11,7 @@ from . import state as memory
 from .act import act, record
 from .actions import SUSPENDED_PROCESS, iso
 from .decide import decide
+from .full_save import ask_for_full_save
 from .place import place
 from .registrations import save_new_registrations
 
@@ -39,11 +40,15 @@ def control(ctx: Context, dry_run: bool = False) -> dict[str, Any]:
         saved = save_new_registrations(ctx, observed.nodes)
         # Nodes that joined, placed under their network nodes in Slurm's topology.
         topology = place(ctx, config, observed)
+        # Last (it restarts slurmctld): a new cluster's first full state save, asked for.
+        full_save = ask_for_full_save(ctx, observed.now)
     result: dict[str, Any] = {"actions": done, "notes": list(decision.notes), "aws": observed.aws}
     if saved:
         result["saved_registrations"] = saved
     if topology is not None:
         result["topology"] = topology
+    if full_save is not None:
+        result["full_save"] = full_save
     return result
 
 
