@@ -10,7 +10,7 @@ from ...contract import REAPER_GRACE_SECONDS, Command
 from ..context import Context
 from ..subcommand import Subcommand
 from . import images_prune, reap
-from .full_save import ask_for_full_save
+from .full_save import full_save_at_boot
 from .loop import breakers, control, reset_breaker
 
 
@@ -60,7 +60,7 @@ def _reap(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def _full_save(ctx: Context, _args: argparse.Namespace) -> int:
-    missing = ask_for_full_save(ctx, float(ctx.clock()))
+    missing = full_save_at_boot(ctx)
     print(json.dumps({"asked": missing is not None, "missing": missing or []}, sort_keys=True))
     return 0
 
@@ -82,7 +82,8 @@ COMMANDS = (
         "(slurmstack-controller.timer, every minute) one pass of the controller: nodes "
         "rebooted, replaced or left by their reason, a node whose instance is gone set DOWN, "
         "Capacity Blocks drained before their end, terminating instances drained and let go "
-        "once their jobs end, dead records deleted; each action in the controller's log",
+        "once their jobs end, dead records deleted, a full state save asked for while a core "
+        "state file is missing; each action in the controller's log",
         _control,
         _control_arguments,
         where="head",

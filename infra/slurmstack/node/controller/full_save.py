@@ -36,6 +36,9 @@ CLUSTER_NAME_FILE = "clustername"
 # Asked again at most this often (slurmctld's own full save comes this often: a release whose
 # reconfigure writes no file must not be reconfigured every pass).
 ASK_AGAIN_SECONDS = 300
+# At boot, slurmctld has just started: it writes the cluster's name and answers RPCs within
+# seconds (checks a second apart).
+BOOT_WAIT_SECONDS = 60
 
 
 def missing_core_files(ctx: Context) -> list[str]:
@@ -47,23 +50,44 @@ def missing_core_files(ctx: Context) -> list[str]:
     return [name for name in CORE_STATE_FILES if not (state / name).exists()]
 
 
+def asked_recently(ctx: Context, now: float) -> bool:
+    try:
+        last = float(ctx.path(FULL_SAVE_ASKED_PATH).read_text())
+    except (OSError, ValueError):
+        return False
+    return now - last < ASK_AGAIN_SECONDS
+
+
 def ask_for_full_save(ctx: Context, now: float) -> list[str] | None:
     """The core files that were missing when a full save was asked for; None when none was."""
     missing = missing_core_files(ctx)
     if not missing:
         return None
-    asked = ctx.path(FULL_SAVE_ASKED_PATH)
-    try:
-        last = float(asked.read_text())
-    except (OSError, ValueError):
-        last = float("-inf")
-    if now - last < ASK_AGAIN_SECONDS:
+    if asked_recently(ctx, now):
         return None
-    write_atomic(asked, f"{now}\n".encode(), 0o600)
     try:
         scontrol(ctx, "reconfigure")
     except RuntimeError as exc:
         log(f"control: asking slurmctld for a full state save failed: {exc}")
         return None
+    write_atomic(ctx.path(FULL_SAVE_ASKED_PATH), f"{now}\n".encode(), 0o600)
     log(f"control: slurmctld asked for a full state save ({', '.join(missing)} missing)")
     return missing
+
+
+def full_save_at_boot(ctx: Context) -> list[str] | None:
+    """The boot step, right after slurmctld's start: waits (at most BOOT_WAIT_SECONDS) for
+    slurmctld to have written the cluster's name and to take the request, then asks as a pass
+    does. A state directory slurmctld had written in full before returns at once."""
+    state = ctx.path(STATE_SAVE_LOCATION)
+    for _ in range(BOOT_WAIT_SECONDS):
+        if (state / CLUSTER_NAME_FILE).exists():
+            now = float(ctx.clock())
+            if not missing_core_files(ctx) or asked_recently(ctx, now):
+                return None
+            asked = ask_for_full_save(ctx, now)
+            if asked is not None:
+                return asked
+        ctx.sleep(1)
+    log(f"full-save: slurmctld did not take a full save within {BOOT_WAIT_SECONDS} s")
+    return None

@@ -6,6 +6,7 @@ ASK_AGAIN_SECONDS get none; a failed reconfigure is logged, not raised."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,25 @@ from slurmstack.node.controller import full_save
 
 
 class Head:
-    """What full_save uses of the node agent's context: the state volume, scontrol."""
+    """What full_save uses of the node agent's context: the state volume, scontrol, the clock
+    (a second per sleep)."""
 
     def __init__(self, root: Path, fails: bool = False) -> None:
         self.root = root
         self.calls: list[tuple[str, ...]] = []
         self.fails = fails
+        self.now = 1000.0
+        self.slept = 0
+        self.on_sleep: list[Callable[[], object]] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.slept += 1
+        if self.on_sleep:
+            self.on_sleep.pop(0)()
 
     def path(self, path: str) -> Path:
         return self.root / path.lstrip("/")
@@ -78,3 +92,29 @@ def test_a_failed_reconfigure_is_logged_and_not_raised(
     assert full_save.ask_for_full_save(head, now=1000.0) is None  # type: ignore[arg-type]
     assert "full state save failed" in capsys.readouterr().err
     assert head.calls == [("scontrol", "reconfigure")]
+    # Not remembered as asked: the next pass asks again.
+    full_save.ask_for_full_save(head, now=1060.0)  # type: ignore[arg-type]
+    assert len(head.calls) == 2
+
+
+def test_at_boot_it_waits_for_slurmctld_to_name_the_cluster_then_asks(tmp_path: Path) -> None:
+    head = Head(tmp_path)
+    directory = state(head, "node_state")
+    head.on_sleep = [lambda: None, lambda: (directory / "clustername").write_bytes(b"vc")]
+    missing = full_save.full_save_at_boot(head)  # type: ignore[arg-type]
+    assert missing is not None and "assoc_usage" in missing
+    assert head.slept == 2 and head.calls == [("scontrol", "reconfigure")]
+
+
+def test_at_boot_a_saved_state_returns_at_once_and_a_silent_slurmctld_in_bounded_time(
+    tmp_path: Path,
+) -> None:
+    saved = Head(tmp_path / "saved")
+    state(saved, "clustername", *full_save.CORE_STATE_FILES)
+    assert full_save.full_save_at_boot(saved) is None  # type: ignore[arg-type]
+    assert saved.slept == 0 and saved.calls == []
+    silent = Head(tmp_path / "silent", fails=True)
+    state(silent, "clustername")
+    assert full_save.full_save_at_boot(silent) is None  # type: ignore[arg-type]
+    assert silent.slept == full_save.BOOT_WAIT_SECONDS
+    assert len(silent.calls) == full_save.BOOT_WAIT_SECONDS
