@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -55,6 +54,7 @@ from slurmstack.plan.topology import plan_topology
 from slurmstack.render import SLURMD_UNIT_PATH, head_files, pool_files
 from slurmstack.render.node import pool_ref
 from support.stack import example, plan_of
+from support.submissions import SubmittedAlong
 
 pytestmark = [pytest.mark.slurm, pytest.mark.topology]
 
@@ -324,24 +324,8 @@ def test_nodes_joining_and_leaving_keep_the_tree_without_a_restart_or_a_failed_j
     controller_pass(fabric, first, answer(first))
     pid = fabric.pid()
     # Jobs submitted all along, as users would while the pool scales.
-    failures: list[str] = []
-    submitted = [0]
-    stop = threading.Event()
-
-    def submit_all_along() -> None:
-        for _ in range(200):
-            if stop.is_set():
-                return
-            out = fabric.client("sbatch", "-p", POOL, "-t", "1", "-N1", "--wrap", "true",
-                                check=False)  # fmt: skip
-            submitted[0] += 1
-            if out.returncode != 0:
-                failures.append(out.stderr)
-            time.sleep(0.5)
-
-    submitter = threading.Thread(target=submit_all_along)
-    submitter.start()
-    try:
+    submit = ("sbatch", "-p", POOL, "-t", "1", "-N1", "--wrap", "true")
+    with SubmittedAlong(lambda: fabric.client(*submit, check=False)) as along:
         # Two nodes join; the next pass places them (the placed ones are not asked about).
         joining = ["n4", "n5"]
         started(fabric, joining)
@@ -364,11 +348,8 @@ def test_nodes_joining_and_leaving_keep_the_tree_without_a_restart_or_a_failed_j
         assert switches["leaf-a"] == [fabric.name("n1")]
         ran = fabric.run_on("-N4")
         assert sorted(ran) == sorted(fabric.name(h) for h in ("n1", "n3", "n4", "n5"))
-    finally:
-        stop.set()
-        submitter.join(timeout=150)
     assert fabric.pid() == pid, "slurmctld restarted"
-    assert submitted[0] > 0 and failures == [], failures
+    assert along.submitted > 0 and along.failures == [], along.failures
 
 
 def test_ec2_failing_leaves_scheduling_working_and_a_later_pass_places(

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +32,7 @@ from slurmstack.contract import (
 )
 from slurmstack.node.controller.full_save import CORE_STATE_FILES
 from slurmstack.node.power.hostlist import expand
+from support.submissions import SubmittedAlong
 from vcluster.conftest import require_host
 from vcluster.harness import VirtualCluster, wait_until
 from vcluster.harness.elastic import ElasticNodes, prepare_head
@@ -46,8 +45,6 @@ pytestmark = [pytest.mark.vcluster, pytest.mark.topology]
 DEFINITION = Path(__file__).resolve().parent / "definitions" / "topology.yaml"
 LEAVES = tuple(Leaf(("nn-top", "nn-spine", f"nn-leaf-{name}"), size=2) for name in ("a", "b", "c"))
 PLACED_POOL = "gpu"
-# How long a user's submission loop runs at most (bounded: 0.5 s apart).
-SUBMISSIONS = 400
 
 
 @pytest.fixture(scope="module")
@@ -225,30 +222,11 @@ def test_nodes_leaving_and_joining_keep_the_tree_with_no_restart_and_no_failed_s
 ) -> None:
     placed(cluster)
     pid = slurmctld_pid(cluster)
-    failures: list[str] = []
-    submitted = [0]
-    stop = threading.Event()
-
     # Not the elastic node: a queue longer than the static nodes would resume it (its own
     # scenario).
     elastic = ",".join(elastic_names(cluster))
-
-    def submit_all_along() -> None:
-        for _ in range(SUBMISSIONS):
-            if stop.is_set():
-                return
-            out = head(cluster).run(
-                "sbatch", "-p", PLACED_POOL, "-t", "1", "-N1", "-x", elastic,
-                "--wrap", "true", check=False,
-            )  # fmt: skip
-            submitted[0] += 1
-            if out.returncode != 0:
-                failures.append(out.stderr)
-            time.sleep(0.5)
-
-    submitter = threading.Thread(target=submit_all_along)
-    submitter.start()
-    try:
+    submit = ("sbatch", "-p", PLACED_POOL, "-t", "1", "-N1", "-x", elastic, "--wrap", "true")
+    with SubmittedAlong(lambda: head(cluster).run(*submit, check=False)) as along:
         # A node of a full leaf leaves (its instance dies); the group launches another,
         # which joins under the unplaced leaf and the next pass places it where EC2 says.
         leaves = expected_leaves(cluster)
@@ -274,11 +252,8 @@ def test_nodes_leaving_and_joining_keep_the_tree_with_no_restart_and_no_failed_s
             assert shown[leaf] == names, shown
         assert gone not in shown["nn-top"]
         assert len(run_on(cluster, "-N5")) == 5
-    finally:
-        stop.set()
-        submitter.join(timeout=150)
     assert slurmctld_pid(cluster) == pid, "slurmctld restarted"
-    assert submitted[0] > 0 and failures == [], failures
+    assert along.submitted > 0 and along.failures == [], along.failures
 
 
 def test_ec2_throttling_leaves_scheduling_working_and_a_later_pass_places(

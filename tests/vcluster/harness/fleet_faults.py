@@ -94,5 +94,12 @@ def _refused(
         f"<fleetInstanceSet/>"
         f"</CreateFleetResponse>"
     ).encode()
-    start_response("200 OK", [("Content-Type", "text/xml"), ("Content-Length", str(len(body)))])
+    return xml_response(start_response, body)
+
+
+def xml_response(
+    start_response: Callable[..., Any], body: bytes, status: str = "200 OK"
+) -> list[bytes]:
+    """An EC2 query API answer, as the stand-ins in front of moto give it."""
+    start_response(status, [("Content-Type", "text/xml"), ("Content-Length", str(len(body)))])
     return [body]

@@ -25,7 +25,7 @@ from xml.sax.saxutils import escape
 
 from slurmstack.rules.topology import covered
 
-from .fleet_faults import EC2_NAMESPACE
+from .fleet_faults import EC2_NAMESPACE, xml_response
 
 ACTION = "DescribeInstanceTopology"
 DEFAULT_PAGE = 20  # EC2's MaxResults default for this action
@@ -158,8 +158,7 @@ def _respond(
         f"<instanceSet>{members}</instanceSet>{next_token}"
         f"</DescribeInstanceTopologyResponse>"
     ).encode()
-    start_response("200 OK", [("Content-Type", "text/xml"), ("Content-Length", str(len(body)))])
-    return [body]
+    return xml_response(start_response, body)
 
 
 def _throttled(start_response: Callable[..., Any]) -> list[bytes]:
@@ -170,8 +169,4 @@ def _throttled(start_response: Callable[..., Any]) -> list[bytes]:
         "<Message>Request limit exceeded.</Message></Error></Errors>"
         f"<RequestID>{uuid.uuid4()}</RequestID></Response>"
     ).encode()
-    start_response(
-        "503 Service Unavailable",
-        [("Content-Type", "text/xml"), ("Content-Length", str(len(body)))],
-    )
-    return [body]
+    return xml_response(start_response, body, "503 Service Unavailable")
