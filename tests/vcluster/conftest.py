@@ -4,7 +4,8 @@
 
 Needs root (network namespaces, mounts) and Debian's Slurm, munge, Open MPI, iproute2 and
 nftables (each node loads its metadata firewall). With SLURMSTACK_VCLUSTER_SLURM=image the nodes
-run the image's Slurm build instead (the bake rehearsal's, which tests/image makes and caches).
+run the image's Slurm build instead (the bake rehearsal's, which tests/image makes and caches),
+with =record Debian's build of the version of record (harness/node_slurm.py).
 With CI=true anything missing fails the suite; elsewhere the scenarios are skipped. Set
 VCLUSTER_KEEP=1 to keep the run's directory (every node's layers and logs) after the session.
 """
