@@ -13,8 +13,9 @@ slurmctld accepts: the backup's takeover fails at once ("fatal: No Assoc usage f
 recover", seen on the virtual cluster with 26.05.5) and so does every restart of the head's,
 until someone starts it with -i. `scontrol reconfigure` saves every state file before the new
 slurmctld takes over (controller.c: SIGHUP or the RPC sets reconfig and shuts the old process
-down through save_all_state), so the controller's pass, on the controller in control, asks for
-one when a file is missing: once a new cluster's first minute, never again after.
+down through save_all_state), so the head's boot asks for one right after slurmctld's first
+start (`slurmstack-node full-save`), and the controller's pass, on the controller in control,
+asks again while a file is missing: the window shrinks to the seconds before that step.
 """
 
 from __future__ import annotations
