@@ -52,13 +52,6 @@ class NodeSlurm:
         """Node directory -> read-only layers over the host's (top first)."""
         return {"/usr": (self.usr_layer,)} if self.usr_layer is not None else {}
 
-    def patch_slurm_conf(self, text: str) -> str:
-        out = []
-        for line in text.splitlines():
-            key = line.split("=", 1)[0]
-            out.append(f"{key}={self.slurm_conf[key]}" if key in self.slurm_conf else line)
-        return "\n".join(out) + "\n"
-
     def problem(self) -> str | None:
         """What this machine lacks to run it, if anything."""
         if self.mode == "image" and self.usr_layer is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -439,8 +439,8 @@ def store_patches(slurm: NodeSlurm) -> dict[str, Callable[[str], str]]:
     """What the config store's copy of each file gets on a cluster whose nodes run ``slurm``."""
     patches = dict(STORE_PATCHES)
     if slurm.slurm_conf:
-        patches[SLURM_CONF_PATH] = lambda text: slurm.patch_slurm_conf(
-            STORE_PATCHES[SLURM_CONF_PATH](text)
+        patches[SLURM_CONF_PATH] = lambda text: replace_keys(
+            STORE_PATCHES[SLURM_CONF_PATH](text), slurm.slurm_conf
         )
     if slurm.mode == "host":
         patches.update(HOST_SLURM_STORE_PATCHES)
@@ -561,14 +561,19 @@ LAUNCH_RETRY = {"first_seconds": 5, "max_seconds": 20}
 ORPHAN_GRACE_SECONDS = 30
 
 
-def patch_elastic_slurm_conf(text: str) -> str:
-    if not any(line.startswith(ELASTIC_MARKER) for line in text.splitlines()):
-        return text
+def replace_keys(text: str, values: Mapping[str, str]) -> str:
+    """slurm.conf with each line of a key in ``values`` set to its value (other lines kept)."""
     lines = []
     for line in text.splitlines():
         key = line.split("=", 1)[0]
-        lines.append(f"{key}={ELASTIC_OVERRIDES[key]}" if key in ELASTIC_OVERRIDES else line)
-    return "\n".join([*lines, *ELASTIC_ADDITIONS]) + "\n"
+        lines.append(f"{key}={values[key]}" if key in values else line)
+    return "\n".join(lines) + "\n"
+
+
+def patch_elastic_slurm_conf(text: str) -> str:
+    if not any(line.startswith(ELASTIC_MARKER) for line in text.splitlines()):
+        return text
+    return replace_keys(text, ELASTIC_OVERRIDES) + "".join(f"{a}\n" for a in ELASTIC_ADDITIONS)
 
 
 def patch_node_config(text: str) -> str:
