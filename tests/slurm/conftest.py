@@ -40,7 +40,7 @@ from slurm.slurm_root import (
 )
 from slurmstack import slurm_releases
 from slurmstack.checks.slurm import is_accounting_key
-from slurmstack.contract import TOPOLOGY_CONF_PATH
+from slurmstack.contract import TOPOLOGY_CONF_PATH, TOPOLOGY_YAML_PATH
 from slurmstack.plan import ClusterPlan, build_plan
 from support.examples import example_plan as example_plan_of_record
 
@@ -470,3 +470,5 @@ def write_config(
     etc.joinpath("plugstack.conf").write_text(files["/etc/slurm/plugstack.conf"])
     if TOPOLOGY_CONF_PATH in files:  # with TopologyPlugin=topology/tree (docs/topology.md)
         etc.joinpath("topology.conf").write_text(files[TOPOLOGY_CONF_PATH])
+    if TOPOLOGY_YAML_PATH in files:  # a tree and UltraServer pools' blocks
+        etc.joinpath("topology.yaml").write_text(files[TOPOLOGY_YAML_PATH])

@@ -102,9 +102,11 @@ class Fabric:
     cluster: Cluster
     network: HostNetwork
     nodes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    plan: ClusterPlan = field(default_factory=topology_plan)
+    pool: str = POOL  # the pool whose nodes the hosts run
 
     def name(self, host: str) -> str:
-        return node_name(node_name_prefix(POOL), ADDRESSES[host])
+        return node_name(node_name_prefix(self.pool), ADDRESSES[host])
 
     def host_of(self, name: str) -> str:
         return next(h for h in LEAVES if self.name(h) == name)
@@ -136,8 +138,7 @@ class Fabric:
 
     def start_node(self, host: str) -> str:
         """The pool's slurmd as its rendered unit starts it, on ``host``."""
-        plan = topology_plan()
-        unit = pool_files(plan, plan.pool(POOL))[SLURMD_UNIT_PATH]
+        unit = pool_files(self.plan, self.plan.pool(self.pool))[SLURMD_UNIT_PATH]
         line = next(x for x in unit.splitlines() if x.startswith("ExecStart="))
         name = self.name(host)
         server = f"${{SLURMSTACK_HEAD_ADDRESS}}:{SLURMCTLD_PORT}"
@@ -172,7 +173,9 @@ class Fabric:
     def observed(self, hosts: list[str]) -> Observed:
         """What the controller's pass sees: Slurm's records, and a running instance at each
         started host's address."""
-        instances = tuple(Instance(instance_id(h), ADDRESSES[h], POOL, "running") for h in hosts)
+        instances = tuple(
+            Instance(instance_id(h), ADDRESSES[h], self.pool, "running") for h in hosts
+        )
         return Observed(time.time(), tuple(self.records().values()), frozenset(), aws=True,
                         instances=instances)  # fmt: skip
 
@@ -189,9 +192,9 @@ class Fabric:
     def leaves_of(self, names: list[str]) -> set[str]:
         return {LEAVES[self.host_of(n)] for n in names}
 
-    def run_on(self, *args: str) -> list[str]:
-        """The nodes an srun with ``args`` ran on."""
-        out = self.client("srun", "-p", POOL, "-t", "2", *args,
+    def run_on(self, *args: str, partition: str | None = None) -> list[str]:
+        """The nodes an srun with ``args`` ran on (in the pool's partition by default)."""
+        out = self.client("srun", "-p", partition or self.pool, "-t", "2", *args,
                           "sh", "-c", "echo $SLURMD_NODENAME").stdout  # fmt: skip
         return sorted(set(out.split()))
 
@@ -250,13 +253,13 @@ def wait(condition: Callable[[], bool], what: str, fabric: Fabric, timeout: floa
     raise AssertionError(f"not within {timeout} s: {what}\n{fabric.cluster.logs()}")
 
 
-@pytest.fixture
-def fabric(cluster: Cluster) -> Iterator[Fabric]:
+def fabric_of(cluster: Cluster, plan: ClusterPlan, pool: str) -> Iterator[Fabric]:
+    """A controller on its host, with ``plan``'s rendered head files; ``pool``'s nodes are
+    started by the test."""
     network = make_network(ADDRESSES)
     try:
-        fabric = Fabric(cluster, network)
-        plan = topology_plan()
-        write_config(cluster, head_files(plan), pool_files(plan, plan.pool(POOL))[TASK_PROLOG_PATH])
+        fabric = Fabric(cluster, network, plan=plan, pool=pool)
+        write_config(cluster, head_files(plan), pool_files(plan, plan.pool(pool))[TASK_PROLOG_PATH])
         lines = [
             f"SlurmctldHost={CONTROLLER}({ADDRESSES[CONTROLLER]})"
             if x.startswith("SlurmctldHost=") else x
@@ -269,6 +272,11 @@ def fabric(cluster: Cluster) -> Iterator[Fabric]:
     finally:
         cluster.stop()  # the daemons first: they live in the namespaces
         network.close()
+
+
+@pytest.fixture
+def fabric(cluster: Cluster) -> Iterator[Fabric]:
+    yield from fabric_of(cluster, topology_plan(), POOL)
 
 
 def started(fabric: Fabric, hosts: list[str]) -> None:

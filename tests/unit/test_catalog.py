@@ -61,6 +61,7 @@ SIZES = {
     "trn1": ["2xlarge", "32xlarge"],
     "trn1n": ["32xlarge"],
     "trn2": ["3xlarge", "48xlarge"],
+    "trn2u": ["48xlarge"],
     "m7i": [*CPU_SIZES, "12xlarge", "48xlarge"],
     "m7a": [*CPU_SIZES, "48xlarge"],
     "c7i": [*CPU_SIZES, "48xlarge"],
@@ -110,11 +111,26 @@ CAPACITY_BLOCK_TYPES = {
     "trn1.32xlarge",
     "trn2.3xlarge",
     "trn2.48xlarge",
+    # UltraServers are bought as Capacity Blocks, one block per UltraServer ("How Capacity
+    # Blocks work", EC2 User Guide: P6e-GB200 and Trn2 UltraServer types).
+    "trn2u.48xlarge",
 }
 
 # EFA with GPUDirect RDMA (device RDMA for Trainium): the P-series from p4d and the EFA-capable
 # Trainium types. G-families do not (aws-ofi-nccl#547); CPU types have no accelerator.
-GPUDIRECT_FAMILIES = {"p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "trn1", "trn1n", "trn2"}
+# trn2u is trn2.48xlarge's host in an UltraServer.
+GPUDIRECT_FAMILIES = {
+    "p4d",
+    "p4de",
+    "p5",
+    "p5e",
+    "p5en",
+    "p6-b200",
+    "trn1",
+    "trn1n",
+    "trn2",
+    "trn2u",
+}
 
 # (instance type, field) -> why the catalog differs from moto's DescribeInstanceTypes data.
 EXCEPTIONS: dict[tuple[str, str], str] = {
@@ -125,6 +141,12 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("trn2.3xlarge", "accelerator.memory_gib"): (
         "moto reports 524288 MiB per Trainium2 device here too; the chip has 96 GiB of HBM."
     ),
+    # moto's trn2u.48xlarge record has no NeuronInfo: the UltraServer's instance carries the
+    # same 16 Trainium2 devices as trn2.48xlarge (AWS Neuron 'Trainium2 Architecture').
+    ("trn2u.48xlarge", "accelerator.kind"): "moto's record lists no Neuron devices.",
+    ("trn2u.48xlarge", "accelerator.model"): "moto's record lists no Neuron devices.",
+    ("trn2u.48xlarge", "accelerator.count"): "moto's record lists no Neuron devices.",
+    ("trn2u.48xlarge", "accelerator.memory_gib"): "moto's record lists no Neuron devices.",
     ("p4de.24xlarge", "usage_classes"): (
         "moto lists capacity-block for p4de.24xlarge; the EC2 Capacity Blocks documentation and "
         "pricing page do not offer p4de, so the catalog does not either."

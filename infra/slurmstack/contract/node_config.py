@@ -88,6 +88,10 @@ class PoolRef:
     # The controller places the pool's nodes under their network nodes in Slurm's topology
     # (the cluster has topology/tree and EC2 reports the pool's type).
     topology: bool = False
+    # An UltraServer pool: its block topology and the blocks topology.yaml lists for it; the
+    # controller moves each node into the block of its UltraServer (EC2's CapacityBlockId).
+    block_topology: str = ""
+    blocks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,13 @@
-"""Which network topology each pool gets and whether Slurm's topology/tree is configured for
-the cluster (slurmstack.rules.topology decides; this applies it to a plan)."""
+"""Which network topology each pool gets, whether Slurm's topology/tree is configured for
+the cluster, and the UltraServer pools' blocks (slurmstack.rules.topology decides; this
+applies it to a plan)."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
+from slurmstack.contract import block_names, block_topology
 from slurmstack.plan.cluster import ClusterPlan
 from slurmstack.plan.slurm import oldest_slurm_version
 from slurmstack.rules.topology import (
@@ -41,3 +46,31 @@ def placed_pools(plan: ClusterPlan) -> frozenset[str]:
         for name, chosen in pool_topologies(plan).items()
         if chosen.kind is not TopologyKind.NONE
     )
+
+
+@dataclass(frozen=True)
+class BlockPool:
+    """An UltraServer pool's block topology: ``size`` instances per UltraServer, one block
+    listed for each UltraServer the pool can hold (``blocks``), and the partition that
+    schedules by them, named as the topology."""
+
+    pool: str
+    size: int
+    blocks: tuple[str, ...]
+
+    @property
+    def topology(self) -> str:
+        return block_topology(self.pool)
+
+
+def block_pools(plan: ClusterPlan) -> dict[str, BlockPool]:
+    """The pools whose UltraServers get a block topology (none unless the cluster has
+    topology), by pool name."""
+    if not plan_topology(plan).tree:
+        return {}
+    out = {}
+    for name, chosen in pool_topologies(plan).items():
+        if chosen.kind is TopologyKind.BLOCK and chosen.block_size:
+            count = math.ceil(plan.pool(name).max_count / chosen.block_size)
+            out[name] = BlockPool(name, chosen.block_size, block_names(name, count))
+    return out

@@ -14,7 +14,6 @@ from slurmstack.contract import (
     SLURMCTLD_DROPIN_PATH,
     SLURMD_ELASTIC_DROPIN_SOURCE,
     TASK_PROLOG_PATH,
-    TOPOLOGY_CONF_PATH,
     is_login_role,
 )
 from slurmstack.plan import ClusterPlan, PoolPlan
@@ -25,6 +24,7 @@ from slurmstack.render.monitoring import head_monitoring_files, pool_monitoring_
 from slurmstack.render.node import agent_files, node_config
 from slurmstack.render.people import identities_file, login_files
 from slurmstack.render.roles import login_pool_named, pool_named, roles
+from slurmstack.render.topology import topology_files
 
 from ..contract import dump_document
 
@@ -48,12 +48,8 @@ def head_files(plan: ClusterPlan) -> dict[str, str]:
         **jobs.ecr_token_units(plan, "head node"),
         **identities_file(plan),
         **head_monitoring_files(plan),
-        **_present({TOPOLOGY_CONF_PATH: slurm.topology_conf(plan)}),
+        **topology_files(plan),
     }
-
-
-def _present(files: dict[str, str | None]) -> dict[str, str]:
-    return {path: text for path, text in files.items() if text is not None}
 
 
 def pool_files(plan: ClusterPlan, pool: PoolPlan) -> dict[str, str]:

@@ -26,7 +26,7 @@ from slurmstack.contract import (
     unit_path,
 )
 from slurmstack.plan import ClusterPlan, PoolPlan
-from slurmstack.plan.topology import placed_pools
+from slurmstack.plan.topology import block_pools, placed_pools
 from slurmstack.plan.workload import acceptance, checkpoint_root, fabric_note
 from slurmstack.render.templates import render_template, template_files
 
@@ -97,6 +97,8 @@ def render_job(plan: ClusterPlan, pool: PoolPlan, accepted: PoolAcceptance, job:
         container_mounts=container_mounts,
         # The head places the pool's nodes in Slurm's topology: the jobs show --switches.
         placed=pool.name in placed_pools(plan),
+        # An UltraServer pool: the jobs show its blocks partition and --segment.
+        blocks=block_pools(plan).get(pool.name),
         switch_wait=SWITCH_WAIT,
     )
 

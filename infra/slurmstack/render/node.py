@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from slurmstack.contract import (
     AGENT_LIB_DIR,
@@ -33,7 +34,7 @@ from slurmstack.contract import (
     resource_tags,
 )
 from slurmstack.plan import ClusterPlan, MountPlan, PoolPlan, S3MountPlan
-from slurmstack.plan.topology import placed_pools
+from slurmstack.plan.topology import block_pools, placed_pools
 from slurmstack.render.templates import PACKAGE_DIR, render_template
 
 # The node agent's tree on a node: this package's __init__, the contract package and slurmstack/node
@@ -146,7 +147,15 @@ def pool_ref(plan: ClusterPlan, pool: PoolPlan) -> PoolRef:
         capacity_type=pool.capacity.type.value,
         reservation_id=pool.capacity.reservation_id or "",
         topology=pool.name in placed_pools(plan),
+        **_blocks_of(plan, pool),
     )
+
+
+def _blocks_of(plan: ClusterPlan, pool: PoolPlan) -> dict[str, Any]:
+    blocks = block_pools(plan).get(pool.name)
+    if blocks is None:
+        return {}
+    return {"block_topology": blocks.topology, "blocks": blocks.blocks}
 
 
 def agent_modules() -> tuple[Path, ...]:

@@ -220,7 +220,13 @@ def _people(doc: dict[str, Any]) -> Grid:
 def _topology(doc: dict[str, Any]) -> Grid:
     grid = Grid("Network topology (from EC2's instance topology)", ["pool", "topology", "why"])
     for pool in doc["topology"]["pools"]:
-        grid.add(pool["pool"], pool["topology"], pool["why"])
+        why, blocks = pool["why"], pool.get("blocks")
+        if blocks:
+            why += (
+                f" (partition {blocks['partition']}: {blocks['count']} blocks of "
+                f"{blocks['instances_per_block']})"
+            )
+        grid.add(pool["pool"], pool["topology"], why)
     return grid
 
 

@@ -32,10 +32,15 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(_THREE_LAYERS.split(), 3),
     **dict.fromkeys(_FOUR_LAYERS.split(), 4),
 }
-# UltraServer types: their instances come in capacity blocks EC2 names (the answer's
-# CapacityBlockId), the unit Slurm's topology/block schedules (EC2 API Reference,
-# "InstanceTopology": capacityBlockId, "only supported for UltraServer instances").
-ULTRASERVER_TYPES = frozenset({"p6e-gb200.36xlarge", "trn2u.48xlarge"})
+# UltraServer types and the instances of one UltraServer: EC2 sells each UltraServer as one
+# Capacity Block ("How Capacity Blocks work", EC2 User Guide) and names it in the topology
+# answer (EC2 API Reference, "InstanceTopology": capacityBlockId, "only supported for
+# UltraServer instances"), the unit Slurm's topology/block schedules. A Trn2 UltraServer is
+# four trn2u.48xlarge joined by NeuronLink (AWS Neuron, "Amazon EC2 Trn2 Architecture").
+# P6e-GB200 is not here: the catalog has no p6e-gb200.36xlarge (moto's DescribeInstanceTypes
+# data lacks it), and its UltraServers come in two sizes (9 or 18 instances) to model first.
+ULTRASERVER_INSTANCES: dict[str, int] = {"trn2u.48xlarge": 4}
+ULTRASERVER_TYPES = frozenset(ULTRASERVER_INSTANCES)
 
 
 class TopologyKind(enum.StrEnum):
@@ -49,6 +54,7 @@ class PoolTopology:
     kind: TopologyKind
     why: str
     layers: int | None  # network nodes EC2 returns for the type; None when it returns none
+    block_size: int | None = None  # instances per UltraServer, for a block pool
 
 
 def covered(instance_type: str) -> bool:
@@ -67,13 +73,15 @@ def pool_topology(choice: TopologyChoice, instance_type: str, max_nodes: int) ->
         )
     if max_nodes < 2:
         return PoolTopology(TopologyKind.NONE, "one node: nothing to place", layers)
-    if choice is TopologyChoice.BLOCK or (
-        choice is TopologyChoice.AUTO and instance_type in ULTRASERVER_TYPES
-    ):
+    size = ULTRASERVER_INSTANCES.get(instance_type)
+    if size is not None and choice in (TopologyChoice.BLOCK, TopologyChoice.AUTO):
         return PoolTopology(
             TopologyKind.BLOCK,
-            f"{instance_type} comes in UltraServer capacity blocks EC2 names",
+            f"{instance_type} comes in UltraServers of {size} instances, each a capacity block "
+            "EC2 names: a partition of their own schedules whole UltraServers; the pool's "
+            "partition keeps the tree",
             layers,
+            size,
         )
     return PoolTopology(
         TopologyKind.TREE,
@@ -102,9 +110,10 @@ class ClusterTopology:
 
 
 def cluster_topology(pools: list[PoolTopology], oldest_slurm_line: str) -> ClusterTopology:
-    """topology/tree when some pool is placed (tree, or block until topology/block lands: its
-    network nodes place it as a tree does) and every daemon's release can place nodes as they
-    join (``oldest_slurm_line``: the oldest release line any daemon runs)."""
+    """topology/tree when some pool is placed (tree or block: a block pool's nodes are placed
+    in the tree too, and its UltraServers get a block topology beside it) and every daemon's
+    release can place nodes as they join (``oldest_slurm_line``: the oldest release line any
+    daemon runs; multiple topologies, topology.yaml, come with the same release)."""
     placed = [p for p in pools if p.kind is not TopologyKind.NONE]
     if not placed:
         return ClusterTopology(False, "no pool has a topology EC2 can give")

@@ -19,6 +19,8 @@ from slurmstack.contract import (
     NODE_EXPORTER_UNIT,
     PROMETHEUS_UNIT,
     STATE_VOLUME_MOUNT,
+    TOPOLOGY_CONF_PATH,
+    TOPOLOGY_YAML_PATH,
     DeployParameter,
     Manifest,
     manifest_json,
@@ -195,3 +197,15 @@ def test_prometheus_waits_for_the_state_volume(aws, tmp_path) -> None:
     second = SystemctlRunner("disabled")
     config_sync.sync_config(make_node(tmp_path, aws, "head", run=second), poll=0)
     assert ["systemctl", "enable", "--now", PROMETHEUS_UNIT] in second.calls
+
+
+def test_sync_config_removes_a_topology_file_the_head_no_longer_has(aws, tmp_path) -> None:
+    """p5-training's head has topology.conf; a topology.yaml left from an UltraServer pool
+    since removed would override it (slurmctld reads topology.yaml whenever it exists)."""
+    publish_config(aws, "head")
+    stale = tmp_path / TOPOLOGY_YAML_PATH.lstrip("/")
+    stale.parent.mkdir(parents=True)
+    stale.write_text("- topology: default\n")
+    changed = config_sync.sync_config(make_node(tmp_path, aws, "head", run=Runner()), poll=0)
+    assert TOPOLOGY_YAML_PATH in changed and not stale.exists()
+    assert (tmp_path / TOPOLOGY_CONF_PATH.lstrip("/")).exists()

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ...contract import (
     CONTROLLER_TIMER,
     HEAD_ROLE,
     MONITORING_UNITS,
     POWER_TIMER,
     SLURM_CONF_PATH,
+    TOPOLOGY_CONF_PATH,
+    TOPOLOGY_YAML_PATH,
     DeployParameter,
     matches_key,
     read_bundle,
@@ -89,6 +93,8 @@ def sync_config(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> li
         for path in sorted(stale):
             write_atomic(ctx.path(path), contents[path], file_mode(path))
             changed.append(path)
+    if role == HEAD_ROLE:
+        changed += _drop_stale_topology(ctx, wanted)
     if any(p.startswith("/etc/systemd/") for p in changed):
         ctx.sh("systemctl", "daemon-reload", check=False)
     if role == HEAD_ROLE:
@@ -107,6 +113,20 @@ def sync_config(ctx: Context, timeout: float = 3600.0, poll: float = 10.0) -> li
                 log("a key that reconfigure cannot apply changed: restarting slurmctld")
                 ctx.sh("systemctl", "restart", "slurmctld")
     return changed
+
+
+def _drop_stale_topology(ctx: Context, wanted: Mapping[str, str]) -> list[str]:
+    """Remove a topology file the head's configuration no longer has: slurmctld reads
+    topology.yaml whenever it exists (ignoring topology.conf and TopologyPlugin), so one left
+    from before a change (an UltraServer pool removed, or topology turned off) would go on
+    deciding the topology."""
+    dropped = []
+    for path in (TOPOLOGY_CONF_PATH, TOPOLOGY_YAML_PATH):
+        if path not in wanted and ctx.path(path).exists():
+            ctx.path(path).unlink()
+            log(f"removed {path}: the configuration no longer has it")
+            dropped.append(path)
+    return dropped
 
 
 def _enable_timer(ctx: Context, timer: str) -> None:

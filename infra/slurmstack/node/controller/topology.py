@@ -1,5 +1,5 @@
-"""Slurm's network topology from EC2's (issue 27, its first part: reading and rendering; the
-controller does not apply it yet).
+"""Slurm's network topology from EC2's (issue 27): reading EC2's answers, the tree they give,
+the per-node updates the controller makes, and which block an UltraServer's node goes in.
 
 EC2's DescribeInstanceTopology gives each running instance of a supported type its network
 nodes, top layer first, the last being the node the instance connects to (3 layers, or 4 for
@@ -109,15 +109,56 @@ def tree_topology(nodes: Mapping[str, Sequence[str]]) -> Tree:
 
 
 def placement_updates(
-    wanted: Mapping[str, Sequence[str]], applied: Mapping[str, str]
+    wanted: Mapping[str, Sequence[str]],
+    applied: Mapping[str, str],
+    blocks: Mapping[str, tuple[str, str]] | None = None,
 ) -> dict[str, list[str]]:
     """The per-node updates that bring Slurm from ``applied`` (node -> Topology= value last
-    set) to ``wanted`` (node -> network nodes): Topology= value -> the nodes to set to it, so
-    nodes that join under one leaf take one scontrol call together; nodes already placed
-    are left alone (a node is moved only when EC2's answer for it changed)."""
+    set) to ``wanted`` (node -> network nodes; ``blocks``: node -> (block topology, block)
+    for UltraServer nodes): Topology= value -> the nodes to set to it, so nodes that join
+    under one leaf (and in one UltraServer) take one scontrol call together; nodes already
+    placed are left alone (a node is moved only when EC2's answer for it changed)."""
+    blocks = blocks or {}
     updates: dict[str, list[str]] = {}
-    for name, path in sorted(wanted.items()):
-        value = topology_value(path)
+    for name in sorted(set(wanted) | set(blocks)):
+        value = topology_value(wanted.get(name, ()), blocks.get(name))
         if applied.get(name) != value:
             updates.setdefault(value, []).append(name)
     return updates
+
+
+def block_of(topology: str, value: str) -> str | None:
+    """The block a node's Topology= value puts it in, in block topology ``topology``."""
+    for part in value.split(","):
+        name, _, rest = part.partition(":")
+        if name == topology and rest:
+            return rest
+    return None
+
+
+def assign_blocks(
+    joining: Mapping[str, str | None],
+    occupied: Mapping[str, str | None],
+    listed: Sequence[str],
+) -> dict[str, str]:
+    """Which block each joining node of an UltraServer pool goes in. ``joining``: node -> its
+    instance's CapacityBlockId (None: EC2 gave none); ``occupied``: block -> the CapacityBlockId
+    of a node already in it (None when EC2 did not say); ``listed``: the pool's blocks, in
+    topology.yaml's order. A node goes in the block that already holds its UltraServer, else
+    in the first block nobody holds; a node without a CapacityBlockId, or for whose
+    UltraServer no block is left, gets none (the pool's own partition still uses it)."""
+    by_capacity = {capacity: block for block, capacity in occupied.items() if capacity}
+    taken = set(occupied)
+    out: dict[str, str] = {}
+    for name, capacity in sorted(joining.items()):
+        if not capacity:
+            continue
+        block = by_capacity.get(capacity)
+        if block is None:
+            block = next((b for b in listed if b not in taken), None)
+            if block is None:
+                continue
+            by_capacity[capacity] = block
+            taken.add(block)
+        out[name] = block
+    return out
