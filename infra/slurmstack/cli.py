@@ -298,8 +298,10 @@ def _plan_against(  # type: ignore[no-untyped-def]
     """`plan FILE --against OLD`: the change plan, added to --json as `changes`."""
     from slurmstack.change.effects import Context, Effect
     from slurmstack.change.plan import change_plan
+    from slurmstack.change.releases import release_findings
     from slurmstack.change.snapshot import from_run
-    from slurmstack.change.sources import OldDeploymentError, old_snapshot
+    from slurmstack.change.sources import OldDeploymentError, old_releases, old_snapshot
+    from slurmstack.findings import Level
 
     try:
         old = old_snapshot(against)
@@ -310,6 +312,11 @@ def _plan_against(  # type: ignore[no-untyped-def]
     context = Context(scale_in_wait_minutes=spec.health.scale_in_wait_minutes)
     changes = change_plan(old, from_run(run, spec.name), against=str(against), context=context)
     changes_doc = changes.to_dict()
+    # Slurm's releases: a change of them refused (back, or past the compatibility window),
+    # or settings an older slurmd would meet before its refresh (slurmstack.change.releases).
+    releases = old_releases(against)
+    slurm = [] if releases is None else release_findings(releases, spec)
+    changes_doc["slurm"] = [f.line() for f in slurm]
     if as_json:
         _print_json({**document, "changes": changes_doc})
     else:
@@ -317,6 +324,11 @@ def _plan_against(  # type: ignore[no-untyped-def]
         from slurmstack.report.changes import print_changes
 
         print_changes(changes_doc, output_console())
+        for finding in slurm:
+            print(finding.line())
+    if any(f.level is Level.ERROR for f in slurm):
+        print(f"{against} (--against): the change of Slurm's release is refused", file=sys.stderr)
+        raise typer.Exit(EXIT_INVALID)
     if fail_on is not None and changes.reaches(Effect(fail_on.value)):
         print(
             f"slurmstack: the change is {changes.worst.value}, at or above --fail-on {fail_on.value}",

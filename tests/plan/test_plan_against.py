@@ -103,3 +103,55 @@ def test_a_bad_old_side_is_a_clear_error(tmp_path: Path, old: str, message: str)
 def test_fail_on_without_against_is_a_usage_error() -> None:
     done = cli("plan", EXAMPLE, "--fail-on", "disruptive")
     assert done.returncode == 2 and "--fail-on needs --against" in done.stderr
+
+
+def at_release(tmp_path: Path, name: str, head: str, pools: str | None = None) -> Path:
+    """The example at Slurm ``head``, its pools pinned to ``pools`` (a staged upgrade)."""
+
+    def edit(definition: dict) -> None:  # type: ignore[type-arg]
+        definition.setdefault("slurm", {})["version"] = head
+        for pool in definition["pools"]:
+            pool.pop("slurm_version", None)
+            if pools is not None:
+                pool["slurm_version"] = pools
+
+    return changed(tmp_path, name, edit)
+
+
+def test_a_slurm_release_going_back_is_refused(tmp_path: Path) -> None:
+    newer = at_release(tmp_path, "newer.yaml", "26.05.5")
+    older = at_release(tmp_path, "older.yaml", "24.11.5")
+    done = cli("plan", older, "--against", newer)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        "slurm.version: 24.11.5 is older than the Slurm the cluster runs (26.05.5)" in done.stdout
+    )
+    assert "the change of Slurm's release is refused" in done.stderr
+
+
+def test_the_settings_an_older_slurmd_meets_before_its_refresh_are_named(tmp_path: Path) -> None:
+    """24.11.5 -> 26.05.5 in two deploys (docs/slurm-versions.md): the head first, its pools
+    pinned, whose slurm.conf is still 24.11's (nothing to warn of); then the pools, whose new
+    slurm.conf has what only 26.05 reads, which the nodes still on 24.11.5 meet before their
+    refresh. The same from a saved plan of the first deploy."""
+    before = at_release(tmp_path, "before.yaml", "24.11.5")
+    head = at_release(tmp_path, "head.yaml", "26.05.5", pools="24.11.5")
+    done = cli("plan", head, "--against", before, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["changes"]["slurm"] == []
+    saved = tmp_path / "head.json"
+    saved.write_text(cli("plan", head, "--json").stdout)
+    pools = at_release(tmp_path, "pools.yaml", "26.05.5")
+    for old in (head, saved):
+        done = cli("plan", pools, "--against", old, "--json")
+        assert done.returncode == 0, done.stderr
+        warned = json.loads(done.stdout)["changes"]["slurm"]
+        assert [w.split(":", 1)[0] for w in warned] == [
+            "pools[0].slurm_version",
+            "pools[1].slurm_version",
+        ], warned
+        # The GPU pools' partitions take Exclusive=NODE from 26.05 (OverSubscribe=EXCLUSIVE
+        # before); HealthCheckTimeout and Slurm's own metrics are 26.05's and 25.11's.
+        for key in ("HealthCheckTimeout", "MetricsType", "Exclusive=NODE"):
+            assert key in warned[0], warned[0]
+        assert "run 24.11.5 until the refresh" in warned[0]

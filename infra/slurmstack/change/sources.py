@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from slurmstack.change.releases import DeployedSlurm
+from slurmstack.change.releases import from_document as releases_of_document
+from slurmstack.change.releases import from_spec as releases_of_spec
 from slurmstack.change.snapshot import NotASavedPlan, Snapshot, from_document, is_saved_plan
 from slurmstack.findings import Level
 
@@ -48,3 +51,16 @@ def old_snapshot(path: Path) -> Snapshot:
     if not run.ok:
         raise OldDeploymentError([f"{path} (--against): {line}" for line in run.error_lines()])
     return from_run(run, result.spec.name)
+
+
+def old_releases(path: Path) -> DeployedSlurm | None:
+    """The Slurm releases of the deployment at ``path`` (a saved plan's `slurm` section, or
+    the definition's); None when a saved plan has none. Called after old_snapshot, which
+    reported an unreadable or invalid ``path`` already."""
+    saved = _saved_plan(path)
+    if isinstance(saved, dict):
+        return releases_of_document(saved)
+    from slurmstack.validate import validate_file
+
+    result = validate_file(path)
+    return None if result.spec is None else releases_of_spec(result.spec)
