@@ -245,3 +245,45 @@ def test_controller_then_nodes_from_24_11_to_26_05(cluster: Cluster) -> None:
         timeout=120,
     )
     assert "DOWN" not in versions.node(NEWER, name)["State"]
+
+
+def upgraded_plan():
+    """cpu-hpc after the staged upgrade's second step: every daemon at 26.05.5."""
+    spec = example_plan_of_record("cpu-hpc").spec
+    pools = [p.model_copy(update={"slurm_version": None}) for p in spec.pools]
+    slurm = spec.slurm.model_copy(update={"version": NEWER})
+    return build_plan(spec.model_copy(update={"slurm": slurm, "pools": pools}))
+
+
+def test_the_second_steps_slurm_conf_stops_a_24_11_slurmd_not_yet_refreshed(
+    cluster: Cluster,
+) -> None:
+    """What `plan --against` warns of (slurmstack.change.releases; docs/slurm-versions.md,
+    "Found, open"): the head at 26.05 with a 24.11 node, as after step 1; then the second
+    step's slurm.conf (written for 26.05: HealthCheckTimeout, MetricsType, ...) reaches the
+    node at a reconfigure, before its instance is refreshed. Its slurmd stops."""
+    older, newer = roots()
+    versions = Versions(cluster, older, newer)
+    plan = staged_plan()
+    pool = plan.pool(POOL)
+    files = pool_files(plan, pool)
+    write_config(cluster, head_files(plan), files[TASK_PROLOG_PATH], {"MpiDefault": "none"})
+    cluster.start_munged()
+    name = node_name(node_name_prefix(pool.name), "10.42.7.19")
+    versions.slurmctld(NEWER)
+    slurmd = versions.slurmd(OLDER, slurmd_command(files[SLURMD_UNIT_PATH], cluster, name), name)
+    wait_for(
+        lambda: versions.node(NEWER, name).get("State", "").startswith("IDLE"),
+        f"{name} (24.11) idle under 26.05's slurmctld",
+        cluster,
+        timeout=120,
+    )
+    upgraded = head_files(upgraded_plan())["/etc/slurm/slurm.conf"]
+    assert "HealthCheckTimeout=" in upgraded  # what 24.11 does not know
+    write_config(cluster, head_files(upgraded_plan()), files[TASK_PROLOG_PATH],
+                 {"MpiDefault": "none"})  # fmt: skip
+    versions.run(NEWER, "scontrol", "reconfigure")
+    wait_for(lambda: slurmd.poll() is not None, "the 24.11 slurmd to stop", cluster, timeout=90)
+    log = (cluster.root / "log" / f"slurmd-{OLDER}.out").read_text()
+    log += "".join(p.read_text() for p in (cluster.root / "log").glob("slurmd-*.log"))
+    assert "unrecognized key" in log, log[-3000:]

@@ -4,10 +4,11 @@ and what a change of them is refused for or warned of.
 Refused: a release going back or past Slurm's compatibility window
 (checks.slurm.slurm_upgrade_findings). Warned: settings the new slurm.conf has only for a
 release newer than one still running until its pool's refresh. Every slurmd reads the whole file (configless,
-from slurmctld) and Slurm 24.11.5 stops at a key it does not know ("Parsing error at
-unrecognized key ... fatal: Unable to process configuration file", measured in its root), so
-such a pool's slurmd exits at the reconfigure the change sends, or at its next start, until its
-instance is replaced (docs/slurm-versions.md, "Found, open").
+from slurmctld) and a 24.11.5 slurmd exits at a key it does not know ("Parsing error at
+unrecognized key ... fatal: Unable to process configuration file", at a reconfigure under a
+26.05.5 slurmctld: tests/slurm/test_upgrade.py), so such a pool's nodes lose their slurmd at the
+reconfigure the change sends until their instances are replaced (docs/slurm-versions.md,
+"Found, open").
 """
 
 from __future__ import annotations
