@@ -760,6 +760,13 @@ MUTATIONS: list[Mutation] = [
         setup=_set("slurm.version", "24.11.5"),
         why="the head is replaced with the new release's image, then the pools roll",
     ),
+    Mutation(
+        "slurm.upgrade_from",
+        lambda d: d["slurm"].pop("upgrade_from"),
+        LIVE,
+        setup=lambda d: d.setdefault("slurm", {}).update(version="26.05.5", upgrade_from="24.11.5"),
+        why="removed once every pool runs slurm.version: slurm.conf is pushed to the nodes",
+    ),
     Mutation("slurm.default_partition", _set("slurm.default_partition", "cpu"), LIVE),
     Mutation("slurm.settings", _set("slurm.settings", {"MaxJobCount": 20000}), LIVE),
     Mutation(

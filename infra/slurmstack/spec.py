@@ -897,6 +897,15 @@ class SlurmSpec(Model):
             "within Slurm's compatibility window (three release lines back)."
         ),
     )
+    upgrade_from: Annotated[str, StringConstraints(pattern=VERSION_PATTERN)] | None = Field(
+        default=None,
+        description=(
+            "During an upgrade: the release the cluster's nodes ran before it (YY.MM.P). "
+            "slurm.conf stays written for it, since every slurmd reads the whole file and one "
+            "not yet refreshed stops at a key its release does not know; remove it once every "
+            "pool's refresh is done (a live change). Default: none."
+        ),
+    )
     default_partition: str | None = Field(
         default=None,
         description="Partition (pool name) jobs go to by default. Default: first pool.",

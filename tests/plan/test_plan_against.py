@@ -155,3 +155,13 @@ def test_the_settings_an_older_slurmd_meets_before_its_refresh_are_named(tmp_pat
         for key in ("HealthCheckTimeout", "MetricsType", "Exclusive=NODE"):
             assert key in warned[0], warned[0]
         assert "run 24.11.5 until the refresh" in warned[0]
+        assert "set slurm.upgrade_from to 24.11.5" in warned[0]
+    # As the warning says: slurm.conf stays 24.11's for the refresh; nothing to warn of.
+    kept = changed(
+        tmp_path,
+        "kept.yaml",
+        lambda d: d.setdefault("slurm", {}).update(version="26.05.5", upgrade_from="24.11.5"),
+    )
+    done = cli("plan", kept, "--against", head, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["changes"]["slurm"] == []

@@ -247,27 +247,30 @@ def test_controller_then_nodes_from_24_11_to_26_05(cluster: Cluster) -> None:
     assert "DOWN" not in versions.node(NEWER, name)["State"]
 
 
-def upgraded_plan():
-    """cpu-hpc after the staged upgrade's second step: every daemon at 26.05.5."""
+def upgraded_plan(upgrade_from: str | None = None):
+    """cpu-hpc after the staged upgrade's second step: every daemon at 26.05.5 (slurm.conf
+    written for ``upgrade_from`` when given: slurm.upgrade_from)."""
     spec = example_plan_of_record("cpu-hpc").spec
     pools = [p.model_copy(update={"slurm_version": None}) for p in spec.pools]
-    slurm = spec.slurm.model_copy(update={"version": NEWER})
+    slurm = spec.slurm.model_copy(update={"version": NEWER, "upgrade_from": upgrade_from})
     return build_plan(spec.model_copy(update={"slurm": slurm, "pools": pools}))
 
 
-def test_the_second_steps_slurm_conf_stops_a_24_11_slurmd_not_yet_refreshed(
+def test_a_24_11_slurmd_not_yet_refreshed_reads_the_conf_of_upgrade_from_and_stops_at_26_05s(
     cluster: Cluster,
 ) -> None:
-    """What `plan --against` warns of (slurmstack.change.releases; docs/slurm-versions.md,
-    "Found, open"): the head at 26.05 with a 24.11 node, as after step 1; then the second
-    step's slurm.conf (written for 26.05: HealthCheckTimeout, MetricsType, ...) reaches the
-    node at a reconfigure, before its instance is refreshed. Its slurmd stops."""
+    """The head at 26.05 with a 24.11 node, as after the first step; then the second step
+    (the pool to 26.05) reaches the node at a reconfigure, before its instance is refreshed.
+    With slurm.upgrade_from 24.11.5, slurm.conf is still 24.11's: the slurmd stays and runs
+    jobs. Without it (what `plan --against` warns of: slurmstack.change.releases), slurm.conf
+    has what only 26.05 reads (HealthCheckTimeout, MetricsType, ...): the slurmd stops."""
     older, newer = roots()
     versions = Versions(cluster, older, newer)
     plan = staged_plan()
     pool = plan.pool(POOL)
     files = pool_files(plan, pool)
-    write_config(cluster, head_files(plan), files[TASK_PROLOG_PATH], {"MpiDefault": "none"})
+    prolog = files[TASK_PROLOG_PATH]
+    write_config(cluster, head_files(plan), prolog, {"MpiDefault": "none"})
     cluster.start_munged()
     name = node_name(node_name_prefix(pool.name), "10.42.7.19")
     versions.slurmctld(NEWER)
@@ -278,12 +281,25 @@ def test_the_second_steps_slurm_conf_stops_a_24_11_slurmd_not_yet_refreshed(
         cluster,
         timeout=120,
     )
-    upgraded = head_files(upgraded_plan())["/etc/slurm/slurm.conf"]
-    assert "HealthCheckTimeout=" in upgraded  # what 24.11 does not know
-    write_config(cluster, head_files(upgraded_plan()), files[TASK_PROLOG_PATH],
+    kept = head_files(upgraded_plan(upgrade_from=OLDER))[SLURM_CONF]
+    assert "HealthCheckTimeout=" not in kept and "MetricsType=" not in kept
+    write_config(cluster, head_files(upgraded_plan(upgrade_from=OLDER)), prolog,
                  {"MpiDefault": "none"})  # fmt: skip
+    versions.run(NEWER, "scontrol", "reconfigure")
+    time.sleep(5)  # what a slurmd that stops does within a second or two
+    assert slurmd.poll() is None, cluster.logs()
+    out = versions.run(NEWER, "srun", "-p", POOL, "-N1", "-n1", "-t", "1", "hostname")
+    assert out.stdout.strip()
+    assert versions.node(NEWER, name)["Version"] == OLDER
+    # upgrade_from left out while the node still runs 24.11.
+    upgraded = head_files(upgraded_plan())[SLURM_CONF]
+    assert "HealthCheckTimeout=" in upgraded  # what 24.11 does not know
+    write_config(cluster, head_files(upgraded_plan()), prolog, {"MpiDefault": "none"})
     versions.run(NEWER, "scontrol", "reconfigure")
     wait_for(lambda: slurmd.poll() is not None, "the 24.11 slurmd to stop", cluster, timeout=90)
     log = (cluster.root / "log" / f"slurmd-{OLDER}.out").read_text()
-    log += "".join(p.read_text() for p in (cluster.root / "log").glob("slurmd-*.log"))
-    assert "unrecognized key" in log, log[-3000:]
+    assert "Parsing error at unrecognized key: HealthCheckTimeout" in log, log[-3000:]
+    assert "fatal: Unable to process configuration file" in log
+
+
+SLURM_CONF = "/etc/slurm/slurm.conf"

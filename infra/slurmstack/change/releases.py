@@ -86,11 +86,11 @@ def release_findings(old: DeployedSlurm, new: ClusterSpec) -> list[Finding]:
             warning(
                 f"pools[{index}].slurm_version",
                 f"the new slurm.conf sets {', '.join(extra)}, which it leaves out for Slurm "
-                f"{before} (that release lacks them, or needs them otherwise); pool "
-                f"{pool.name}'s nodes run {before} until the refresh replaces them, and a "
-                "slurmd stops at a setting its release does not know, at the reconfigure this "
-                "change sends or at its next start: expect them down before their turn "
-                "(docs/slurm-versions.md)",
+                f"{before}; pool {pool.name}'s nodes run {before} until the refresh replaces "
+                "them, and a slurmd stops at a setting its release does not know (at the "
+                "reconfigure this change sends): set slurm.upgrade_from to "
+                f"{before} for this change, so slurm.conf stays written for it, and remove it "
+                "once every pool's refresh is done (docs/slurm-versions.md)",
             )
         )
     return findings

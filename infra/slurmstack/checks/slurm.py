@@ -447,6 +447,28 @@ def slurm_version_order(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding
             )
 
 
+# why: slurm.upgrade_from keeps slurm.conf readable by the release the nodes ran before the
+# change; it must be a release this cluster can come from (not newer, within the window).
+@rule
+def slurm_upgrade_from(spec: ClusterSpec, catalog: Catalog) -> Iterator[Finding]:
+    before = spec.slurm.upgrade_from
+    if before is None:
+        return
+    path = "slurm.upgrade_from"
+    if before == spec.slurm.version:
+        yield warning(path, f"the same as slurm.version ({before}): nothing to keep; remove it")
+        return
+    if _version_key(before) > _version_key(spec.slurm.version):
+        yield error(
+            path,
+            f"{before} is newer than slurm.version {spec.slurm.version}: upgrade_from is the "
+            "release the nodes ran before this upgrade; set that release, or remove it",
+        )
+        return
+    for finding in slurm_upgrade_findings(before, spec.slurm.version):
+        yield error(path, finding.message)
+
+
 def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 

@@ -74,6 +74,10 @@ def pool_slurm_version(spec: ClusterSpec, pool: PoolSpec) -> str:
 def oldest_slurm_version(spec: ClusterSpec) -> str:
     """The oldest Slurm any daemon of the cluster runs. slurm.conf is written for it: every
     slurmd reads the whole file (configless, from slurmctld) and refuses keys its release does
-    not know, so during a staged upgrade the older nodes' release decides what it may hold."""
+    not know, so during a staged upgrade the older nodes' release decides what it may hold, and
+    during a refresh to a new release, slurm.upgrade_from's (the nodes not refreshed yet)."""
     versions = [spec.slurm.version, *(pool_slurm_version(spec, p) for p in spec.pools)]
+    # During an upgrade the nodes not yet refreshed still run slurm.upgrade_from's release.
+    if spec.slurm.upgrade_from is not None:
+        versions.append(spec.slurm.upgrade_from)
     return min(versions, key=version_key)
