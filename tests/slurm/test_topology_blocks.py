@@ -14,6 +14,7 @@ job its scheduling in the pool's own partition.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from functools import cache
 from types import SimpleNamespace
@@ -36,12 +37,14 @@ from slurm.test_topology_scheduling import (
 )
 from slurmstack.contract import (
     SLURM_CONF_PATH,
+    TOPOLOGY_ASKED_PATH,
     TOPOLOGY_CONF_PATH,
     TOPOLOGY_YAML_PATH,
     block_topology,
     topology_value,
 )
 from slurmstack.node.controller import place as placing
+from slurmstack.node.power.hostlist import expand
 from slurmstack.plan import ClusterPlan
 from slurmstack.plan.topology import block_pools
 from slurmstack.render import head_files
@@ -137,8 +140,6 @@ def controller_pass(
 
 def blocks_shown(fabric: Fabric) -> dict[str, list[str]]:
     """`scontrol show topology <blocks>`: block -> its nodes."""
-    from slurmstack.node.power.hostlist import expand
-
     out = fabric.client("scontrol", "show", "topology", BLOCKS).stdout
     shown = {}
     for line in out.splitlines():
@@ -223,9 +224,5 @@ def test_ultraserver_nodes_go_in_their_blocks_and_the_pool_partition_never_refus
 
 def placing_asked(fabric: Fabric) -> dict[str, float]:
     """The controller's memory of instances asked about and still unanswered."""
-    import json
-
-    from slurmstack.contract import TOPOLOGY_ASKED_PATH
-
     path = fabric.cluster.root / "state" / TOPOLOGY_ASKED_PATH.lstrip("/")
     return json.loads(path.read_text()) if path.exists() else {}

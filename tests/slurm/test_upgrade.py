@@ -28,7 +28,7 @@ import pytest
 from slurm.conftest import Cluster, make_devices, wait_for, write_config
 from slurm.slurm_root import missing_commands, wrapper_dir
 from slurm.test_dynamic_node import slurmd_command
-from slurmstack.contract import TASK_PROLOG_PATH, node_name, node_name_prefix
+from slurmstack.contract import SLURM_CONF_PATH, TASK_PROLOG_PATH, node_name, node_name_prefix
 from slurmstack.plan import build_plan, oldest_slurm_version
 from slurmstack.render import SLURMD_UNIT_PATH, head_files, pool_files
 from support.examples import example_plan as example_plan_of_record
@@ -281,10 +281,10 @@ def test_a_24_11_slurmd_not_yet_refreshed_reads_the_conf_of_upgrade_from_and_sto
         cluster,
         timeout=120,
     )
-    kept = head_files(upgraded_plan(upgrade_from=OLDER))[SLURM_CONF]
-    assert "HealthCheckTimeout=" not in kept and "MetricsType=" not in kept
-    write_config(cluster, head_files(upgraded_plan(upgrade_from=OLDER)), prolog,
-                 {"MpiDefault": "none"})  # fmt: skip
+    kept = head_files(upgraded_plan(upgrade_from=OLDER))
+    assert "HealthCheckTimeout=" not in kept[SLURM_CONF_PATH]
+    assert "MetricsType=" not in kept[SLURM_CONF_PATH]
+    write_config(cluster, kept, prolog, {"MpiDefault": "none"})
     versions.run(NEWER, "scontrol", "reconfigure")
     time.sleep(5)  # what a slurmd that stops does within a second or two
     assert slurmd.poll() is None, cluster.logs()
@@ -292,14 +292,11 @@ def test_a_24_11_slurmd_not_yet_refreshed_reads_the_conf_of_upgrade_from_and_sto
     assert out.stdout.strip()
     assert versions.node(NEWER, name)["Version"] == OLDER
     # upgrade_from left out while the node still runs 24.11.
-    upgraded = head_files(upgraded_plan())[SLURM_CONF]
-    assert "HealthCheckTimeout=" in upgraded  # what 24.11 does not know
-    write_config(cluster, head_files(upgraded_plan()), prolog, {"MpiDefault": "none"})
+    upgraded = head_files(upgraded_plan())
+    assert "HealthCheckTimeout=" in upgraded[SLURM_CONF_PATH]  # what 24.11 does not know
+    write_config(cluster, upgraded, prolog, {"MpiDefault": "none"})
     versions.run(NEWER, "scontrol", "reconfigure")
     wait_for(lambda: slurmd.poll() is not None, "the 24.11 slurmd to stop", cluster, timeout=90)
     log = (cluster.root / "log" / f"slurmd-{OLDER}.out").read_text()
     assert "Parsing error at unrecognized key: HealthCheckTimeout" in log, log[-3000:]
     assert "fatal: Unable to process configuration file" in log
-
-
-SLURM_CONF = "/etc/slurm/slurm.conf"

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from slurmstack.cli import app
 from slurmstack.contract import (
+    NODE_CONFIG_PATH,
     SLURM_CONF_PATH,
     TOPOLOGY_CONF_PATH,
     TOPOLOGY_YAML_PATH,
@@ -162,7 +163,7 @@ def test_an_ultraserver_pool_gets_its_blocks_beside_the_tree() -> None:
     assert partitions[1].startswith("PartitionName=ultra_blocks Nodes=ultra_nodes Default=NO")
     assert partitions[1].endswith("Topology=ultra_blocks")
     assert "Topology=" not in partitions[0]  # the pool's own partition: the tree
-    config = json.loads(head["/etc/slurmstack/node.json"])
+    config = json.loads(head[NODE_CONFIG_PATH])
     ref = next(p for p in config["pools"] if p["name"] == "ultra")
     assert (ref["block_topology"], ref["blocks"]) == (
         "ultra_blocks",
