@@ -33,7 +33,7 @@ from slurmstack.plan import build_plan, oldest_slurm_version
 from slurmstack.render import SLURMD_UNIT_PATH, head_files, pool_files
 from support.examples import example_plan as example_plan_of_record
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.upgrade]
 
 FROM_ENV, TO_ENV = "SLURMSTACK_UPGRADE_FROM_ROOT", "SLURMSTACK_UPGRADE_TO_ROOT"
 OLDER, NEWER = "24.11.5", "26.05.5"
