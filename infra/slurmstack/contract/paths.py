@@ -21,6 +21,7 @@ __all__ = [
     "CONTROLLER_SERVICE",
     "CONTROLLER_STATE_PATH",
     "CONTROLLER_TIMER",
+    "DBD_AGENT_WATCH_PATH",
     "DEEP_DIAGNOSTIC_SECONDS",
     "DISTRIBUTION_SLURMD_UNIT",
     "ECR_LOGIN_PATH",
@@ -191,6 +192,8 @@ CONTROLLER_STATE_PATH = f"{STATE_VOLUME_MOUNT}/slurmstack/controller.json"
 TOPOLOGY_ASKED_PATH = f"{STATE_VOLUME_MOUNT}/slurmstack/topology-asked.json"
 # When the controller last asked slurmctld for a full state save (node.controller.full_save).
 FULL_SAVE_ASKED_PATH = f"{STATE_VOLUME_MOUNT}/slurmstack/full-save-asked"
+# The accounting agent's queue as the controller last saw it (node.controller.dbd_agent).
+DBD_AGENT_WATCH_PATH = f"{STATE_VOLUME_MOUNT}/slurmstack/dbd-agent-watch.json"
 CLOUD_INIT_OUTPUT_PATH = "/var/log/cloud-init-output.log"
 # node from the config store: one directory per pool, the programs they run in lib/, and
 # acceptance.json (the pools' expectations: GPUs, EFA devices, mounts, all-reduce threshold).

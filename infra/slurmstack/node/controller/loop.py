@@ -10,6 +10,7 @@ from . import observe
 from . import state as memory
 from .act import act, record
 from .actions import SUSPENDED_PROCESS, iso
+from .dbd_agent import watch_dbd_agent
 from .decide import decide
 from .full_save import ask_for_full_save
 from .place import place
@@ -40,8 +41,10 @@ def control(ctx: Context, dry_run: bool = False) -> dict[str, Any]:
         saved = save_new_registrations(ctx, observed.nodes)
         # Nodes that joined, placed under their network nodes in Slurm's topology.
         topology = place(ctx, config, observed)
-        # Last (it restarts slurmctld): a new cluster's first full state save, asked for.
+        # Last (they restart slurmctld): a new cluster's first full state save, asked for; a
+        # stalled accounting agent, restarted.
         full_save = ask_for_full_save(ctx, observed.now)
+        dbd_agent = None if full_save else watch_dbd_agent(ctx, observed.now)
     result: dict[str, Any] = {"actions": done, "notes": list(decision.notes), "aws": observed.aws}
     if saved:
         result["saved_registrations"] = saved
@@ -49,6 +52,8 @@ def control(ctx: Context, dry_run: bool = False) -> dict[str, Any]:
         result["topology"] = topology
     if full_save is not None:
         result["full_save"] = full_save
+    if dbd_agent is not None:
+        result["dbd_agent_restarted"] = dbd_agent
     return result
 
 
