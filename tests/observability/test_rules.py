@@ -84,7 +84,7 @@ CASES: dict[str, tuple[Case, Case]] = {
     ),
     "GpuMissing": (
         Case(
-            {**gpus("gpu-1", "", ["0x10"] * 3), 'slurm_node_gpus{node="gpu-1"}': "4x10"},
+            {**gpus("gpu-1", "", ["0x10"] * 3), 'slurmstack_node_gpus{node="gpu-1"}': "4x10"},
             "2m",
             [
                 alert(
@@ -93,7 +93,9 @@ CASES: dict[str, tuple[Case, Case]] = {
                 )
             ],
         ),
-        Case({**gpus("gpu-1", "", ["0x10"] * 4), 'slurm_node_gpus{node="gpu-1"}': "4x10"}, "2m"),
+        Case(
+            {**gpus("gpu-1", "", ["0x10"] * 4), 'slurmstack_node_gpus{node="gpu-1"}': "4x10"}, "2m"
+        ),
     ),
     "CircuitBreakerOpen": (
         Case(

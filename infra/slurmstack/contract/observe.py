@@ -223,6 +223,9 @@ class Metric(enum.StrEnum):
     DAEMON_UP = "slurmstack_daemon_up"  # {daemon}: slurmctld, slurmdbd
     NODE_STATE = "slurmstack_node_state"  # {node, pool, state}: 1 for the node's base state
     NODE_DRAINED = "slurmstack_node_drained"  # {node, pool, check, remedy}: drained, and why
+    # {node, pool}: GPUs Slurm gives the node (its GRES): Slurm's own slurm_node_gpus counts
+    # them from TRES, which has gres/gpu only with accounting (0 on a cluster without).
+    NODE_GPUS = "slurmstack_node_gpus"
     JOB_INFO = "slurmstack_job_info"  # {hpc_job, account, user, partition}: a running job
     JOB_GPUS = "slurmstack_job_gpus"  # {hpc_job}: GPUs the running job holds
     FAIRSHARE = "slurmstack_fairshare"  # {account, user}: sshare's FairShare factor

@@ -78,7 +78,7 @@ def alert_rules(observe: ObservabilityPlan) -> list[Rule]:
         ),
         Rule(
             "GpuMissing",
-            f"count by (node, pool) ({GPU_UTIL}) < on(node) group_left() slurm_node_gpus",
+            f"count by (node, pool) ({GPU_UTIL}) < on(node) group_left() {Metric.NODE_GPUS}",
             "{{ $labels.node }} reports {{ $value }} GPUs, fewer than Slurm declares",
             severity="critical",
         ),

@@ -35,7 +35,7 @@ def overview(observe: ObservabilityPlan) -> Dashboard:
             Panel(
                 "GPUs allocated and busy",
                 (
-                    ("sum(slurm_node_gpus)", "in Slurm"),
+                    (f"sum({Metric.NODE_GPUS})", "in Slurm"),
                     ("sum(slurm_node_gpus_alloc)", "allocated"),
                     (f"sum({UTIL} > bool 5)", "busy (>5%)"),
                 ),
@@ -48,7 +48,7 @@ def overview(observe: ObservabilityPlan) -> Dashboard:
                     ("sum by (partition) (slurm_partition_jobs_pending)", "{{partition}} pending"),
                 ),
             ),
-            Panel("Scheduler: last cycle", (("slurm_sched_cycle_last", "main"),), unit="µs"),
+            Panel("Scheduler: last cycle", (("slurm_schedule_cycle_last", "main"),), unit="µs"),
         ),
     )
 

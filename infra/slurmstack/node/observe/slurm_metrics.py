@@ -51,6 +51,9 @@ def node_samples(config: NodeConfig, nodes: list[NodeRecord]) -> list[Sample]:
         pool = pool_of(config, node.name)
         labels = {"node": node.name, "pool": pool}
         samples.append((Metric.NODE_STATE, {**labels, "state": node.base.lower()}, 1.0))
+        fields = node.fields
+        gpus = gpus_of(fields.get("CfgTRES", ""), fields.get("Gres", ""))
+        samples.append((Metric.NODE_GPUS, labels, float(gpus)))
         if not node.out_of_service:
             continue
         parsed = next((p for p in map(parse_reason, node.reasons) if p is not None), None)
@@ -138,15 +141,15 @@ def native_job_samples(jobs: list[dict[str, str]]) -> list[Sample]:
 
 # sdiag's sections: the main scheduler's, then the backfill scheduler's.
 _SDIAG = {
-    "slurm_sched_cycle_last": (r"Main schedule statistics.*?Last cycle:\s+(\d+)", 1.0),
-    "slurm_sched_cycle_cnt": (r"Main schedule statistics.*?Total cycles:\s+(\d+)", 1.0),
+    "slurm_schedule_cycle_last": (r"Main schedule statistics.*?Last cycle:\s+(\d+)", 1.0),
+    "slurm_schedule_cycle_cnt": (r"Main schedule statistics.*?Total cycles:\s+(\d+)", 1.0),
     "slurm_bf_cycle_cnt": (r"Backfilling stats.*?Total cycles:\s+(\d+)", 1.0),
 }
 
 
 def scheduler_samples(ctx: Context) -> list[Sample]:
-    """The scheduler's cycles (slurm_sched_cycle_last in microseconds, as sdiag and Slurm's
-    own endpoint give it)."""
+    """The scheduler's cycles (slurm_schedule_cycle_last in microseconds, as sdiag and Slurm's
+    own endpoint give it: its names, src/plugins/metrics/openmetrics/openmetrics.c, 26.05)."""
     result = ctx.bounded(SLURM_SECONDS, "sdiag")
     samples: list[Sample] = []
     for name, (pattern, scale) in _SDIAG.items():

@@ -108,6 +108,10 @@ def test_gpus_are_counted_from_the_gres_where_no_tres_counts_them() -> None:
     assert samples[("slurm_node_gpus_alloc", "dev-10-42-0-7")] == 2
     assert samples[("slurm_node_gpus", "dev-10-42-0-8")] == 4
     assert samples[("slurm_node_gpus_alloc", "dev-10-42-0-8")] == 0
+    # slurmstack's own count, whatever the release (Slurm 25.11+'s own endpoint counts TRES).
+    own = {s[1]["node"]: s[2] for s in slurm_metrics.node_samples(HEAD, nodes)
+           if s[0] == "slurmstack_node_gpus"}  # fmt: skip
+    assert own == {"dev-10-42-0-7": 4, "dev-10-42-0-8": 4}
     job = {"JobId": "7", "JobState": "RUNNING", "AllocTRES": "cpu=2,mem=15564M",
            "JOB_GRES": "gpu:l40s:2"}  # fmt: skip
     assert slurm_metrics.job_gpus(job) == 2
