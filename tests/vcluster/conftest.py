@@ -12,19 +12,23 @@ VCLUSTER_KEEP=1 to keep the run's directory (every node's layers and logs) after
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
-from vcluster.harness import VirtualCluster
+from vcluster.harness import VirtualCluster, node_slurm
 from vcluster.harness.node_slurm import NodeSlurm, from_env
 
 DEFINITION = Path(__file__).resolve().parent / "definitions" / "two-pools.yaml"
+_PMIX_CLUSTERS = itertools.count(1)
 BINARIES = ("ip", "nsenter", "unshare", "mount", "nft", "munged", "slurmctld", "slurmd", "srun",
             "scontrol", "sbatch", "mpirun")  # fmt: skip
 DEBIAN_PACKAGES = (
@@ -60,12 +64,49 @@ def require_host(slurm: NodeSlurm | None = None) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
-def vcluster() -> Iterator[VirtualCluster]:
-    require_host()
+def two_pools(slurm: NodeSlurm | None = None, name: str | None = None) -> Iterator[VirtualCluster]:
+    """definitions/two-pools.yaml booted, its nodes running ``slurm`` (the shared cluster's by
+    default), closed and checked for leftovers after. ``name``: the cluster's, for one that
+    lives beside the shared cluster (one moto holds both: their resources' names must differ)."""
+    require_host(slurm)
     began = time.monotonic()
-    with VirtualCluster(DEFINITION, keep=os.environ.get("VCLUSTER_KEEP") == "1") as cluster:
+    keep = os.environ.get("VCLUSTER_KEEP") == "1"
+    definition = DEFINITION
+    if name is not None:
+        data = yaml.safe_load(DEFINITION.read_text()) | {"name": name}
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as renamed:
+            yaml.safe_dump(data, renamed)
+        definition = Path(renamed.name)
+    try:
+        cluster_cm = VirtualCluster(definition, keep=keep, slurm=slurm)
+    finally:
+        if name is not None:
+            definition.unlink()
+    with cluster_cm as cluster:
         yield cluster
         cluster.timings["session"] = time.monotonic() - began
-        print(f"\nvirtual cluster timings (s): {cluster.timings}")
+        print(f"\nvirtual cluster ({cluster.slurm.mode}) timings (s): {cluster.timings}")
     assert cluster.leftovers() == [], "the virtual cluster's cleanup left these behind"
+
+
+@pytest.fixture(scope="session")
+def shared_vcluster() -> Iterator[VirtualCluster]:
+    yield from two_pools()
+
+
+@pytest.fixture(scope="session")
+def vcluster(shared_vcluster: VirtualCluster) -> VirtualCluster:
+    """The session's cluster (a module that needs another overrides this name)."""
+    return shared_vcluster
+
+
+@pytest.fixture(scope="module")
+def pmix_vcluster(request: pytest.FixtureRequest) -> Iterator[VirtualCluster]:
+    """A two-pools cluster whose Slurm has PMIx (MPI jobs, `srun --mpi=pmix`): the shared one
+    when its Slurm has it; otherwise (Debian's build of the version of record has none) one
+    of the module's own, on the image's build, which has."""
+    if from_env().pmix:
+        yield request.getfixturevalue("shared_vcluster")
+    else:
+        # A name per cluster: moto keeps a closed cluster's resources (its secrets) too.
+        yield from two_pools(node_slurm.image(), name=f"vcpmix{next(_PMIX_CLUSTERS)}")

@@ -13,6 +13,13 @@ from vcluster.harness import VirtualCluster
 
 pytestmark = pytest.mark.vcluster
 
+
+@pytest.fixture(scope="module")
+def vcluster(pmix_vcluster: VirtualCluster) -> VirtualCluster:
+    """MPI jobs go through PMIx: a cluster whose Slurm has it (conftest.pmix_vcluster)."""
+    return pmix_vcluster
+
+
 N = 1_000_003
 RANK_PROGRAM = f"""
 import json, socket

@@ -42,6 +42,13 @@ from vcluster.harness.standins import WORKLOAD_TOOL, WORKLOAD_TOOL_PATHS
 
 pytestmark = [pytest.mark.vcluster, pytest.mark.workload]
 
+
+@pytest.fixture(scope="module")
+def vcluster(pmix_vcluster: VirtualCluster) -> VirtualCluster:
+    """MPI jobs go through PMIx: a cluster whose Slurm has it (conftest.pmix_vcluster)."""
+    return pmix_vcluster
+
+
 # The ranks run Debian's python3 (python3-torch is a Debian package, not in the venv). Debian
 # 12's torch 1.13 on Python 3.11 cannot parse torchrun's default "--redirects 0 --tee 0" (its
 # Std IntFlag has no member 0 on 3.11): stdout is redirected and teed instead, which prefixes
@@ -280,7 +287,7 @@ def test_acceptance_gives_a_verdict_per_pool_and_drains_a_slow_node(
     code, out = accept(vcluster, "--json")
     assert code == 0, out
     report = json.loads(out)
-    assert report["cluster"] == "vc" and report["ok"] is True
+    assert report["cluster"] == vcluster.plan.name and report["ok"] is True
     gpu, cpu = report["pools"]
     assert (gpu["pool"], gpu["verdict"], gpu["nodes"]) == ("gpu", "pass", names)
     assert gpu["node_check"] == {"ok": True, "failed": {}, "no_answer": []}

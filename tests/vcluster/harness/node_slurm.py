@@ -9,11 +9,11 @@
   forky` makes (SLURMSTACK_SLURM_ROOT), its /usr laid over each node's. Its binaries need that
   root's C library, which the same layer brings (the host's programs run on it too: glibc keeps
   old symbols). Debian builds it without PMIx, so the cluster's slurm.conf says
-  MpiDefault=none, and without sackd in that root (no login pools on such a cluster).
+  MpiDefault=none (MPI scenarios take ``image``); the root has Debian's sackd (login nodes).
 - ``host``: this machine's Slurm (Debian 12's 22.05), for a local run with neither.
 
-SLURMSTACK_VCLUSTER_SLURM picks the shared cluster's; a scenario that needs a release (the
-topology scenarios need 25.05 or later) asks for its own.
+SLURMSTACK_VCLUSTER_SLURM picks the clusters' (CI: record); a scenario that needs a release
+asks for its own (the topology scenarios need 25.05 or later, MPI needs PMIx).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ class NodeSlurm:
     usr_layer: Path | None  # laid over each node's /usr; None: the host's Slurm
     absent: frozenset[str] = frozenset()  # contract items this Slurm lacks
     slurm_conf: Mapping[str, str] = field(default_factory=dict)  # keys set in the store's copy
+    pmix: bool = True  # Slurm's mpi/pmix is there (`srun --mpi=pmix`, the rendered MPI job)
 
     def layers(self) -> dict[str, tuple[Path, ...]]:
         """Node directory -> read-only layers over the host's (top first)."""
@@ -85,6 +86,7 @@ def record() -> NodeSlurm:
         usr if (usr / "sbin/slurmd").is_file() else None,
         absent=frozenset() if (usr / "sbin/sackd").exists() else WITHOUT_SACKD,
         slurm_conf={} if has_pmix else {"MpiDefault": "none"},
+        pmix=has_pmix,
     )
 
 

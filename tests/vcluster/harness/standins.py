@@ -368,20 +368,22 @@ STAND_INS: tuple[StandIn, ...] = (
         "workplace's Debian mirror does not serve 26.05.5's source; and the nodes' root is this "
         "machine's (Debian 12, the rehearsal's own base), not the whole baked root",
         "each cluster picks its nodes' Slurm (node_slurm.py) and writes slurm.version for it: "
-        "the image's build of 24.11.5 (the rehearsal's Slurm step: daemons, clients, plugins, "
-        "units) laid over each node's /usr, as CI runs the shared cluster's scenarios "
-        "(SLURMSTACK_VCLUSTER_SLURM=image); or Debian's build of 26.05.5, the version of record, "
-        "from the root .ci/slurm-chroot forky makes, its /usr laid over each node's "
-        "(SLURMSTACK_VCLUSTER_SLURM=record, and the topology scenarios' own cluster, which needs "
-        "25.05 or later); without either (a machine with neither) this machine's 22.05, which "
-        "reads the file written for 24.11.5",
+        "Debian's build of 26.05.5, the version of record, from the root .ci/slurm-chroot forky "
+        "makes, its /usr laid over each node's, as CI runs the clusters "
+        "(SLURMSTACK_VCLUSTER_SLURM=record); or the image's build of 24.11.5 (the rehearsal's "
+        "Slurm step: daemons, clients, plugins, units, PMIx) laid the same way, which the MPI "
+        "and workload scenarios (PMIx: Debian's 26.05 has none) and the upgrade scenario's "
+        "start take (SLURMSTACK_VCLUSTER_SLURM=image runs every cluster on "
+        "it); without either (a machine with neither) this machine's 22.05, which reads the "
+        "file written for 24.11.5",
     ),
     StandIn(
         "sackd",
         "sackd on login nodes (Slurm's clients configless: the configuration slurmctld serves, in "
         "/run/slurm/conf, fetched again on every reconfigure)",
-        "Debian 12's Slurm 22.05 has no sackd (Slurm 23.11 brought it); with the image's Slurm "
-        "(SLURMSTACK_VCLUSTER_SLURM=image) the login nodes run the real sackd instead",
+        "Debian 12's Slurm 22.05 has no sackd (Slurm 23.11 brought it); with the version of "
+        "record or the image's Slurm (SLURMSTACK_VCLUSTER_SLURM=record or image) the login "
+        "nodes run the real sackd instead",
         "the login node's sackd unit runs node_side/sackd.py instead (same unit, same user, same "
         "/run/slurm/conf): it copies the head's Slurm files from the config store every 5 s; "
         "22.05's clients read /run/slurm/conf as 26.05's do",
